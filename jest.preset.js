@@ -1,0 +1,19 @@
+// Shared jest settings: TypeScript through @swc/jest (no type-check at test time; `typecheck` does that),
+// workspace libraries mapped to their sources so tests never need a build of a lib.
+const path = require('node:path');
+
+const root = __dirname;
+module.exports = {
+  testEnvironment: 'node',
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  moduleNameMapper: {
+    '^@iop/validate$': path.join(root, 'libs/validate/src/index.ts'),
+    '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),
+    '^@iop/status$': path.join(root, 'libs/status/src/index.ts'),
+    '^@iop/fake-upstream$': path.join(root, 'tools/fake-upstream/src/index.ts'),
+  },
+  testMatch: ['**/*.spec.ts'],
+};

@@ -1,0 +1,28 @@
+/**
+ * Why a lease was not granted (DESIGN §4 invariants 4 and 5, §6 codes). The gateway maps each
+ * code to its HTTP status in one place; `retryAfterS` feeds the `Retry-After` header.
+ * - `queue_full` (429): the chosen provider already holds `max_queued` waiting requests;
+ * - `queue_timeout` (503): no lease within `max_wait_ms`; the waiting job was removed;
+ * - `queue_unavailable` (503): the queue backend (Redis) cannot be reached;
+ * - `no_available_provider` (503): the pool has no usable candidate (all disabled, invalid or removed);
+ * - `client_aborted`: the caller's AbortSignal fired while waiting; nothing is left queued.
+ */
+export type AdmissionErrorCode =
+  | 'queue_full'
+  | 'queue_timeout'
+  | 'queue_unavailable'
+  | 'no_available_provider'
+  | 'client_aborted';
+
+export class AdmissionError extends Error {
+  override readonly name = 'AdmissionError';
+
+  constructor(
+    readonly code: AdmissionErrorCode,
+    message: string,
+    /** Seconds a client should wait before retrying, when retrying can help. */
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+  }
+}

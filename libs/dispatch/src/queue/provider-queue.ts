@@ -1,0 +1,88 @@
+/**
+ * One provider of a pool as the queue sees it: its id and its limits (DESIGN §3–§4).
+ * `maxConcurrency` ≥ 1 leases at once across every replica; `maxQueued` ≥ 0 waiting requests.
+ */
+export interface QueueProvider {
+  readonly providerId: string;
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
+}
+
+/** A request for one lease on one of `candidates`, all serving the same model group. */
+export interface LeaseRequest {
+  /** The public model name; never empty (DESIGN §4 admission rule). */
+  readonly modelGroupKey: string;
+  /** Usable providers of the pool, adapters already resolved; at least one. */
+  readonly candidates: readonly QueueProvider[];
+  /** Aborts the wait: the request leaves the queue and `acquireLease` rejects with `client_aborted`. */
+  readonly signal?: AbortSignal;
+  /** Longest wait for a grant, in ms (`queue.max_wait_ms`). */
+  readonly maxWaitMs: number;
+}
+
+/**
+ * One unit of a provider's concurrency, held from grant to release (DESIGN §1 "lease").
+ * `release()` is idempotent and never throws; call it on every path (success, upstream error,
+ * timeout, client disconnect) — DESIGN §4 invariant 3.
+ */
+export interface Lease {
+  readonly providerId: string;
+  /** Time from `acquireLease` to the grant, in ms. */
+  readonly queueWaitMs: number;
+  release(): Promise<void>;
+}
+
+/** Live counts of one provider: `inFlight` leases held, `queued` requests waiting. */
+export interface ProviderCounts {
+  inFlight: number;
+  queued: number;
+}
+
+/**
+ * Admission control for provider pools (DESIGN §4). Two backends pass one contract suite
+ * (`provider-queue.contract.ts`): `memory` (one process) and `bullmq` (exact across replicas).
+ * Only provider-pool requests reach it; direct routes never call it (`entersQueue`).
+ */
+export interface ProviderQueue {
+  readonly backend: 'memory' | 'bullmq';
+  /**
+   * Declares the full set of pool providers and their limits; called at start and on every config
+   * change. A raised limit takes effect at once; a provider left out takes no new requests, and its
+   * waiting requests move to a sibling candidate or fail with `no_available_provider`.
+   */
+  configure(providers: readonly QueueProvider[]): Promise<void>;
+  /**
+   * Waits for a lease on the least-loaded candidate — lowest `(inFlight + queued) / maxConcurrency`
+   * — while staying work-conserving: a waiting request takes any candidate's free slot.
+   * @throws AdmissionError `queue_full`, `queue_timeout`, `queue_unavailable`, `no_available_provider`, `client_aborted`.
+   */
+  acquireLease(request: LeaseRequest): Promise<Lease>;
+  /** Counts for the given providers (every configured one when omitted). Exact across replicas for bullmq. */
+  counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>>;
+  /** True when the backend can admit now (Redis reachable for bullmq); feeds `/readyz`. */
+  isReady(): Promise<boolean>;
+  /** Stops admitting, fails this process's waiting requests, releases nothing it does not own, closes connections and timers. */
+  close(): Promise<void>;
+}
+
+/**
+ * The provider a new request should queue on (DESIGN §4 provider choice): the lowest
+ * `(inFlight + queued) / maxConcurrency`; ties go to the first candidate in config order.
+ * Pure. Returns undefined for an empty candidate list.
+ */
+export function chooseProvider(
+  candidates: readonly QueueProvider[],
+  counts: ReadonlyMap<string, ProviderCounts>,
+): QueueProvider | undefined {
+  let best: QueueProvider | undefined;
+  let bestLoad = Infinity;
+  for (const candidate of candidates) {
+    const c = counts.get(candidate.providerId) ?? { inFlight: 0, queued: 0 };
+    const load = (c.inFlight + c.queued) / candidate.maxConcurrency;
+    if (load < bestLoad) {
+      best = candidate;
+      bestLoad = load;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,11 @@
+import type { ProviderQueue } from '../queue/provider-queue';
+import type { Route } from './route';
+
+/**
+ * Decides whether a request enters a provider queue (DESIGN §4 admission rule):
+ * `providerPool && modelGroupKey !== "" && queue`. Direct routes never are, whatever
+ * their modelGroupKey; everything that is not queued touches no queue, lease or count.
+ */
+export function entersQueue(route: Route, queue: ProviderQueue | undefined): boolean {
+  return route.providerPool && route.modelGroupKey !== '' && queue !== undefined;
+}

@@ -1,0 +1,73 @@
+import { EdgeConfig, isPoolCategory, modelNames, resolveProviderAdapter } from '@iop/validate';
+import type { DirectTarget, PoolCandidate, Route } from './route';
+
+/**
+ * Resolves a request's `model` (DESIGN §4 route resolution):
+ * 1. pool: enabled pool-category providers listing the model → `{providerPool: true, candidates}`;
+ * 2. direct: a `cli` provider listing it, else a `routes[]` entry naming it → `{providerPool: false, target}`;
+ * 3. else `undefined` (the caller answers 404 `model_not_found`).
+ * A pool whose candidates all fail run-time adapter resolution still resolves as a pool with no
+ * candidates, so the caller answers 503 `no_available_provider` rather than a misleading 404.
+ * Pure; never throws.
+ */
+export function resolveRoute(config: EdgeConfig, model: string): Route | undefined {
+  let poolListed = false;
+  const candidates: PoolCandidate[] = [];
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
+      const entry = provider.models.map(modelNames).find((m) => m.name === model);
+      if (!entry) continue;
+      poolListed = true;
+      const resolved = resolveProviderAdapter(node, provider);
+      // Run-time re-check: a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
+      if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) continue;
+      candidates.push({
+        providerId: provider.id,
+        nodeId: node.id,
+        adapter: resolved.adapter,
+        upstreamModel: entry.upstream,
+        maxConcurrency: Math.max(1, provider.max_concurrency ?? 1),
+        maxQueued: provider.max_queued ?? config.queue.max_queued,
+      });
+    }
+  }
+  if (poolListed) return { providerPool: true, modelGroupKey: model, candidates };
+  const target = resolveDirectTarget(config, model);
+  return target ? { providerPool: false, modelGroupKey: model, target } : undefined;
+}
+
+function resolveDirectTarget(config: EdgeConfig, model: string): DirectTarget | undefined {
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      if (!provider.enabled || provider.category !== 'cli') continue;
+      const entry = provider.models.map(modelNames).find((m) => m.name === model);
+      if (!entry) continue;
+      const resolved = resolveProviderAdapter(node, provider);
+      if (resolved.kind === 'ok' && resolved.adapter.type === 'cli') {
+        return { nodeId: node.id, providerId: provider.id, adapter: resolved.adapter, upstreamModel: entry.upstream };
+      }
+    }
+  }
+  for (const route of config.routes) {
+    if (route.model !== model) continue;
+    const adapter = config.nodes.find((n) => n.id === route.node)?.adapters.find((a) => a.id === route.adapter);
+    if (adapter?.enabled) return { nodeId: route.node, adapter, upstreamModel: route.upstream ?? model };
+  }
+  return undefined;
+}
+
+/**
+ * Lists every public model name the config serves (pool, cli providers and legacy routes),
+ * each once, in file order — the `GET /v1/models` list.
+ */
+export function listModels(config: EdgeConfig): string[] {
+  const names = new Set<string>();
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      if (provider.enabled) for (const m of provider.models) names.add(modelNames(m).name);
+    }
+  }
+  for (const route of config.routes) names.add(route.model);
+  return [...names];
+}

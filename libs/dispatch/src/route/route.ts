@@ -1,0 +1,31 @@
+import type { AdapterConfig } from '@iop/validate';
+
+/** Where a direct route dispatches: one adapter on one node, never queued (DESIGN §4). */
+export interface DirectTarget {
+  nodeId: string;
+  /** The catalog provider id, or undefined for a legacy `routes[]` entry. */
+  providerId?: string;
+  adapter: AdapterConfig;
+  /** The model name sent upstream (the public name unless renamed). */
+  upstreamModel: string;
+}
+
+/** One provider of a pool that can serve a model group, with its adapter already resolved. */
+export interface PoolCandidate {
+  providerId: string;
+  nodeId: string;
+  adapter: AdapterConfig;
+  upstreamModel: string;
+  /** DESIGN §3: ≥ 1. */
+  maxConcurrency: number;
+  /** Per-provider queue bound (provider override, else `queue.max_queued`). */
+  maxQueued: number;
+}
+
+/**
+ * A resolved route (DESIGN §4). Every route carries `modelGroupKey`, the public model name,
+ * whether pooled or direct; only `providerPool` routes may enter a queue.
+ */
+export type Route =
+  | { providerPool: true; modelGroupKey: string; candidates: PoolCandidate[] }
+  | { providerPool: false; modelGroupKey: string; target: DirectTarget };

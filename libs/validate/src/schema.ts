@@ -1,0 +1,166 @@
+import { z } from 'zod';
+
+/**
+ * The zod schema of `edge.yaml`, version 1 (DESIGN §3). Shapes only: rules that relate
+ * one part of the file to another (unique ids, adapter resolution, pooled vs direct) live in
+ * `semantic-rules.ts`. Every object is strict so a typo is an error, never silently ignored.
+ */
+
+/** Adapter types a node can configure (DESIGN §1). */
+export const ADAPTER_TYPES = ['cli', 'ollama', 'vllm', 'openai_compat'] as const;
+export type AdapterType = (typeof ADAPTER_TYPES)[number];
+
+/** Provider categories that are admission controlled (provider pools, DESIGN §4). */
+export const POOL_CATEGORIES = ['ollama', 'vllm', 'openai_compat'] as const;
+export type PoolCategory = (typeof POOL_CATEGORIES)[number];
+
+/** True when `category` is a pool category: its providers are queued and gated by `max_concurrency`. */
+export function isPoolCategory(category: string): category is PoolCategory {
+  return (POOL_CATEGORIES as readonly string[]).includes(category);
+}
+
+const id = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
+
+/** `host:port`, e.g. `127.0.0.1:8080` or `[::1]:8080`. */
+const listen = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'write it as host:port, e.g. 127.0.0.1:8080');
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'write a full http:// or https:// URL' });
+const positiveMs = z.number().int().positive();
+
+export const gatewaySchema = z.strictObject({
+  /** @defaultValue 127.0.0.1:8080 */
+  listen: listen.default('127.0.0.1:8080'),
+  /** Client API keys; absent or empty = no client auth. */
+  api_keys: z.array(z.string().min(1, 'an API key cannot be empty')).default([]),
+  /** @defaultValue 4194304 (4 MiB) */
+  max_body_bytes: z.number().int().positive().default(4 * 1024 * 1024),
+  /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
+  request_timeout_ms: positiveMs.default(120_000),
+});
+
+export const queueSchema = z.strictObject({
+  /** @defaultValue redis when redis_url or REDIS_URL is set, else memory (resolved by loadConfig). */
+  backend: z.enum(['redis', 'memory']).optional(),
+  redis_url: z.string().regex(/^rediss?:\/\//, 'write a redis:// or rediss:// URL').optional(),
+  /** Key prefix of every Redis key. @defaultValue iop-edge */
+  prefix: id.default('iop-edge'),
+  /** Longest a request waits for a lease. @defaultValue 60000 */
+  max_wait_ms: positiveMs.default(60_000),
+  /** Per-provider queue bound for providers without their own. @defaultValue 100 */
+  max_queued: z.number().int().nonnegative().default(100),
+});
+
+export const healthSchema = z.strictObject({
+  /** @defaultValue 5000 */
+  interval_ms: positiveMs.default(5000),
+  /** @defaultValue 2000 */
+  timeout_ms: positiveMs.default(2000),
+  /** Consecutive failures before a provider is unhealthy. @defaultValue 3 */
+  unhealthy_after: z.number().int().positive().default(3),
+  /** Consecutive successes before it is healthy again. @defaultValue 2 */
+  healthy_after: z.number().int().positive().default(2),
+});
+
+export const statusSchema = z.strictObject({
+  /** @defaultValue 127.0.0.1:9464 */
+  listen: listen.default('127.0.0.1:9464'),
+  push_url: httpUrl.optional(),
+  /** @defaultValue 5000 */
+  interval_ms: positiveMs.default(5000),
+});
+
+const httpAdapterFields = {
+  id,
+  base_url: httpUrl,
+  api_key: z.string().optional(),
+  /** @defaultValue true */
+  enabled: z.boolean().default(true),
+};
+
+export const httpAdapterSchema = z.strictObject({
+  ...httpAdapterFields,
+  type: z.enum(['ollama', 'vllm', 'openai_compat']),
+});
+
+export const cliAdapterSchema = z.strictObject({
+  id,
+  type: z.literal('cli'),
+  /** argv array; never run through a shell. */
+  command: z.array(z.string().min(1)).min(1, 'give the program and its arguments, e.g. ["my-llm", "--quiet"]'),
+  /** Kill the process group after this long. @defaultValue 120000 */
+  timeout_ms: positiveMs.default(120_000),
+  /** @defaultValue true */
+  enabled: z.boolean().default(true),
+});
+
+export const adapterSchema = z.discriminatedUnion('type', [httpAdapterSchema, cliAdapterSchema], {
+  error: `type must be one of ${ADAPTER_TYPES.join(', ')}`,
+});
+
+/** A model a provider serves: a bare public name, or `{name, upstream}` to rename it upstream. */
+export const modelSchema = z.union([
+  z.string().min(1),
+  z.strictObject({ name: z.string().min(1), upstream: z.string().min(1) }),
+]);
+
+export const providerSchema = z.strictObject({
+  /** Unique across the whole file. */
+  id,
+  category: z.enum(ADAPTER_TYPES, { error: `category must be one of ${ADAPTER_TYPES.join(', ')}` }),
+  /** An adapter id on this node, or a type when exactly one enabled adapter of it exists here. */
+  adapter: z.string().min(1),
+  models: z.array(modelSchema).min(1, 'list at least one model'),
+  /** Required for pool categories (DESIGN §3). */
+  max_concurrency: z.number().int().optional(),
+  /** Overrides queue.max_queued for this provider. */
+  max_queued: z.number().int().nonnegative().optional(),
+  /** @defaultValue true */
+  enabled: z.boolean().default(true),
+});
+
+export const nodeSchema = z.strictObject({
+  id,
+  adapters: z.array(adapterSchema).default([]),
+  providers: z.array(providerSchema).default([]),
+});
+
+export const routeSchema = z.strictObject({
+  model: z.string().min(1),
+  node: z.string().min(1),
+  adapter: z.string().min(1),
+  upstream: z.string().min(1).optional(),
+});
+
+export const edgeConfigSchema = z.strictObject({
+  version: z.literal(1, { error: 'version must be 1' }),
+  gateway: gatewaySchema.prefault({}),
+  queue: queueSchema.prefault({}),
+  health: healthSchema.prefault({}),
+  status: statusSchema.prefault({}),
+  nodes: z.array(nodeSchema).min(1, 'declare at least one node'),
+  routes: z.array(routeSchema).default([]),
+});
+
+/** The file as parsed, defaults applied (before semantic checks). */
+export type EdgeConfigInput = z.input<typeof edgeConfigSchema>;
+export type EdgeConfig = z.output<typeof edgeConfigSchema>;
+export type GatewaySettings = EdgeConfig['gateway'];
+export type QueueSettings = EdgeConfig['queue'];
+export type HealthSettings = EdgeConfig['health'];
+export type StatusSettings = EdgeConfig['status'];
+export type NodeConfig = EdgeConfig['nodes'][number];
+export type AdapterConfig = NodeConfig['adapters'][number];
+export type HttpAdapterConfig = Extract<AdapterConfig, { type: 'ollama' | 'vllm' | 'openai_compat' }>;
+export type CliAdapterConfig = Extract<AdapterConfig, { type: 'cli' }>;
+export type ProviderConfig = NodeConfig['providers'][number];
+export type ModelEntry = ProviderConfig['models'][number];
+export type RouteConfig = EdgeConfig['routes'][number];
+
+/** Normalises a catalog model entry to `{name, upstream}` (upstream = name when not renamed). */
+export function modelNames(entry: ModelEntry): { name: string; upstream: string } {
+  return typeof entry === 'string' ? { name: entry, upstream: entry } : entry;
+}
