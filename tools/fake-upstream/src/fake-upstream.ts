@@ -1,0 +1,189 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ChatChunkFormat, chatCompletionJson, type ChatUsage } from './chat-completions';
+import { openAIError } from './errors';
+import { InFlightRequest } from './in-flight-request';
+import { isObject, KnobError, readKnobs, type FakeKnobs } from './knobs';
+import { echoReply, readChatPrompt, readResponsesPrompt, roughTokens, splitText, type Prompt } from './prompt';
+import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './responses';
+import { writeEventStream } from './sse';
+import { StatsRecorder, type FakeStats } from './stats';
+
+/** Options of {@link startFakeUpstream}. */
+export interface FakeUpstreamOptions {
+  /** TCP port; 0 picks a free one. @defaultValue 0 */
+  port?: number;
+  /** Interface to listen on. @defaultValue '127.0.0.1' */
+  host?: string;
+  /** Served-by name: sent as the `x-fake-upstream` header and inside every reply text. @defaultValue 'fake-upstream' */
+  name?: string;
+  /** Models listed by `GET /v1/models` and `GET /api/tags`; any model name is answered regardless. @defaultValue ['fake-model'] */
+  models?: string[];
+}
+
+/** A running fake upstream. */
+export interface FakeUpstream {
+  /** OpenAI base URL including `/v1`, e.g. `http://127.0.0.1:43123/v1`. */
+  readonly url: string;
+  /** Origin without a path, e.g. `http://127.0.0.1:43123` (for `/health`, `/api/version`). */
+  readonly origin: string;
+  readonly port: number;
+  readonly name: string;
+  /** Counters and last requests (a copy; see {@link FakeStats}). Same document as `GET /__stats`. */
+  stats(): FakeStats;
+  /** Zeroes the counters (in-flight requests stay in `current`). Same as `POST /__reset`. */
+  reset(): void;
+  /** Stops listening and destroys every open connection, in-flight streams included. Idempotent. */
+  close(): Promise<void>;
+}
+
+type Api = 'chat' | 'responses';
+
+/**
+ * Starts an OpenAI-compatible fake upstream that records concurrency (DESIGN §2 tools).
+ *
+ * Routes: `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/responses` (stream and not),
+ * `GET /health` (vLLM probe), `GET /api/version` and `GET /api/tags` (Ollama probes),
+ * `GET /__stats`, `POST /__reset`; anything else is a 404 OpenAI error. Replies are
+ * {@link echoReply} of the last user message, shaped per the knobs of {@link readKnobs}.
+ * Invalid JSON, a missing `model` or a bad knob answer 400 `invalid_request_error`.
+ */
+export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const name = opts.name ?? 'fake-upstream';
+  const host = opts.host ?? '127.0.0.1';
+  const models = opts.models ?? ['fake-model'];
+  const recorder = new StatsRecorder();
+  const jsonHeaders = { 'content-type': 'application/json', 'x-fake-upstream': name };
+  const sseHeaders = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-fake-upstream': name };
+  const fingerprint = `fake-upstream:${name}`;
+  let nextId = 0;
+
+  const fixed = {
+    models: Buffer.from(JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: name })) })),
+    tags: Buffer.from(JSON.stringify({ models: models.map((m) => ({ name: m, model: m, size: 0, digest: '', details: {} })) })),
+    version: Buffer.from(JSON.stringify({ version: '0.0.0-fake' })),
+    empty: Buffer.alloc(0),
+  };
+
+  function send(res: ServerResponse, status: number, body: string | Buffer): void {
+    res.writeHead(status, { ...jsonHeaders, 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+
+  function sendError(res: ServerResponse, status: number, message: string, code?: string, param?: string): void {
+    send(res, status, JSON.stringify(openAIError(status, message, code, param)));
+  }
+
+  function route(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const method = req.method;
+    if (method === 'POST' && path === '/v1/chat/completions') return inference(req, res, 'chat');
+    if (method === 'POST' && path === '/v1/responses') return inference(req, res, 'responses');
+    if (method === 'GET') {
+      if (path === '/v1/models') return send(res, 200, fixed.models);
+      if (path === '/health') return send(res, 200, fixed.empty);
+      if (path === '/api/version') return send(res, 200, fixed.version);
+      if (path === '/api/tags') return send(res, 200, fixed.tags);
+      if (path === '/__stats') return send(res, 200, JSON.stringify(recorder.snapshot()));
+    }
+    if (method === 'POST' && path === '/__reset') {
+      recorder.reset();
+      res.writeHead(204, { 'x-fake-upstream': name });
+      return void res.end();
+    }
+    req.resume();
+    sendError(res, 404, `fake-upstream: no route ${method} ${path}`, 'not_found');
+  }
+
+  function inference(req: IncomingMessage, res: ServerResponse, api: Api): void {
+    const flight = new InFlightRequest(res, recorder.begin());
+    const parts: Buffer[] = [];
+    req.on('data', (part: Buffer) => parts.push(part));
+    req.on('error', () => undefined); // a client gone mid-body is counted by the response's close
+    req.on('end', () => {
+      if (flight.closed) return;
+      let body: unknown;
+      try {
+        body = JSON.parse((parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8'));
+      } catch {
+        return sendError(res, 400, 'fake-upstream: request body is not valid JSON');
+      }
+      if (!isObject(body) || typeof body.model !== 'string' || body.model === '') {
+        return sendError(res, 400, 'fake-upstream: `model` must be a non-empty string', 'invalid_request_error', 'model');
+      }
+      flight.ticket.setModel(body.model, { method: 'POST', path: req.url ?? '/', headers: req.headers, body });
+      let knobs: FakeKnobs;
+      try {
+        knobs = readKnobs(req.headers, body);
+      } catch (err) {
+        if (err instanceof KnobError) return sendError(res, 400, err.message, 'invalid_request_error', err.param);
+        throw err;
+      }
+      void answer(flight, api, body, body.model, knobs);
+    });
+  }
+
+  async function answer(flight: InFlightRequest, api: Api, body: Record<string, unknown>, model: string, knobs: FakeKnobs): Promise<void> {
+    if (knobs.delayMs > 0 && !(await flight.pause(knobs.delayMs))) return;
+    if (flight.closed) return;
+    const { res } = flight;
+    if (knobs.status !== undefined && knobs.status >= 400) {
+      return sendError(res, knobs.status, `fake-upstream: forced status ${knobs.status}`);
+    }
+    const prompt: Prompt = api === 'chat' ? readChatPrompt(body) : readResponsesPrompt(body);
+    const text = echoReply(prompt.lastUserText, model, name);
+    const inputTokens = roughTokens(prompt.inputChars);
+    const outputTokens = roughTokens(text.length);
+    const created = Math.floor(Date.now() / 1000);
+    const n = ++nextId;
+    const stream = body.stream === true;
+
+    if (api === 'chat') {
+      const who = { id: `chatcmpl-fake-${n}`, created, model, system_fingerprint: fingerprint };
+      const usage: ChatUsage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+      if (!stream) return send(res, 200, chatCompletionJson(who, text, usage));
+      const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
+      return writeEventStream(flight, sseHeaders, splitText(text, knobs.chunks), new ChatChunkFormat(who, includeUsage ? usage : undefined), knobs);
+    }
+    const who = { id: `resp_fake_${n}`, messageId: `msg_fake_${n}`, created_at: created, model };
+    const usage: ResponsesUsage = {
+      input_tokens: inputTokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: outputTokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: inputTokens + outputTokens,
+    };
+    if (!stream) return send(res, 200, JSON.stringify(responseObject(who, text, usage)));
+    return writeEventStream(flight, sseHeaders, splitText(text, knobs.chunks), new ResponsesEventFormat(who, text, usage), knobs);
+  }
+
+  const server = createServer({ keepAlive: true, noDelay: true, requestTimeout: 0 }, route);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let closing: Promise<void> | undefined;
+
+  return {
+    url: `${origin}/v1`,
+    origin,
+    port,
+    name,
+    stats: () => recorder.snapshot(),
+    reset: () => recorder.reset(),
+    close: () =>
+      (closing ??= new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      })),
+  };
+}

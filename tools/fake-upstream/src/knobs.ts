@@ -1,0 +1,70 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * Per-request behaviour of the fake upstream. Every knob is optional and read from the request
+ * header `x-fake-<name>` (`x-fake-delay-ms` or `x-fake-delay_ms`) and from the body field
+ * `fake: { <name>: number }`; the body wins.
+ */
+export interface FakeKnobs {
+  /** `delay_ms`: wait this long before the status line and headers, in ms. @defaultValue 0 */
+  delayMs: number;
+  /** `chunks`: content chunks in a stream (the text is split across them), ≥ 1. @defaultValue 3 */
+  chunks: number;
+  /** `chunk_gap_ms`: wait between two stream chunks, in ms. @defaultValue 0 */
+  chunkGapMs: number;
+  /** `status`: answer with this HTTP status (≥ 400) and an OpenAI-shaped error body, after `delay_ms`. */
+  status?: number;
+  /** `cut_after`: stream only: destroy the socket after this many content chunks (no end event, no `[DONE]`). */
+  cutAfter?: number;
+  /** `error_event_after`: stream only: after this many content chunks send an in-band error event and end. */
+  errorEventAfter?: number;
+}
+
+/** Wire names of the knobs, as used in headers (`x-fake-<name>`) and in the body's `fake` object. */
+export const KNOB_NAMES = ['delay_ms', 'chunks', 'chunk_gap_ms', 'status', 'cut_after', 'error_event_after'] as const;
+export type KnobName = (typeof KNOB_NAMES)[number];
+
+const HEADER_NAMES = KNOB_NAMES.map((n) => [n, `x-fake-${n.replace(/_/g, '-')}`, `x-fake-${n}`] as const);
+
+/** A knob value that is not a non-negative integer (the message names the knob and where it came from). */
+export class KnobError extends Error {
+  constructor(readonly param: string, value: unknown) {
+    super(`fake-upstream: ${param} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  }
+}
+
+/**
+ * Reads the knobs of one request (headers first, then `body.fake`, which wins).
+ * @throws KnobError when a given value is not a non-negative integer.
+ */
+export function readKnobs(headers: IncomingHttpHeaders, body: unknown): FakeKnobs {
+  const fake = isObject(body) && isObject(body.fake) ? body.fake : undefined;
+  const raw: Partial<Record<KnobName, number>> = {};
+  for (const [name, dashed, underscored] of HEADER_NAMES) {
+    const fromBody = fake?.[name];
+    if (fromBody !== undefined && fromBody !== null) {
+      raw[name] = toCount(fromBody, `fake.${name}`);
+      continue;
+    }
+    const fromHeader = headers[dashed] ?? headers[underscored];
+    if (fromHeader !== undefined) raw[name] = toCount(fromHeader, dashed);
+  }
+  return {
+    delayMs: raw.delay_ms ?? 0,
+    chunks: Math.max(1, raw.chunks ?? 3),
+    chunkGapMs: raw.chunk_gap_ms ?? 0,
+    status: raw.status,
+    cutAfter: raw.cut_after,
+    errorEventAfter: raw.error_event_after,
+  };
+}
+
+function toCount(value: unknown, param: string): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 0) throw new KnobError(param, value);
+  return n;
+}
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

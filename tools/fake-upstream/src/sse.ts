@@ -1,0 +1,57 @@
+import type { FakeKnobs } from './knobs';
+import type { InFlightRequest } from './in-flight-request';
+import { STREAM_ERROR, type OpenAIErrorBody } from './errors';
+
+/** How one API renders its Server-Sent Events; each method returns whole events (`...\n\n`). */
+export interface StreamFormat {
+  /** Events before the first content chunk ('' for none). */
+  open(): string;
+  /** The event that carries content chunk `index` (from 0). */
+  delta(piece: string, index: number): string;
+  /** Events after the last content chunk, through the end marker (e.g. `data: [DONE]`). */
+  close(): string;
+  /** The in-band error event the stream ends with under `error_event_after`. */
+  error(body: OpenAIErrorBody): string;
+}
+
+/** One SSE event without an `event:` line. */
+export function dataEvent(json: string): string {
+  return `data: ${json}\n\n`;
+}
+
+/** One SSE event with an `event:` line, as the Responses API sends them. */
+export function namedEvent(type: string, json: string): string {
+  return `event: ${type}\ndata: ${json}\n\n`;
+}
+
+/**
+ * Streams `pieces` as SSE: headers flushed first, each chunk written as soon as it is due
+ * (`chunk_gap_ms` apart), then the closing events. `cut_after` / `error_event_after` (counted in
+ * content chunks, capped at their number) end it early without the closing events.
+ */
+export async function writeEventStream(
+  flight: InFlightRequest,
+  headers: Record<string, string>,
+  pieces: readonly string[],
+  format: StreamFormat,
+  knobs: FakeKnobs,
+): Promise<void> {
+  const { res } = flight;
+  res.writeHead(200, headers);
+  res.flushHeaders();
+  const open = format.open();
+  if (open) res.write(open);
+  const cutAt = knobs.cutAfter === undefined ? -1 : Math.min(knobs.cutAfter, pieces.length);
+  const errorAt = knobs.errorEventAfter === undefined ? -1 : Math.min(knobs.errorEventAfter, pieces.length);
+  for (let i = 0; i <= pieces.length; i++) {
+    if (i > 0 && i < pieces.length && knobs.chunkGapMs > 0 && !(await flight.pause(knobs.chunkGapMs))) return;
+    if (flight.closed) return;
+    if (i === cutAt) return flight.cut();
+    if (i === errorAt) {
+      res.end(format.error(STREAM_ERROR));
+      return;
+    }
+    if (i < pieces.length) res.write(format.delta(pieces[i], i));
+  }
+  res.end(format.close());
+}
