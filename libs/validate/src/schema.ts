@@ -105,7 +105,7 @@ export const adapterSchema = z.discriminatedUnion('type', [httpAdapterSchema, cl
 export const modelSchema = z.union([
   z.string().min(1),
   z.strictObject({ name: z.string().min(1), upstream: z.string().min(1) }),
-]);
+], { error: 'write a model name, or {name: <public name>, upstream: <upstream name>}' });
 
 export const providerSchema = z.strictObject({
   /** Unique across the whole file. */

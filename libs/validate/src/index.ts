@@ -1,0 +1,7 @@
+export * from './schema';
+export * from './adapter-resolution';
+export { type ConfigProblem, ConfigError, formatProblems } from './config-problem';
+export { type LoadResult, parseConfigText, loadConfigFile } from './load-config';
+export { type SemanticProblem, checkSemantics } from './semantic-rules';
+export { type QueueBackendChoice, DEFAULT_REDIS_URL, resolveQueueBackend } from './queue-backend';
+export { edgeConfigJsonSchema } from './json-schema';

@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { LineCounter, parseDocument } from 'yaml';
+import { type ConfigProblem, type PathSegments, formatPath, parsePath } from './config-problem';
+import { interpolateEnv } from './interpolate-env';
+import { DEFAULT_MESSAGE, describeIssues } from './schema-issues';
+import { type EdgeConfig, edgeConfigSchema } from './schema';
+import { checkSemantics } from './semantic-rules';
+import { positionOf } from './yaml-positions';
+
+/**
+ * Outcome of loading `edge.yaml` (DESIGN §3): the config with defaults applied and the sha256
+ * (hex) of the file text, or every problem found, sorted by position.
+ */
+export type LoadResult = { ok: true; config: EdgeConfig; hash: string } | { ok: false; problems: ConfigProblem[] };
+
+/**
+ * Parses and validates the text of an `edge.yaml` (DESIGN §3), in stages, each returning all its problems:
+ * 1. YAML syntax (incl. duplicate keys); on errors nothing further is checked;
+ * 2. `${VAR}` interpolation in string values from `env`: an unset variable is a problem naming it;
+ * 3. the zod schema (`edgeConfigSchema`): unknown keys, types, formats;
+ * 4. the semantic rules ({@link checkSemantics}), when the schema passed.
+ * Every problem carries a path, the 1-based line/column of the YAML node and a fix sentence.
+ * Values substituted from `env` are scrubbed from all text (secrets never appear).
+ * `sourceName` is only used in wording about the file as a whole. Pure; never throws.
+ */
+export function parseConfigText(text: string, env: Record<string, string | undefined>, sourceName = 'edge.yaml'): LoadResult {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  const at = (segments: PathSegments, where: 'value' | 'key' = 'value') => positionOf(doc, lineCounter, segments, where);
+  if (doc.errors.length > 0) {
+    return fail(
+      doc.errors.map((error) => {
+        const { line, col } = lineCounter.linePos(error.pos[0]);
+        return { path: '', line, column: col, message: `YAML syntax error: ${error.message}`, fix: syntaxFix(error.code) };
+      }),
+    );
+  }
+  if (doc.contents === null) {
+    return fail([{ path: '', line: 1, column: 1, message: `${sourceName} is empty`, fix: 'start the file with "version: 1" and declare at least one node under "nodes".' }]);
+  }
+  const { value, problems: unset, secrets } = interpolateEnv(doc.toJS(), env);
+  const problems: ConfigProblem[] = unset.map((p) => ({ path: formatPath(p.segments), ...at(p.segments), message: p.message, fix: p.fix }));
+  const secret = (p: ConfigProblem): ConfigProblem => ({ ...p, message: scrub(p.message, secrets), fix: scrub(p.fix, secrets) });
+  const parsed = edgeConfigSchema.safeParse(value, { error: () => DEFAULT_MESSAGE });
+  if (!parsed.success) {
+    for (const p of describeIssues(parsed.error.issues, edgeConfigSchema, value)) {
+      problems.push({ path: formatPath(p.segments), ...at(p.segments, p.at), message: p.message, fix: p.fix });
+    }
+    return fail(problems.map(secret));
+  }
+  for (const p of checkSemantics(parsed.data)) problems.push({ ...p, ...at(parsePath(p.path)) });
+  if (problems.length > 0) return fail(problems.map(secret));
+  return { ok: true, config: parsed.data, hash: createHash('sha256').update(text).digest('hex') };
+}
+
+/**
+ * Reads `file` (UTF-8) and validates it with {@link parseConfigText}. An unreadable file is one
+ * problem with path `""` at 1:1. Never throws; callers that must refuse to start wrap the
+ * problems in a `ConfigError`.
+ */
+export function loadConfigFile(file: string, env: Record<string, string | undefined> = process.env): LoadResult {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    return fail([{ path: '', line: 1, column: 1, message: `cannot read ${file} (${code})`, fix: 'check the path and that the file exists and is readable.' }]);
+  }
+  return parseConfigText(text, env, file);
+}
+
+function fail(problems: ConfigProblem[]): LoadResult {
+  return { ok: false, problems: problems.sort((a, b) => a.line - b.line || a.column - b.column) };
+}
+
+/** Replaces each secret with `***`; values shorter than 4 characters are left alone (too common to scrub, too short to be secrets). */
+function scrub(text: string, secrets: ReadonlySet<string>): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('***');
+  return out;
+}
+
+function syntaxFix(code: string): string {
+  switch (code) {
+    case 'DUPLICATE_KEY':
+      return 'keep one of the two keys; a key may appear once per map.';
+    case 'BAD_INDENT':
+    case 'MISSING_CHAR':
+    case 'UNEXPECTED_TOKEN':
+      return 'check the indentation and the brackets/quotes on this line and the one before.';
+    case 'MULTIPLE_DOCS':
+      return 'keep a single YAML document in the file (remove the extra "---").';
+    default:
+      return 'fix the YAML syntax at this position.';
+  }
+}

@@ -1,0 +1,184 @@
+import { resolveProviderAdapter } from './adapter-resolution';
+import type { EdgeConfig } from './schema';
+import { isPoolCategory, modelNames } from './schema';
+
+/** A rule broken by a schema-valid config; the loader adds line and column. */
+export interface SemanticProblem {
+  /** e.g. `nodes[0].providers[1].adapter`; may name a key that is absent (then positioned at its parent). */
+  path: string;
+  message: string;
+  fix: string;
+}
+
+/**
+ * The rules of DESIGN §3 that relate one part of the file to another, checked on a config that
+ * already passed the schema. Returns every broken rule, in rule order. Pure; never throws.
+ * - ids unique: node ids; adapter ids within a node; provider ids across the whole file;
+ * - `provider.adapter` resolves on its node (missing, disabled-while-provider-enabled, ambiguous are errors)
+ *   and `category` equals the resolved adapter's type;
+ * - pool categories need `max_concurrency` ≥ 1; cli providers are direct, so no `max_concurrency`/`max_queued`;
+ * - `routes[]` name an existing node and an adapter id on it;
+ * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
+ *   already served by a catalog provider. Disabled providers count: the rule is about the file.
+ */
+export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
+  return [...uniqueIds(config), ...providerRules(config), ...routeTargets(config), ...modelPlacement(config)];
+}
+
+function uniqueIds(config: EdgeConfig): SemanticProblem[] {
+  const problems: SemanticProblem[] = [];
+  const claim = (seen: Map<string, string>, id: string, path: string, what: string, fix: string) => {
+    const first = seen.get(id);
+    if (first === undefined) seen.set(id, path);
+    else problems.push({ path: `${path}.id`, message: `${what} id "${id}" is already used by ${first}`, fix });
+  };
+  const nodeIds = new Map<string, string>();
+  const providerIds = new Map<string, string>();
+  config.nodes.forEach((node, n) => {
+    claim(nodeIds, node.id, `nodes[${n}]`, 'node', 'give every node a unique id.');
+    const adapterIds = new Map<string, string>();
+    node.adapters.forEach((a, i) => claim(adapterIds, a.id, `nodes[${n}].adapters[${i}]`, 'adapter', `give every adapter on node "${node.id}" a unique id.`));
+    node.providers.forEach((p, i) => claim(providerIds, p.id, `nodes[${n}].providers[${i}]`, 'provider', 'give every provider a unique id across the whole file.'));
+  });
+  return problems;
+}
+
+function providerRules(config: EdgeConfig): SemanticProblem[] {
+  const problems: SemanticProblem[] = [];
+  config.nodes.forEach((node, n) =>
+    node.providers.forEach((provider, i) => {
+      const at = `nodes[${n}].providers[${i}]`;
+      const add = (key: string, message: string, fix: string) => problems.push({ path: `${at}.${key}`, message, fix });
+      const resolution = resolveProviderAdapter(node, provider);
+      if (resolution.kind === 'missing') {
+        add(
+          'adapter',
+          `adapter "${provider.adapter}" is not defined on node "${node.id}"`,
+          node.adapters.length > 0
+            ? `use one of: ${node.adapters.map((a) => a.id).join(', ')}.`
+            : `declare an adapter under nodes[${n}].adapters, then name its id here.`,
+        );
+      } else if (resolution.kind === 'ambiguous') {
+        add(
+          'adapter',
+          `adapter "${provider.adapter}" is a type with ${resolution.candidates.length} enabled adapters on node "${node.id}" (${resolution.candidates.join(', ')})`,
+          `name one adapter id instead: ${resolution.candidates.join(' or ')}.`,
+        );
+      } else if (resolution.kind === 'disabled' && provider.enabled) {
+        const which = resolution.adapter.id === provider.adapter ? `adapter "${provider.adapter}"` : `every adapter of type "${provider.adapter}"`;
+        add(
+          'adapter',
+          `${which} on node "${node.id}" is disabled, but provider "${provider.id}" is enabled`,
+          'enable the adapter, point the provider at an enabled adapter, or set enabled: false on the provider.',
+        );
+      }
+      if (resolution.kind === 'ok' || resolution.kind === 'disabled') {
+        const { id, type } = resolution.adapter;
+        if (type !== provider.category) {
+          add('category', `category "${provider.category}" does not match the type "${type}" of adapter "${id}"`, `set category: ${type}, or point adapter at a ${provider.category} adapter on node "${node.id}".`);
+        }
+      }
+      if (isPoolCategory(provider.category)) {
+        if (provider.max_concurrency === undefined) {
+          add('max_concurrency', `provider "${provider.id}" of pool category "${provider.category}" has no max_concurrency`, 'add max_concurrency: N (N ≥ 1), the most requests it serves at once.');
+        } else if (provider.max_concurrency < 1) {
+          add('max_concurrency', `max_concurrency of pool provider "${provider.id}" is ${provider.max_concurrency}, below 1`, 'set max_concurrency to 1 or more.');
+        }
+      } else {
+        for (const key of ['max_concurrency', 'max_queued'] as const) {
+          if (provider[key] !== undefined) {
+            add(key, `${key} is not allowed on cli provider "${provider.id}": a cli provider is a direct route, never queued`, `remove ${key}.`);
+          }
+        }
+      }
+    }),
+  );
+  return problems;
+}
+
+function routeTargets(config: EdgeConfig): SemanticProblem[] {
+  return config.routes.flatMap((route, r): SemanticProblem[] => {
+    const node = config.nodes.find((candidate) => candidate.id === route.node);
+    if (!node) {
+      return [{ path: `routes[${r}].node`, message: `node "${route.node}" is not defined`, fix: `use one of: ${config.nodes.map((x) => x.id).join(', ')}.` }];
+    }
+    if (node.adapters.some((a) => a.id === route.adapter)) return [];
+    return [
+      {
+        path: `routes[${r}].adapter`,
+        message: `adapter "${route.adapter}" is not defined on node "${node.id}"`,
+        fix: node.adapters.length > 0 ? `use one of: ${node.adapters.map((a) => a.id).join(', ')}.` : `declare the adapter under node "${node.id}" first.`,
+      },
+    ];
+  });
+}
+
+/** One place a model name is served from: a catalog provider's model entry or a `routes[]` entry. */
+interface Placement {
+  model: string;
+  path: string;
+  /** Who serves it, for messages: `pool provider "x"`, `cli provider "y"`, `route to laptop/codex-cli`. */
+  label: string;
+  /** Same target ⇔ same identity. */
+  target: string;
+  pooled: boolean;
+  catalog: boolean;
+}
+
+function modelPlacement(config: EdgeConfig): SemanticProblem[] {
+  const catalog: Placement[] = config.nodes.flatMap((node, n) =>
+    node.providers.flatMap((provider, i) =>
+      provider.models.map((entry, m) => ({
+        model: modelNames(entry).name,
+        path: `nodes[${n}].providers[${i}].models[${m}]`,
+        label: `${isPoolCategory(provider.category) ? 'pool' : 'cli'} provider "${provider.id}"`,
+        target: `provider:${n}:${i}`,
+        pooled: isPoolCategory(provider.category),
+        catalog: true,
+      })),
+    ),
+  );
+  const routes: Placement[] = config.routes.map((route, r) => ({
+    model: route.model,
+    path: `routes[${r}].model`,
+    label: `route to ${route.node}/${route.adapter}`,
+    target: `route:${route.node}/${route.adapter}`,
+    pooled: false,
+    catalog: false,
+  }));
+  const problems: SemanticProblem[] = [];
+  const clashes = new Set<Placement>();
+  for (const route of routes) {
+    const served = catalog.filter((c) => c.model === route.model);
+    if (served.length === 0) continue;
+    clashes.add(route);
+    problems.push({
+      path: route.path,
+      message: `model "${route.model}" is already served by catalog ${served.map((s) => `${s.label} (${s.path})`).join(', ')}`,
+      fix: 'remove this route; routes[] is only for nodes without a catalog entry for the model.',
+    });
+  }
+  for (const direct of catalog.filter((c) => !c.pooled)) {
+    const pools = catalog.filter((c) => c.pooled && c.model === direct.model);
+    if (pools.length === 0) continue;
+    clashes.add(direct);
+    problems.push({
+      path: direct.path,
+      message: `model "${direct.model}" is pooled by ${pools.map((p) => p.label).join(', ')} and also served directly by ${direct.label}`,
+      fix: 'serve a model either through pool providers or through one direct target, never both; remove it from one side or rename it.',
+    });
+  }
+  const firstDirect = new Map<string, Placement>();
+  for (const direct of [...catalog, ...routes].filter((p) => !p.pooled && !clashes.has(p))) {
+    const first = firstDirect.get(direct.model);
+    if (!first) firstDirect.set(direct.model, direct);
+    else if (first.target !== direct.target) {
+      problems.push({
+        path: direct.path,
+        message: `model "${direct.model}" already has a direct target, ${first.label} (${first.path}), and is also listed by ${direct.label}`,
+        fix: 'keep one direct target per model; remove this entry or rename the model.',
+      });
+    }
+  }
+  return problems;
+}
