@@ -12,6 +12,7 @@ module.exports = {
   moduleNameMapper: {
     '^@iop/validate$': path.join(root, 'libs/validate/src/index.ts'),
     '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),
+    '^@iop/dispatch/testing$': path.join(root, 'libs/dispatch/src/testing/index.ts'),
     '^@iop/status$': path.join(root, 'libs/status/src/index.ts'),
     '^@iop/fake-upstream$': path.join(root, 'tools/fake-upstream/src/index.ts'),
   },

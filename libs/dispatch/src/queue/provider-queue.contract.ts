@@ -1,18 +1,11 @@
+import { waitUntil } from '../testing/wait-until';
 import { AdmissionError } from './admission-error';
+
+export { waitUntil };
 import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from './provider-queue';
 
 /** Builds a fresh, isolated backend for one test (its own Redis prefix for bullmq). */
 export type ProviderQueueFactory = () => Promise<ProviderQueue>;
-
-/** Polls `check` until it returns true or `timeoutMs` passes (no fixed sleeps, STYLE "Tests"). */
-export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const provider = (providerId: string, maxConcurrency: number, maxQueued = 100): QueueProvider => ({
   providerId,

@@ -1,4 +1,5 @@
 import { EdgeConfig, isPoolCategory, modelNames, resolveProviderAdapter } from '@iop/validate';
+import type { QueueProvider } from '../queue/provider-queue';
 import type { DirectTarget, PoolCandidate, Route } from './route';
 
 /**
@@ -70,4 +71,26 @@ export function listModels(config: EdgeConfig): string[] {
   }
   for (const route of config.routes) names.add(route.model);
   return [...names];
+}
+
+/**
+ * Every enabled pool provider whose adapter resolves, with its limits, for
+ * `ProviderQueue.configure` (DESIGN §4). A provider whose adapter is missing, disabled or
+ * ambiguous is left out, so it takes no requests.
+ */
+export function queueProviders(config: EdgeConfig): QueueProvider[] {
+  const out: QueueProvider[] = [];
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
+      const resolved = resolveProviderAdapter(node, provider);
+      if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) continue;
+      out.push({
+        providerId: provider.id,
+        maxConcurrency: Math.max(1, provider.max_concurrency ?? 1),
+        maxQueued: provider.max_queued ?? config.queue.max_queued,
+      });
+    }
+  }
+  return out;
 }

@@ -1,0 +1,61 @@
+import type { AdapterConfig, AdapterType } from '@iop/validate';
+
+/**
+ * A chat completion request body as the client sent it (OpenAI `POST /v1/chat/completions`),
+ * already checked for `model` and `messages`. Unknown fields pass through untouched.
+ */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
+/** One chat message; `content` is a string or an array of content parts (OpenAI API reference). */
+export interface ChatMessage {
+  role: string;
+  content?: string | Array<{ type: string; text?: string; [k: string]: unknown }> | null;
+  [field: string]: unknown;
+}
+
+/** A Responses API request body (OpenAI `POST /v1/responses`), checked for `model`. */
+export interface ResponsesRequest {
+  model: string;
+  input?: string | Array<Record<string, unknown>>;
+  instructions?: string | null;
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
+/** What the dispatcher tells an adapter about one call. */
+export interface DispatchContext {
+  /** The model name to send upstream (the public name unless the catalog renames it). */
+  upstreamModel: string;
+  /** Fires when the client disconnects or the time to first byte passes: the adapter stops the upstream call. */
+  signal: AbortSignal;
+}
+
+/**
+ * An upstream's answer, before any byte reached the client.
+ * - `json`: a whole body (already serialized bytes, passed through without re-encoding);
+ * - `sse`: Server-Sent Events in the OpenAI wire format of the endpoint the client called, one
+ *   or more whole frames per chunk. The iterator throws on a mid-stream failure; the gateway then
+ *   ends the stream with an error event, never `[DONE]` (DESIGN §6).
+ */
+export type UpstreamResponse =
+  | { kind: 'json'; status: number; body: Uint8Array | string }
+  | { kind: 'sse'; status: number; body: AsyncIterable<Uint8Array | string> };
+
+/** Sends one OpenAI-shaped request to an upstream and streams the answer back (STYLE.md). */
+export interface Adapter {
+  readonly type: AdapterType;
+  /** @throws UpstreamError (status, code) before the first byte; mid-stream failures end the stream. */
+  chat(req: ChatRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
+  /** @throws UpstreamError (status, code) before the first byte; mid-stream failures end the stream. */
+  responses(req: ResponsesRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
+  /** Frees sockets or child processes the adapter holds. */
+  close(): Promise<void>;
+}
+
+/** Builds the adapter for one configured adapter instance (`nodes[].adapters[]`). */
+export type AdapterFactory = (config: AdapterConfig) => Adapter;

@@ -1,0 +1,74 @@
+import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { fleetYaml } from './testing/fixtures';
+import { startTestGateway, type TestGateway } from './testing/gateway-harness';
+
+describe('bad input gets an OpenAI-shaped error with the right status and code', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  const key = 'sk-client-key';
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    gateway = await startTestGateway(fleetYaml({ apiKeys: [key], maxBodyBytes: 2048 }), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' });
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await upstream.close();
+  });
+
+  const post = (body: string, headers: Record<string, string> = { authorization: `Bearer ${key}` }) =>
+    fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+
+  async function expectError(res: Response, status: number, code: string, param?: string) {
+    expect(res.status).toBe(status);
+    const body = (await res.json()) as { error: { message: string; type: string; param: string | null; code: string } };
+    expect(body.error.code).toBe(code);
+    expect(typeof body.error.message).toBe('string');
+    expect(body.error.message).not.toMatch(/\n\s+at /); // never a stack trace
+    if (param !== undefined) expect(body.error.param).toBe(param);
+  }
+
+  it.each([
+    ['invalid JSON', '{"model": "llama", ', 400, 'invalid_request_error', undefined],
+    ['a missing model', JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }), 400, 'invalid_request_error', 'model'],
+    ['messages of the wrong type', JSON.stringify({ model: 'llama', messages: 'hello' }), 400, 'invalid_request_error', 'messages'],
+    ['a message without a role', JSON.stringify({ model: 'llama', messages: [{ content: 'x' }] }), 400, 'invalid_request_error', 'messages[0].role'],
+    ['a body that is not an object', '[1,2]', 400, 'invalid_request_error', undefined],
+    ['an unknown model', JSON.stringify({ model: 'gpt-nope', messages: [{ role: 'user', content: 'x' }] }), 404, 'model_not_found', 'model'],
+    ['a body over max_body_bytes', JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }), 413, 'request_too_large', undefined],
+  ])('answers %s with %i %s', async (_what, body, status, code, param) => {
+    await expectError(await post(body), status, code, param);
+  });
+
+  it('answers a missing API key with 401 invalid_api_key', async () => {
+    await expectError(await post(JSON.stringify({ model: 'llama', messages: [] }), {}), 401, 'invalid_api_key');
+  });
+
+  it('answers a wrong API key with 401 invalid_api_key', async () => {
+    await expectError(await post('{}', { authorization: 'Bearer sk-wrong' }), 401, 'invalid_api_key');
+  });
+
+  it('answers an unknown path with an OpenAI-shaped 404', async () => {
+    const res = await fetch(`${gateway.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: '{}' });
+    await expectError(res, 404, 'not_found');
+  });
+
+  it('answers an upstream 5xx before the first byte with 502 upstream_error', async () => {
+    const res = await post(JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }));
+    await expectError(res, 502, 'upstream_error');
+  });
+
+  it('answers a silent upstream with 504 upstream_timeout after request_timeout_ms', async () => {
+    const slow = await startTestGateway(fleetYaml({ requestTimeoutMs: 200 }), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' });
+    try {
+      const res = await fetch(`${slow.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 5000 } }),
+      });
+      await expectError(res, 504, 'upstream_timeout');
+      expect((await slow.queue.counts(['solo'])).get('solo')).toEqual({ inFlight: 0, queued: 0 });
+    } finally {
+      await slow.close();
+    }
+  });
+});

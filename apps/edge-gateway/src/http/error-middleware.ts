@@ -1,0 +1,41 @@
+import type { ErrorRequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { ApiError, internalError, invalidRequest, requestTooLarge } from '../errors';
+
+/**
+ * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (DESIGN §6),
+ * adding `Retry-After` where retrying helps. Body-parser failures map to 400 (invalid JSON) and
+ * 413 (over `max_body_bytes`). Unknown errors are logged and answered 500 without a stack trace.
+ * When the headers are already sent (mid-stream), the connection is ended instead.
+ */
+export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): ErrorRequestHandler {
+  return (err: unknown, _req, res, _next) => {
+    const apiError = toApiError(err, maxBodyBytes);
+    if (apiError.status === 500) logger.error({ err }, 'unhandled error');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    if (apiError.status === 499) {
+      // The client is gone; nothing to answer.
+      res.status(499).end();
+      return;
+    }
+    if (apiError.retryAfterS !== undefined) res.setHeader('retry-after', String(apiError.retryAfterS));
+    res.status(apiError.status).json(apiError.toBody());
+  };
+}
+
+function toApiError(err: unknown, maxBodyBytes: () => number): ApiError {
+  if (err instanceof ApiError) return err;
+  const bodyParser = err as { type?: string; status?: number };
+  if (bodyParser?.type === 'entity.too.large') return requestTooLarge(maxBodyBytes());
+  if (bodyParser?.type === 'entity.parse.failed') {
+    return invalidRequest('The request body is not valid JSON. Send a JSON object with Content-Type: application/json.');
+  }
+  if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
+    return invalidRequest('The request body encoding is not supported; send UTF-8 JSON.');
+  }
+  if (bodyParser?.type === 'request.aborted') return new ApiError(499, 'client_closed', 'The client closed the connection.');
+  return internalError();
+}

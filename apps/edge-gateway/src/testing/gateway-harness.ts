@@ -1,0 +1,47 @@
+import { MemoryProviderQueue, queueProviders, type ProviderQueue } from '@iop/dispatch';
+import { parseConfigText, type EdgeConfig } from '@iop/validate';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import pino from 'pino';
+import { AdapterRegistry } from '../adapters/adapter-registry';
+import { createApp } from '../app';
+
+/** A gateway listening on a free loopback port, built in-process with `createApp`. */
+export interface TestGateway {
+  url: string;
+  /** Base URL for the openai client: `${url}/v1`. */
+  baseURL: string;
+  config: EdgeConfig;
+  queue: ProviderQueue;
+  close(): Promise<void>;
+}
+
+/**
+ * Parses `yaml` (with `${VAR}` from `env`) and starts a real listening gateway on 127.0.0.1:0.
+ * @throws Error listing the config problems when the YAML is invalid.
+ */
+export async function startTestGateway(yaml: string, env: Record<string, string> = {}, queue: ProviderQueue = new MemoryProviderQueue()): Promise<TestGateway> {
+  const loaded = parseConfigText(yaml, env, 'test.yaml');
+  if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
+  const config = loaded.config;
+  await queue.configure(queueProviders(config));
+  const adapters = new AdapterRegistry();
+  const app = createApp({ config: () => config, queue, adapters, logger: pino({ level: 'silent' }) });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    baseURL: `${url}/v1`,
+    config,
+    queue,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await queue.close();
+      await adapters.close();
+    },
+  };
+}

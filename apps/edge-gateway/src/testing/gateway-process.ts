@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** The built gateway (`nx run edge-gateway:build`); the `test` target depends on `build`. */
+export const GATEWAY_MAIN = path.resolve(__dirname, '../../../../dist/apps/edge-gateway/main.js');
+
+/** A gateway running as its own OS process, as in production. */
+export interface GatewayProcess {
+  url: string;
+  child: ChildProcess;
+  /** stdout + stderr so far, for failure messages. */
+  output(): string;
+  /** SIGTERM and wait for exit (graceful); resolves to the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for exit. */
+  kill(): Promise<void>;
+}
+
+/** Writes `yaml` to a fresh temp file and returns its path. */
+export function writeTempConfig(yaml: string): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-')), 'edge.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+/**
+ * Starts `node dist/apps/edge-gateway/main.js serve --config FILE --listen 127.0.0.1:0` and waits
+ * for its "listening on" line.
+ * @throws Error with the process output when it exits or does not listen within `timeoutMs`.
+ */
+export async function spawnGateway(configFile: string, opts: { env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<GatewayProcess> {
+  if (!existsSync(GATEWAY_MAIN)) throw new Error(`${GATEWAY_MAIN} is missing: run "npx nx run edge-gateway:build" first`);
+  const child = spawn(process.execPath, [GATEWAY_MAIN, 'serve', '--config', configFile, '--listen', '127.0.0.1:0', ...(opts.args ?? [])], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)), opts.timeoutMs ?? 15000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[^\s]+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    url,
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
