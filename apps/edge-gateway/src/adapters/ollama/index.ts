@@ -1,0 +1,1 @@
+export { OllamaAdapter, ollamaV1Url } from './ollama-adapter';

@@ -1,0 +1,123 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { upstreamError } from '../../errors';
+import {
+  buildMessageItem,
+  buildResponseObject,
+  isRecord,
+  newId,
+  statusFromFinishReason,
+  usageFromChat,
+  type ResponseUsage,
+} from './response-object';
+
+/**
+ * Translates a streamed chat completion (SSE `data: {chat.completion.chunk}` frames ending with
+ * `data: [DONE]`) into a streamed Response (OpenAI API reference, "Streaming events"). Each
+ * yielded string is one whole SSE frame `event: <type>\ndata: {"type", "sequence_number", …}\n\n`,
+ * `sequence_number` counting from 0:
+ * 1. on the first upstream event: `response.created`, `response.in_progress`,
+ *    `response.output_item.added` (one assistant message `msg_…`), `response.content_part.added`;
+ * 2. `response.output_text.delta` for every chunk with text, as soon as it arrives (no coalescing);
+ * 3. after `[DONE]`: `response.output_text.done`, `response.content_part.done`,
+ *    `response.output_item.done`, then `response.completed` (or `response.incomplete` when the
+ *    upstream stopped on `finish_reason: "length"` / `"content_filter"`), carrying the whole
+ *    Response with `usage` when the upstream sent a usage chunk.
+ * Nothing is yielded before the upstream's first event, so a failure there is still a clean
+ * error status for the client, and the gateway's time-to-first-byte bound still applies upstream.
+ * Stopping the returned iterator early stops the upstream iterator (closing its connection or process).
+ * @param chatSse the upstream body: bytes or text in any chunking, parsed with `eventsource-parser`.
+ * @param model the public model name the client asked for.
+ * @throws UpstreamError 502 `upstream_error` (after or instead of frames) when the upstream sends an
+ *   error event or an `{"error": …}` payload, sends data that is not JSON, ends without `[DONE]`;
+ *   an error thrown by `chatSse` itself is rethrown as it is. No completion frame follows a failure
+ *   (DESIGN §6: a failed stream never ends cleanly).
+ */
+export async function* chatStreamToResponsesStream(
+  chatSse: AsyncIterable<Uint8Array | string>,
+  model: string,
+): AsyncGenerator<string, void, undefined> {
+  const responseId = newId('resp_');
+  const itemId = newId('msg_');
+  const createdAt = Math.floor(Date.now() / 1000);
+  let sequenceNumber = 0;
+  const frame = (type: string, fields: Record<string, unknown>): string =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequenceNumber++, ...fields })}\n\n`;
+  const textPosition = { item_id: itemId, output_index: 0, content_index: 0 };
+
+  let started = false;
+  function* preamble(): Generator<string> {
+    started = true;
+    const inProgress = buildResponseObject({ id: responseId, createdAt, model, status: 'in_progress', output: [], usage: null });
+    yield frame('response.created', { response: inProgress });
+    yield frame('response.in_progress', { response: inProgress });
+    yield frame('response.output_item.added', { output_index: 0, item: { ...buildMessageItem(itemId, '', 'in_progress'), content: [] } });
+    yield frame('response.content_part.added', { ...textPosition, part: { type: 'output_text', text: '', annotations: [] } });
+  }
+
+  const pending: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => pending.push(event) });
+  const decoder = new TextDecoder();
+  let text = '';
+  let finishReason: unknown = null;
+  let usage: ResponseUsage | null = null;
+  let sawDone = false;
+
+  for await (const chunk of chatSse) {
+    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    while (pending.length > 0 && !sawDone) {
+      const event = pending.shift() as EventSourceMessage;
+      if (event.data.trim() === '[DONE]') {
+        sawDone = true;
+        break;
+      }
+      const data = parseEventData(event);
+      if (!started) yield* preamble();
+      const choice = Array.isArray(data.choices) ? data.choices[0] : undefined;
+      if (isRecord(choice)) {
+        const delta = isRecord(choice.delta) ? choice.delta.content : undefined;
+        if (typeof delta === 'string' && delta !== '') {
+          text += delta;
+          yield frame('response.output_text.delta', { ...textPosition, delta, logprobs: [] });
+        }
+        if (choice.finish_reason != null) finishReason = choice.finish_reason;
+      }
+      if (data.usage != null) usage = usageFromChat(data.usage) ?? usage;
+    }
+    if (sawDone) break;
+  }
+  if (!sawDone) throw upstreamError('The upstream stream ended before it finished (no [DONE]).');
+
+  if (!started) yield* preamble();
+  const { status, incompleteReason } = statusFromFinishReason(finishReason);
+  const part = { type: 'output_text', text, annotations: [] };
+  const item = buildMessageItem(itemId, text, status);
+  yield frame('response.output_text.done', { ...textPosition, text, logprobs: [] });
+  yield frame('response.content_part.done', { ...textPosition, part });
+  yield frame('response.output_item.done', { output_index: 0, item });
+  const response = buildResponseObject({ id: responseId, createdAt, model, status, incompleteReason, output: [item], usage });
+  yield frame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+}
+
+/** The JSON object of one upstream chat event. @throws UpstreamError 502 for error events and non-JSON data. */
+function parseEventData(event: EventSourceMessage): Record<string, unknown> {
+  let data: unknown;
+  try {
+    data = JSON.parse(event.data);
+  } catch {
+    throw upstreamError(`The upstream stream sent data that is not JSON: ${event.data.slice(0, 200)}`);
+  }
+  if (event.event === 'error' || !isRecord(data) || data.error != null) {
+    throw upstreamError(`The upstream stream failed: ${errorMessage(data)}`);
+  }
+  return data;
+}
+
+function errorMessage(data: unknown): string {
+  if (isRecord(data)) {
+    const error = data.error;
+    if (typeof error === 'string') return error;
+    if (isRecord(error) && typeof error.message === 'string') return error.message;
+    if (typeof data.message === 'string') return data.message;
+  }
+  return JSON.stringify(data).slice(0, 200);
+}

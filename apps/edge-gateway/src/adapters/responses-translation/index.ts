@@ -1,0 +1,6 @@
+export { responsesToChat } from './responses-to-chat';
+export { chatCompletionToResponse } from './chat-completion-to-response';
+export { chatStreamToResponsesStream } from './chat-stream-to-responses-stream';
+export { type ChatCall, responsesViaChat } from './responses-via-chat';
+export { newId } from './response-object';
+export type { OutputMessageItem, OutputTextPart, ResponseObject, ResponseUsage } from './response-object';

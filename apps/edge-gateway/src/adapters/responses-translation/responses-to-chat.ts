@@ -1,0 +1,102 @@
+import { invalidRequest } from '../../errors';
+import type { ChatMessage, ChatRequest, ResponsesRequest } from '../adapter';
+import { isRecord } from './response-object';
+
+/** Input roles a Responses message item may carry; `developer` becomes `system` for chat-only servers. */
+const INPUT_ROLES: Record<string, string> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
+const TEXT_PART_TYPES = new Set(['input_text', 'output_text']);
+
+/**
+ * Translates a Responses API request into a chat completion request (DESIGN §6: upstreams
+ * without `/v1/responses` get the Responses API translated to chat completions). Field mapping,
+ * after the OpenAI API reference of both endpoints:
+ * - `input` string → one `user` message; `input` array → one message per item
+ *   `{type?: "message", role, content}`, where `content` is a string or a list of
+ *   `input_text` / `output_text` parts whose texts are joined with `"\n"`; role `developer` → `system`;
+ * - `instructions` → a `system` message before every other message;
+ * - `max_output_tokens` → `max_tokens`; `temperature`, `top_p`, `user` pass as they are;
+ * - `text.format` `json_object` / `json_schema` → `response_format`;
+ * - `stream` is kept; a streamed call also asks for `stream_options.include_usage` so the final
+ *   `response.completed` carries token counts when the upstream supports it.
+ * `model` is kept as sent (the adapter renames it for the upstream).
+ * @throws ApiError 400 `invalid_request_error` (with `param`) for what chat completions cannot
+ *   express: a missing or empty `input`, items other than messages (function calls, item
+ *   references), non-text content (images, files), `tools`, `previous_response_id`.
+ */
+export function responsesToChat(req: ResponsesRequest): ChatRequest {
+  if (req.previous_response_id != null) {
+    throw invalidRequest('previous_response_id is not supported for this model: its upstream keeps no conversation state. Send the whole conversation in input.', 'previous_response_id');
+  }
+  if (Array.isArray(req.tools) && req.tools.length > 0) {
+    throw invalidRequest('tools are not supported for this model: its upstream is reached through chat completions without tool calling.', 'tools');
+  }
+  const messages: ChatMessage[] = [];
+  if (typeof req.instructions === 'string' && req.instructions !== '') {
+    messages.push({ role: 'system', content: req.instructions });
+  }
+  messages.push(...inputToMessages(req.input));
+  if (messages.length === 0) throw invalidRequest('input is empty: send a string or a list of messages.', 'input');
+
+  const chat: ChatRequest = { model: req.model, messages };
+  if (req.stream === true) {
+    chat.stream = true;
+    chat.stream_options = { include_usage: true };
+  } else if (req.stream === false) {
+    chat.stream = false;
+  }
+  if (typeof req.max_output_tokens === 'number') chat.max_tokens = req.max_output_tokens;
+  for (const field of ['temperature', 'top_p', 'user'] as const) {
+    if (req[field] != null) chat[field] = req[field];
+  }
+  const responseFormat = textFormatToResponseFormat(req.text);
+  if (responseFormat) chat.response_format = responseFormat;
+  return chat;
+}
+
+function inputToMessages(input: ResponsesRequest['input']): ChatMessage[] {
+  if (typeof input === 'string') return input === '' ? [] : [{ role: 'user', content: input }];
+  if (input == null) throw invalidRequest('input is required: send a string or a list of messages.', 'input');
+  if (!Array.isArray(input)) throw invalidRequest('input must be a string or a list of messages.', 'input');
+  return input.map((item, i) => itemToMessage(item, i));
+}
+
+function itemToMessage(item: unknown, i: number): ChatMessage {
+  const param = `input[${i}]`;
+  if (!isRecord(item)) throw invalidRequest(`${param} must be a message object {role, content}.`, param);
+  if (item.type !== undefined && item.type !== 'message') {
+    throw invalidRequest(`${param} has type "${String(item.type)}"; this model takes message items only (no function calls or item references).`, `${param}.type`);
+  }
+  const role = typeof item.role === 'string' ? INPUT_ROLES[item.role] : undefined;
+  if (!role) {
+    throw invalidRequest(`${param}.role must be one of user, assistant, system, developer.`, `${param}.role`);
+  }
+  return { role, content: contentToText(item.content, `${param}.content`) };
+}
+
+function contentToText(content: unknown, param: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw invalidRequest(`${param} must be a string or a list of input_text parts.`, param);
+  return content
+    .map((part, j) => {
+      if (isRecord(part) && typeof part.type === 'string' && TEXT_PART_TYPES.has(part.type) && typeof part.text === 'string') {
+        return part.text;
+      }
+      const type = isRecord(part) ? String(part.type) : typeof part;
+      throw invalidRequest(`${param}[${j}] has type "${type}"; this model takes text only (input_text or output_text parts).`, `${param}[${j}]`);
+    })
+    .join('\n');
+}
+
+/** Responses `text.format` → chat `response_format`; `undefined` for plain text. */
+function textFormatToResponseFormat(text: unknown): Record<string, unknown> | undefined {
+  if (!isRecord(text) || !isRecord(text.format)) return undefined;
+  const { type, name, schema, strict, description } = text.format;
+  if (type === 'json_object') return { type: 'json_object' };
+  if (type === 'json_schema') {
+    const jsonSchema: Record<string, unknown> = { name, schema };
+    if (strict !== undefined) jsonSchema.strict = strict;
+    if (description !== undefined) jsonSchema.description = description;
+    return { type: 'json_schema', json_schema: jsonSchema };
+  }
+  return undefined;
+}

@@ -1,0 +1,30 @@
+import { upstreamError } from '../../errors';
+import type { ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
+import { chatCompletionToResponse } from './chat-completion-to-response';
+import { chatStreamToResponsesStream } from './chat-stream-to-responses-stream';
+import { responsesToChat } from './responses-to-chat';
+
+/** The chat side of an adapter: `Adapter.chat` for an upstream without `/v1/responses`. */
+export type ChatCall = (req: ChatRequest, ctx: DispatchContext) => Promise<UpstreamResponse>;
+
+/**
+ * Serves a Responses API call through an upstream that only speaks chat completions (DESIGN §6):
+ * the request goes through {@link responsesToChat}, then `chat`, and its answer comes back as a
+ * Response — a JSON chat completion through {@link chatCompletionToResponse}, an SSE chat stream
+ * through {@link chatStreamToResponsesStream} — named after the public model `req.model`.
+ * @throws ApiError 400 from the request translation; whatever `chat` throws, unchanged;
+ *   UpstreamError 502 when the chat answer is not JSON or not a chat completion.
+ */
+export async function responsesViaChat(req: ResponsesRequest, ctx: DispatchContext, chat: ChatCall): Promise<UpstreamResponse> {
+  const upstream = await chat(responsesToChat(req), ctx);
+  if (upstream.kind === 'sse') {
+    return { kind: 'sse', status: upstream.status, body: chatStreamToResponsesStream(upstream.body, req.model) };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof upstream.body === 'string' ? upstream.body : new TextDecoder().decode(upstream.body));
+  } catch {
+    throw upstreamError('The upstream answered a chat completion that is not JSON.');
+  }
+  return { kind: 'json', status: upstream.status, body: JSON.stringify(chatCompletionToResponse(parsed, req.model)) };
+}
