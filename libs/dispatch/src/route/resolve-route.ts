@@ -9,9 +9,10 @@ import type { DirectTarget, PoolCandidate, Route } from './route';
  * 3. else `undefined` (the caller answers 404 `model_not_found`).
  * A pool whose candidates all fail run-time adapter resolution still resolves as a pool with no
  * candidates, so the caller answers 503 `no_available_provider` rather than a misleading 404.
+ * Providers in `opts.exclude` (unhealthy ones, or one that just failed) are left out of candidates.
  * Pure; never throws.
  */
-export function resolveRoute(config: EdgeConfig, model: string): Route | undefined {
+export function resolveRoute(config: EdgeConfig, model: string, opts: { exclude?: ReadonlySet<string> } = {}): Route | undefined {
   let poolListed = false;
   const candidates: PoolCandidate[] = [];
   for (const node of config.nodes) {
@@ -20,6 +21,7 @@ export function resolveRoute(config: EdgeConfig, model: string): Route | undefin
       const entry = provider.models.map(modelNames).find((m) => m.name === model);
       if (!entry) continue;
       poolListed = true;
+      if (opts.exclude?.has(provider.id)) continue;
       const resolved = resolveProviderAdapter(node, provider);
       // Run-time re-check: a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
       if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) continue;

@@ -1,0 +1,70 @@
+import { Redis } from 'ioredis';
+import { startRedis, uniquePrefix, type TestRedis } from '../testing';
+import { describeHealthStoreContract } from './health-store.contract';
+import { RedisHealthStore } from './redis-health-store';
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+const settings = () => ({ unhealthy_after: 3, healthy_after: 2 });
+
+/** A fail-fast connection (as the gateway uses), once it is ready. */
+async function connect(): Promise<Redis> {
+  const conn = new Redis(redis.url, { enableOfflineQueue: false });
+  await new Promise((resolve, reject) => conn.once('ready', resolve).once('error', reject));
+  return conn;
+}
+
+describeHealthStoreContract('redis', async () => {
+  const prefix = uniquePrefix('health');
+  const [a, b] = await Promise.all([connect(), connect()]);
+  return {
+    stores: [new RedisHealthStore(a, prefix, settings, () => 10_000), new RedisHealthStore(b, prefix, settings, () => 10_000)],
+    cleanup: async () => {
+      a.disconnect();
+      b.disconnect();
+    },
+  };
+});
+
+describe('RedisHealthStore across replicas', () => {
+  it('counts failures seen by different replicas together, so replicas agree', async () => {
+    const prefix = uniquePrefix('health-shared');
+    const [ca, cb] = await Promise.all([connect(), connect()]);
+    const a = new RedisHealthStore(ca, prefix, settings, () => 10_000);
+    const b = new RedisHealthStore(cb, prefix, settings, () => 10_000);
+    try {
+      await a.record('p', false);
+      await b.record('p', false);
+      await a.record('p', false);
+      await b.refresh(['p']);
+      expect(b.unhealthy().has('p')).toBe(true);
+    } finally {
+      ca.disconnect();
+      cb.disconnect();
+    }
+  });
+
+  it('forgets a provider\'s health when no replica refreshes it within the TTL', async () => {
+    const prefix = uniquePrefix('health-ttl');
+    const conn = await connect();
+    const store = new RedisHealthStore(conn, prefix, settings, () => 150);
+    try {
+      for (let i = 0; i < 3; i++) await store.record('p', false);
+      expect(store.unhealthy().has('p')).toBe(true);
+      const deadline = Date.now() + 3000;
+      while (store.unhealthy().has('p') && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        await store.refresh(['p']);
+      }
+      expect(store.unhealthy().has('p')).toBe(false);
+    } finally {
+      conn.disconnect();
+    }
+  });
+});
