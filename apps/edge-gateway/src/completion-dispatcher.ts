@@ -1,10 +1,18 @@
-import { entersQueue, resolveRoute, type Lease, type PoolCandidate, type ProviderQueue } from '@iop/dispatch';
+import {
+  entersQueue,
+  resolveRoute,
+  type HealthStore,
+  type Lease,
+  type PoolCandidate,
+  type ProviderQueue,
+  type ResponseAffinity,
+} from '@iop/dispatch';
 import type { AdapterConfig, EdgeConfig } from '@iop/validate';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { Logger } from 'pino';
-import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
+import type { ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
 import type { AdapterRegistry } from './adapters/adapter-registry';
-import { ApiError, modelNotFound, upstreamTimeout } from './errors';
+import { ApiError, modelNotFound, UpstreamError, upstreamTimeout } from './errors';
 import { admissionToApiError } from './http/admission-errors';
 import { sendUpstream } from './http/send-upstream';
 
@@ -17,6 +25,10 @@ export interface DispatcherDeps {
   queue?: ProviderQueue;
   adapters: AdapterRegistry;
   logger: Logger;
+  /** Provider health (issue 5): unhealthy providers are not candidates; pool failures are recorded. */
+  health?: HealthStore;
+  /** `previous_response_id` affinity for `/v1/responses` (issue 5). */
+  affinity?: ResponseAffinity;
 }
 
 /** Where a request went, for the access log and metrics. */
@@ -25,69 +37,101 @@ export interface DispatchOutcome {
   nodeId?: string;
   resourceId?: string;
   queueWaitMs?: number;
+  /** `performance.now()` when the upstream's first byte was in hand. */
+  firstByteAt?: number;
+  /** Providers tried before the one that answered (failover). */
+  failedOver?: string[];
+}
+
+/** A target the dispatcher calls: a pool candidate, or a direct route's adapter. */
+interface CallTarget {
+  nodeId: string;
+  resourceId: string;
+  adapter: AdapterConfig;
+  upstreamModel: string;
 }
 
 /**
- * Serves one completion request end to end (DESIGN §4 dispatch, §6 surface): resolves the
- * route, takes a lease when the admission rule says so, calls the adapter, streams the answer,
- * and releases the lease on every path — success, upstream error, timeout, client disconnect.
- * Direct routes never touch the queue. The client's disconnect aborts the upstream call.
+ * Serves one completion request end to end (DESIGN §4 dispatch, §6 surface, issue 5 failover):
+ * resolves the route (unhealthy providers excluded), takes a lease when the admission rule says so,
+ * calls the adapter, streams the answer, and releases the lease on every path — success, upstream
+ * error, timeout, client disconnect. A pooled request whose upstream fails before any byte reached
+ * the client (connection error, 5xx, no first byte in time) is retried once on another healthy
+ * candidate, after its first lease is released, so a retry never holds two slots. Direct routes
+ * never touch the queue and are never retried. The client's disconnect aborts the upstream call.
  * @throws ApiError for everything answered before the first byte (404, 429, 502, 503, 504).
  */
 export async function dispatchCompletion(
   deps: DispatcherDeps,
   endpoint: CompletionEndpoint,
   body: ChatRequest | ResponsesRequest,
-  req: Request,
   res: Response,
   outcome: DispatchOutcome,
 ): Promise<void> {
   const config = deps.config();
-  const route = resolveRoute(config, body.model);
+  const route = resolveRoute(config, body.model, { exclude: deps.health?.unhealthy() });
   if (!route) throw modelNotFound(body.model);
 
-  const abort = new AbortController();
+  const client = new AbortController();
   const onClose = () => {
-    if (!res.writableFinished) abort.abort(new ApiError(499, 'client_closed', 'The client closed the connection.'));
+    if (!res.writableFinished) client.abort(new ApiError(499, 'client_closed', 'The client closed the connection.'));
   };
   res.on('close', onClose);
   try {
-    if (route.providerPool) {
-      outcome.routeKind = 'pool';
-      if (route.candidates.length === 0) {
-        throw admissionToApiError({ code: 'no_available_provider', message: `No enabled provider can serve model "${body.model}" right now.`, retryAfterS: 5 });
-      }
-      if (entersQueue(route, deps.queue)) {
-        const lease = await acquire(deps.queue!, route.modelGroupKey, route.candidates, config, abort.signal);
-        try {
-          const candidate = route.candidates.find((c) => c.providerId === lease.providerId)!;
-          outcome.queueWaitMs = lease.queueWaitMs;
-          res.setHeader('x-iop-queue-wait-ms', String(lease.queueWaitMs));
-          await callUpstream(deps, endpoint, body, res, candidate.nodeId, candidate.providerId, candidate.adapter, candidate.upstreamModel, config, abort, outcome);
-        } finally {
-          await lease.release();
-        }
-        return;
-      }
-      const candidate = route.candidates[0];
-      await callUpstream(deps, endpoint, body, res, candidate.nodeId, candidate.providerId, candidate.adapter, candidate.upstreamModel, config, abort, outcome);
+    if (!route.providerPool) {
+      outcome.routeKind = 'direct';
+      const { target } = route;
+      const resourceId = target.providerId ?? target.adapter.id;
+      await callUpstream(deps, endpoint, body, res, { ...target, resourceId }, config, client.signal, outcome);
       return;
     }
-    outcome.routeKind = 'direct';
-    const { target } = route;
-    await callUpstream(deps, endpoint, body, res, target.nodeId, target.providerId ?? target.adapter.id, target.adapter, target.upstreamModel, config, abort, outcome);
+    outcome.routeKind = 'pool';
+    let candidates = await preferAffinity(deps, endpoint, body, route.candidates);
+    for (let attempt = 0; ; attempt++) {
+      if (candidates.length === 0) {
+        throw admissionToApiError({ code: 'no_available_provider', message: `No healthy provider can serve model "${body.model}" right now.`, retryAfterS: 5 });
+      }
+      const lease = entersQueue(route, deps.queue)
+        ? await acquire(deps.queue!, route.modelGroupKey, candidates, config, client.signal)
+        : undefined;
+      const candidate = candidates.find((c) => c.providerId === lease?.providerId) ?? candidates[0];
+      try {
+        if (lease) {
+          outcome.queueWaitMs = lease.queueWaitMs;
+          res.setHeader('x-iop-queue-wait-ms', String(lease.queueWaitMs));
+        }
+        const target = { ...candidate, resourceId: candidate.providerId };
+        await callUpstream(deps, endpoint, body, res, target, config, client.signal, outcome);
+        return;
+      } catch (err) {
+        if (!(err instanceof UpstreamError) || err.status < 500) throw err;
+        // Connection errors, 5xx and first-byte timeouts count against the provider (passive health).
+        void deps.health?.record(candidate.providerId, false);
+        if (attempt > 0 || res.headersSent || client.signal.aborted) throw err;
+        outcome.failedOver = [...(outcome.failedOver ?? []), candidate.providerId];
+        const excluded = deps.health?.unhealthy();
+        candidates = candidates.filter((c) => c.providerId !== candidate.providerId && !excluded?.has(c.providerId));
+        deps.logger.warn({ model: body.model, provider: candidate.providerId, status: err.status, code: err.code }, 'upstream failed before the first byte; retrying on another provider');
+        if (candidates.length === 0) throw err;
+      } finally {
+        await lease?.release();
+      }
+    }
   } finally {
     res.off('close', onClose);
   }
 }
 
-async function acquire(
-  queue: ProviderQueue,
-  modelGroupKey: string,
-  candidates: PoolCandidate[],
-  config: EdgeConfig,
-  signal: AbortSignal,
-): Promise<Lease> {
+/** A `/v1/responses` follow-up goes to the provider that produced `previous_response_id`, while it is a healthy candidate. */
+async function preferAffinity(deps: DispatcherDeps, endpoint: CompletionEndpoint, body: ChatRequest | ResponsesRequest, candidates: PoolCandidate[]): Promise<PoolCandidate[]> {
+  const previous = endpoint === 'responses' ? body.previous_response_id : undefined;
+  if (!deps.affinity || typeof previous !== 'string' || previous === '') return candidates;
+  const providerId = await deps.affinity.get(previous);
+  const preferred = candidates.find((c) => c.providerId === providerId);
+  return preferred ? [preferred] : candidates;
+}
+
+async function acquire(queue: ProviderQueue, modelGroupKey: string, candidates: PoolCandidate[], config: EdgeConfig, signal: AbortSignal): Promise<Lease> {
   try {
     return await queue.acquireLease({ modelGroupKey, candidates, signal, maxWaitMs: config.queue.max_wait_ms });
   } catch (err) {
@@ -100,35 +144,76 @@ async function callUpstream(
   endpoint: CompletionEndpoint,
   body: ChatRequest | ResponsesRequest,
   res: Response,
-  nodeId: string,
-  resourceId: string,
-  adapterConfig: AdapterConfig,
-  upstreamModel: string,
+  target: CallTarget,
   config: EdgeConfig,
-  abort: AbortController,
+  clientSignal: AbortSignal,
   outcome: DispatchOutcome,
 ): Promise<void> {
-  outcome.nodeId = nodeId;
-  outcome.resourceId = resourceId;
-  res.setHeader('x-iop-node', nodeId);
-  res.setHeader('x-iop-resource', resourceId);
-  const adapter: Adapter = deps.adapters.get(nodeId, adapterConfig);
-  const ctx: DispatchContext = { upstreamModel, signal: abort.signal };
-  const timeoutMs = config.gateway.request_timeout_ms;
+  outcome.nodeId = target.nodeId;
+  outcome.resourceId = target.resourceId;
+  res.setHeader('x-iop-node', target.nodeId);
+  res.setHeader('x-iop-resource', target.resourceId);
+  const adapter = deps.adapters.get(target.nodeId, target.adapter);
   // request_timeout_ms bounds the time to the upstream's first byte, not a healthy stream (DESIGN §3).
-  const firstByteTimer = setTimeout(() => abort.abort(upstreamTimeout(timeoutMs)), timeoutMs);
-  const stopTimer = () => clearTimeout(firstByteTimer);
+  const timeoutMs = config.gateway.request_timeout_ms;
+  const firstByte = new AbortController();
+  const firstByteTimer = setTimeout(() => firstByte.abort(upstreamTimeout(timeoutMs)), timeoutMs);
+  const signal = AbortSignal.any([clientSignal, firstByte.signal]);
+  const ctx: DispatchContext = { upstreamModel: target.upstreamModel, signal };
+  const onFirstByte = () => {
+    clearTimeout(firstByteTimer);
+    outcome.firstByteAt = performance.now();
+  };
+  // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
+  const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
   try {
     let upstream: UpstreamResponse;
     try {
       upstream = endpoint === 'chat' ? await adapter.chat(body as ChatRequest, ctx) : await adapter.responses(body as ResponsesRequest, ctx);
     } catch (err) {
-      throw abort.signal.aborted && abort.signal.reason instanceof ApiError ? abort.signal.reason : err;
+      throw explain(err);
     }
-    await sendUpstream(res, upstream, stopTimer).catch((err: unknown) => {
-      throw abort.signal.aborted && abort.signal.reason instanceof ApiError ? abort.signal.reason : err;
+    if (endpoint === 'responses' && deps.affinity && outcome.routeKind === 'pool') {
+      upstream = rememberResponseId(upstream, (id) => void deps.affinity!.set(id, target.resourceId));
+    }
+    await sendUpstream(res, upstream, onFirstByte).catch((err: unknown) => {
+      throw explain(err);
     });
   } finally {
-    stopTimer();
+    clearTimeout(firstByteTimer);
   }
+}
+
+const RESPONSE_ID = /"id"\s*:\s*"(resp[_-][^"]+)"/;
+
+/**
+ * Watches an upstream Responses answer for its id (the JSON body, or the first SSE events up to
+ * `response.created`) and reports it once, without changing a byte of what the client gets.
+ */
+function rememberResponseId(upstream: UpstreamResponse, remember: (id: string) => void): UpstreamResponse {
+  if (upstream.kind === 'json') {
+    const text = typeof upstream.body === 'string' ? upstream.body : Buffer.from(upstream.body).toString('utf8');
+    const id = RESPONSE_ID.exec(text)?.[1];
+    if (id) remember(id);
+    return upstream;
+  }
+  const source = upstream.body;
+  return {
+    ...upstream,
+    body: (async function* () {
+      let seen = '';
+      let found = false;
+      for await (const chunk of source) {
+        if (!found && seen.length < 16_384) {
+          seen += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+          const id = RESPONSE_ID.exec(seen)?.[1];
+          if (id) {
+            found = true;
+            remember(id);
+          }
+        }
+        yield chunk;
+      }
+    })(),
+  };
 }

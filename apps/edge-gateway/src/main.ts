@@ -3,14 +3,28 @@
  * edge.yaml, wires the queue backend, adapters and logger into `createApp`, listens, and shuts
  * down gracefully on SIGTERM/SIGINT. Everything with I/O is created here and nowhere else.
  */
-import { BullmqProviderQueue, MemoryProviderQueue, queueProviders, type ProviderQueue } from '@iop/dispatch';
+import {
+  BullmqProviderQueue,
+  MemoryHealthStore,
+  MemoryProviderQueue,
+  MemoryResponseAffinity,
+  queueProviders,
+  RedisHealthStore,
+  RedisResponseAffinity,
+  type HealthStore,
+  type ProviderQueue,
+  type ResponseAffinity,
+} from '@iop/dispatch';
 import { startFakeUpstream } from '@iop/fake-upstream';
 import { formatProblems, loadConfigFile, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { Redis } from 'ioredis';
 import type { Server } from 'node:http';
 import pino from 'pino';
 import { AdapterRegistry } from './adapters/adapter-registry';
 import { createApp } from './app';
 import { parseGatewayArgs, splitHostPort, USAGE, type GatewayCommand } from './cli-args';
+import { ProviderProber } from './health/provider-prober';
+import { ConfigRuntime } from './runtime/config-runtime';
 
 /** Longest a SIGTERM waits for in-flight requests before closing the rest, in ms. */
 const SHUTDOWN_GRACE_MS = Number(process.env.IOP_SHUTDOWN_GRACE_MS ?? 30_000);
@@ -53,22 +67,57 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
     return 1;
   }
-  let config: EdgeConfig = loaded.config;
-  if (cmd.redis) config = { ...config, queue: { ...config.queue, redis_url: cmd.redis, backend: config.queue.backend ?? 'redis' } };
+  // Command-line overrides apply to the first file and to every reloaded one.
+  const withOverrides = (c: EdgeConfig): EdgeConfig =>
+    cmd.redis ? { ...c, queue: { ...c.queue, redis_url: cmd.redis, backend: c.queue.backend ?? 'redis' } } : c;
+  const initial = withOverrides(loaded.config);
 
   const demo = cmd.demoUpstream ? await startFakeUpstream({ ...splitHostPort(cmd.demoUpstream), name: 'demo', models: [] }) : undefined;
   if (demo) logger.info({ url: demo.url }, 'demo upstream listening');
 
-  const choice = resolveQueueBackend(config, env);
-  const queue: ProviderQueue =
-    choice.backend === 'redis'
-      ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, prefix: config.queue.prefix, logger })
-      : new MemoryProviderQueue();
-  await queue.configure(queueProviders(config));
+  // The backend is chosen once; a reload changes limits and providers, not the backend.
+  const choice = resolveQueueBackend(initial, env);
+  const redisError = (what: string) => (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: redis unavailable`);
+  // Health and affinity share one fail-fast connection; the queue keeps its own.
+  const redis = choice.backend === 'redis' ? new Redis(choice.redisUrl!, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
+  redis?.on('error', () => undefined);
+  const queue: ProviderQueue = redis
+    ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, prefix: initial.queue.prefix, logger })
+    : new MemoryProviderQueue();
+  await queue.configure(queueProviders(initial));
   const adapters = new AdapterRegistry();
-  const app = createApp({ config: () => config, queue, adapters, logger });
+  const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: loaded.hash, loadedAt: new Date() }, {
+    env,
+    logger,
+    transform: withOverrides,
+    apply: async (next) => {
+      await queue.configure(queueProviders(next.config));
+      await health.refresh(queueProviders(next.config).map((p) => p.providerId));
+    },
+  });
+  const config = () => runtime.current.config;
+  const healthSettings = () => config().health;
+  const health: HealthStore = redis
+    ? new RedisHealthStore(redis, initial.queue.prefix, healthSettings, () => 3 * healthSettings().interval_ms, redisError('health'))
+    : new MemoryHealthStore(healthSettings);
+  const affinity: ResponseAffinity = redis
+    ? new RedisResponseAffinity(redis, initial.queue.prefix, undefined, redisError('affinity'))
+    : new MemoryResponseAffinity();
+  const prober = new ProviderProber({ config, adapters, health, logger });
+  prober.start();
+  runtime.watch();
+  process.on('SIGHUP', () => void runtime.reload('SIGHUP'));
+  const app = createApp({
+    config,
+    configInfo: () => runtime.current,
+    queue,
+    adapters,
+    logger,
+    health,
+    affinity,
+  });
 
-  const { host, port } = splitHostPort(cmd.listen ?? config.gateway.listen);
+  const { host, port } = splitHostPort(cmd.listen ?? initial.gateway.listen);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(port, host, () => resolve(s));
     s.once('error', reject);
@@ -77,13 +126,16 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     return undefined;
   });
   if (!server) {
+    runtime.close();
+    await prober.stop();
     await Promise.allSettled([queue.close(), demo?.close()]);
+    redis?.disconnect();
     return 1;
   }
   server.keepAliveTimeout = 65_000;
   const address = server.address();
   const bound = typeof address === 'object' && address ? `${address.address}:${address.port}` : `${host}:${port}`;
-  logger.info({ listen: bound, queue: queue.backend, nodes: config.nodes.length }, 'edge-gateway listening');
+  logger.info({ listen: bound, queue: queue.backend, nodes: initial.nodes.length }, 'edge-gateway listening');
   // One line on stdout for scripts and tests that wait for the port.
   process.stdout.write(`edge-gateway listening on http://${bound}\n`);
 
@@ -96,9 +148,12 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      runtime.close();
+      await prober.stop();
       await closed;
       clearTimeout(grace);
       await Promise.allSettled([queue.close(), adapters.close(), demo?.close()]);
+      redis?.disconnect();
       logger.info('stopped');
       resolve(0);
     };

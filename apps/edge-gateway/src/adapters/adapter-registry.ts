@@ -18,29 +18,35 @@ export const createAdapter: AdapterFactory = (config: AdapterConfig): Adapter =>
 };
 
 /**
- * One live adapter per configured adapter instance, keyed by node and adapter id, created on first
- * use (no I/O at construction, so `createApp` stays free of it). A changed adapter config (e.g. a
- * rotated api_key) gets a fresh adapter; the old one is closed once it is no longer current.
+ * One live adapter per configured adapter instance, created on first use (no I/O at construction,
+ * so `createApp` stays free of it). Adapters are keyed by node, id and settings, so a config
+ * refresh that leaves an adapter unchanged keeps its sockets, and one that changes it (a rotated
+ * `api_key`) gets a fresh adapter while requests already running finish on the old one. Replaced
+ * adapters are closed by `close()` at shutdown, never under a running request.
  */
 export class AdapterRegistry {
-  private readonly live = new Map<string, { config: AdapterConfig; adapter: Adapter }>();
+  private readonly byConfig = new WeakMap<AdapterConfig, Adapter>();
+  private readonly byKey = new Map<string, Adapter>();
 
   constructor(private readonly factory: AdapterFactory = createAdapter) {}
 
   /** The adapter for `config` on node `nodeId`. */
   get(nodeId: string, config: AdapterConfig): Adapter {
-    const key = `${nodeId}/${config.id}`;
-    const entry = this.live.get(key);
-    if (entry && entry.config === config) return entry.adapter;
-    if (entry) void entry.adapter.close().catch(() => undefined);
-    const adapter = this.factory(config);
-    this.live.set(key, { config, adapter });
+    const known = this.byConfig.get(config);
+    if (known) return known;
+    const key = `${nodeId}\u0000${JSON.stringify(config)}`;
+    let adapter = this.byKey.get(key);
+    if (!adapter) {
+      adapter = this.factory(config);
+      this.byKey.set(key, adapter);
+    }
+    this.byConfig.set(config, adapter);
     return adapter;
   }
 
   /** Closes every adapter (sockets, child processes). */
   async close(): Promise<void> {
-    await Promise.all([...this.live.values()].map((e) => e.adapter.close().catch(() => undefined)));
-    this.live.clear();
+    await Promise.all([...this.byKey.values()].map((a) => a.close().catch(() => undefined)));
+    this.byKey.clear();
   }
 }

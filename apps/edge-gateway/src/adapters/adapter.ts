@@ -53,6 +53,12 @@ export interface Adapter {
   chat(req: ChatRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
   /** @throws UpstreamError (status, code) before the first byte; mid-stream failures end the stream. */
   responses(req: ResponsesRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
+  /**
+   * GET `{server root}{path}` for active health probes (issue 5); resolves to the HTTP status.
+   * Absent on adapters that cannot be probed (CLI).
+   * @throws on a connection error or when `signal` aborts.
+   */
+  probe?(path: string, signal: AbortSignal): Promise<number>;
   /** Frees sockets or child processes the adapter holds. */
   close(): Promise<void>;
 }

@@ -23,7 +23,7 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number): Router {
       const outcome: DispatchOutcome = { routeKind: 'direct' };
       res.locals.outcome = outcome;
       res.locals.model = body.model;
-      await dispatchCompletion(deps, endpoint, body, req, res, outcome);
+      await dispatchCompletion(deps, endpoint, body, res, outcome);
     };
   };
   router.post('/v1/chat/completions', completion('chat'));

@@ -1,10 +1,11 @@
-import { MemoryProviderQueue, queueProviders, type ProviderQueue } from '@iop/dispatch';
+import { MemoryHealthStore, MemoryProviderQueue, MemoryResponseAffinity, queueProviders, type ProviderQueue } from '@iop/dispatch';
 import { parseConfigText, type EdgeConfig } from '@iop/validate';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import pino from 'pino';
 import { AdapterRegistry } from '../adapters/adapter-registry';
 import { createApp } from '../app';
+import { ProviderProber } from '../health/provider-prober';
 
 /** A gateway listening on a free loopback port, built in-process with `createApp`. */
 export interface TestGateway {
@@ -13,6 +14,9 @@ export interface TestGateway {
   baseURL: string;
   config: EdgeConfig;
   queue: ProviderQueue;
+  /** Present when started with `{ health: true }`: the in-process health store and its prober. */
+  health?: MemoryHealthStore;
+  prober?: ProviderProber;
   close(): Promise<void>;
 }
 
@@ -20,13 +24,22 @@ export interface TestGateway {
  * Parses `yaml` (with `${VAR}` from `env`) and starts a real listening gateway on 127.0.0.1:0.
  * @throws Error listing the config problems when the YAML is invalid.
  */
-export async function startTestGateway(yaml: string, env: Record<string, string> = {}, queue: ProviderQueue = new MemoryProviderQueue()): Promise<TestGateway> {
+export async function startTestGateway(
+  yaml: string,
+  env: Record<string, string> = {},
+  queue: ProviderQueue = new MemoryProviderQueue(),
+  opts: { health?: boolean } = {},
+): Promise<TestGateway> {
   const loaded = parseConfigText(yaml, env, 'test.yaml');
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
   const config = loaded.config;
   await queue.configure(queueProviders(config));
   const adapters = new AdapterRegistry();
-  const app = createApp({ config: () => config, queue, adapters, logger: pino({ level: 'silent' }) });
+  const logger = pino({ level: 'silent' });
+  const health = opts.health ? new MemoryHealthStore(() => config.health) : undefined;
+  const prober = health ? new ProviderProber({ config: () => config, adapters, health, logger }) : undefined;
+  prober?.start();
+  const app = createApp({ config: () => config, queue, adapters, logger, health, affinity: new MemoryResponseAffinity() });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -37,7 +50,10 @@ export async function startTestGateway(yaml: string, env: Record<string, string>
     baseURL: `${url}/v1`,
     config,
     queue,
+    health,
+    prober,
     close: async () => {
+      await prober?.stop();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       await queue.close();

@@ -1,0 +1,82 @@
+import { queueProviders, type HealthStore } from '@iop/dispatch';
+import { isPoolCategory, resolveProviderAdapter, type AdapterConfig, type AdapterType, type EdgeConfig } from '@iop/validate';
+import type { Logger } from 'pino';
+import type { AdapterRegistry } from '../adapters/adapter-registry';
+
+/** What each adapter type answers when it is up (issue 5 "what to probe"). */
+export const PROBE_PATH: Partial<Record<AdapterType, string>> = {
+  vllm: '/health',
+  ollama: '/api/version',
+  openai_compat: '/v1/models',
+};
+
+/**
+ * Active health probes (issue 5): every `health.interval_ms`, each enabled pool provider's adapter
+ * is probed (`PROBE_PATH`, `health.timeout_ms`); a 2xx is a success, anything else a failure,
+ * recorded in the shared `HealthStore`, whose cache is then refreshed. One probe per adapter
+ * per round, whatever the number of providers on it. Timers are unref'd and stopped by `stop()`.
+ */
+export class ProviderProber {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: { config(): EdgeConfig; adapters: AdapterRegistry; health: HealthStore; logger: Logger },
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One probe round; exposed for tests. Never throws. */
+  async probeOnce(): Promise<void> {
+    const config = this.deps.config();
+    const { timeout_ms } = config.health;
+    const byAdapter = new Map<string, { nodeId: string; adapter: AdapterConfig; providers: string[] }>();
+    for (const node of config.nodes) {
+      for (const provider of node.providers) {
+        if (!provider.enabled || !isPoolCategory(provider.category)) continue;
+        const resolved = resolveProviderAdapter(node, provider);
+        if (resolved.kind !== 'ok') continue;
+        const key = `${node.id}/${resolved.adapter.id}`;
+        const entry = byAdapter.get(key) ?? { nodeId: node.id, adapter: resolved.adapter, providers: [] };
+        entry.providers.push(provider.id);
+        byAdapter.set(key, entry);
+      }
+    }
+    await Promise.all(
+      [...byAdapter.values()].map(async ({ nodeId, adapter, providers }) => {
+        const path = PROBE_PATH[adapter.type];
+        const live = this.deps.adapters.get(nodeId, adapter);
+        if (!path || !live.probe) return;
+        let ok = false;
+        try {
+          const status = await live.probe(path, AbortSignal.timeout(timeout_ms));
+          ok = status >= 200 && status < 300;
+        } catch {
+          ok = false;
+        }
+        await Promise.all(providers.map((id) => this.deps.health.record(id, ok)));
+      }),
+    );
+    await this.deps.health.refresh(queueProviders(config).map((p) => p.providerId));
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.probeOnce()
+        .catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, 'health probe round failed'))
+        .finally(() => this.schedule(this.deps.config().health.interval_ms));
+    }, delayMs);
+    this.timer.unref();
+  }
+}
