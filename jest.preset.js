@@ -14,6 +14,7 @@ module.exports = {
     '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),
     '^@iop/dispatch/testing$': path.join(root, 'libs/dispatch/src/testing/index.ts'),
     '^@iop/status$': path.join(root, 'libs/status/src/index.ts'),
+    '^@iop/status/testing$': path.join(root, 'libs/status/src/testing/index.ts'),
     '^@iop/fake-upstream$': path.join(root, 'tools/fake-upstream/src/index.ts'),
   },
   testMatch: ['**/*.spec.ts'],

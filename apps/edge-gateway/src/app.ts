@@ -2,20 +2,24 @@ import type { ProviderQueue } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import type { AdapterRegistry } from './adapters/adapter-registry';
+import type { DispatcherDeps } from './completion-dispatcher';
 import { notFound } from './errors';
 import { apiKeyAuth } from './http/api-key-auth';
 import { errorMiddleware } from './http/error-middleware';
+import type { GatewayMetrics } from './http/gateway-metrics';
 import { openAiRoutes } from './routes/openai-routes';
+import { statusRoutes } from './routes/status-routes';
 
 /** Everything the gateway's HTTP app needs; all I/O lives behind these (STYLE "pure core, thin edges"). */
-export interface AppDeps {
-  /** The config in force; read per request so a refresh applies to new requests at once. */
+export interface AppDeps extends DispatcherDeps {
+  /** The config in force; read once per request so a refresh applies to new requests at once. */
   config(): EdgeConfig;
   /** The admission queue for provider pools; undefined = no admission control (pools dispatch directly). */
   queue?: ProviderQueue;
-  adapters: AdapterRegistry;
-  logger: Logger;
+  /** Which file is in force, for `/status` (issue 5: operators see which replica runs which file). */
+  configInfo?(): { hash: string; loadedAt: Date };
+  /** The gateway's Prometheus registry; one per app when absent. */
+  metrics?: GatewayMetrics;
 }
 
 /**
@@ -38,6 +42,8 @@ export function createApp(deps: AppDeps): Express {
     res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: deps.queue?.backend ?? 'none', queue_ready: queueReady });
   });
 
+  // /status and /metrics (DESIGN §6), and request metrics of every completion, 401s included.
+  app.use(statusRoutes(deps, deps.metrics));
   app.use('/v1', apiKeyAuth(() => deps.config().gateway.api_keys));
   // The limit is read per request so a config refresh changes it; body-parser's 413 maps to request_too_large.
   let jsonParser = { limit: -1, parse: express.json() };

@@ -3,7 +3,7 @@ import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { startTestGateway, type TestGateway } from './testing/gateway-harness';
+import { startTestGateway } from './testing/gateway-harness';
 
 /** An upstream that answers every request with `status` at once (and 200 to probes when `probeOk`). */
 async function startFailingUpstream(status: number): Promise<{ url: string; hits: () => number; close(): Promise<void> }> {
@@ -147,6 +147,8 @@ describe('provider health (issue 5)', () => {
       const downAt = Date.now();
       await waitUntil(() => gateway.health!.unhealthy().has('first'), 3000, 'first to turn unhealthy');
       const detectionMs = Date.now() - downAt;
+      const status = (await (await fetch(`${gateway.url}/status`)).json()) as { nodes: Array<{ resources: Array<{ id: string; state: string }> }> };
+      expect(status.nodes[0].resources.map((r) => [r.id, r.state])).toEqual([['first', 'unhealthy'], ['second', 'ready']]);
       second.reset();
       for (let i = 0; i < 4; i++) {
         const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });

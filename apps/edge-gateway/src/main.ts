@@ -24,6 +24,7 @@ import { AdapterRegistry } from './adapters/adapter-registry';
 import { createApp } from './app';
 import { parseGatewayArgs, splitHostPort, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
+import { GatewayMetrics } from './http/gateway-metrics';
 import { ConfigRuntime } from './runtime/config-runtime';
 
 /** Longest a SIGTERM waits for in-flight requests before closing the rest, in ms. */
@@ -86,9 +87,11 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     : new MemoryProviderQueue();
   await queue.configure(queueProviders(initial));
   const adapters = new AdapterRegistry();
+  const metrics = new GatewayMetrics();
   const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: loaded.hash, loadedAt: new Date() }, {
     env,
     logger,
+    onRejected: () => metrics.countReloadFailure(),
     transform: withOverrides,
     apply: async (next) => {
       await queue.configure(queueProviders(next.config));
@@ -115,6 +118,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     logger,
     health,
     affinity,
+    metrics,
   });
 
   const { host, port } = splitHostPort(cmd.listen ?? initial.gateway.listen);

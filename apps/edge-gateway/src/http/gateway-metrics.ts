@@ -1,0 +1,89 @@
+import { listModels } from '@iop/dispatch';
+import { ResourceGauges, type StatusSnapshot } from '@iop/status';
+import type { EdgeConfig } from '@iop/validate';
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DispatchOutcome } from '../completion-dispatcher';
+
+/** Label for a model the config does not serve (or a request without a model): keeps cardinality bounded by the config. */
+export const OTHER_MODEL = 'other';
+
+/** Route kind label: `pool` (admission controlled), `direct` (CLI / legacy), `none` (rejected before a route was resolved). */
+export type RouteKindLabel = 'pool' | 'direct' | 'none';
+
+/** Latency buckets, in seconds: 5 ms … 2 min (LLM answers are slow; streams can be long). */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Queue-wait buckets, in seconds: 1 ms … 60 s (`queue.max_wait_ms` default). */
+const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * The gateway's own Prometheus registry (DESIGN §5 "the gateway adds request counters and
+ * latency, queue-wait and time-to-first-byte histograms"), one per app so tests never share series:
+ * - `iop_edge_requests_total{model,route,status}`: finished completion requests;
+ * - `iop_edge_request_duration_seconds{model,route}`: arrival → response finished (or client gone);
+ * - `iop_edge_queue_wait_seconds{model}`: acquireLease → grant, pooled requests only;
+ * - `iop_edge_time_to_first_byte_seconds{model,route}`: arrival → the upstream's first byte in hand
+ *   (includes the queue wait; for a non-streamed answer that is the whole upstream call);
+ * - `iop_edge_config_reload_failures_total`: rejected config reloads (issue 5);
+ * - `iop_edge_requests_in_flight`: completion requests being served by this replica now;
+ * - the resource gauges of `/status` (`iop_edge_resource_*`), refreshed per scrape.
+ * `model` is the request's model when the config serves it, else `other`; labels never carry
+ * prompts, keys or any other client text.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: 'iop_edge_requests_total', help: 'Completion requests finished, by model, route kind (pool/direct/none) and HTTP status (499 = client closed first).', labelNames: ['model', 'route', 'status'] as const, registers: [this.registry] });
+  private readonly duration = new Histogram({ name: 'iop_edge_request_duration_seconds', help: 'Completion request latency, arrival to response finished, in seconds.', labelNames: ['model', 'route'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly queueWait = new Histogram({ name: 'iop_edge_queue_wait_seconds', help: 'Time a pooled request waited for a lease, in seconds.', labelNames: ['model'] as const, buckets: QUEUE_WAIT_BUCKETS, registers: [this.registry] });
+  private readonly firstByte = new Histogram({ name: 'iop_edge_time_to_first_byte_seconds', help: 'Completion request arrival to the upstream\'s first byte in hand (queue wait included), in seconds.', labelNames: ['model', 'route'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly reloadFailures = new Counter({ name: 'iop_edge_config_reload_failures_total', help: 'Config reloads rejected (invalid file or failed apply); the running config stayed.', registers: [this.registry] });
+  private readonly inFlight = new Gauge({ name: 'iop_edge_requests_in_flight', help: 'Completion requests being served by this replica now.', registers: [this.registry] });
+  private readonly resources = new ResourceGauges(this.registry);
+  private knownModels: { config: EdgeConfig; names: ReadonlySet<string> } | undefined;
+
+  /**
+   * Middleware for the completion endpoints: counts and times each request when its response
+   * closes, reading `res.locals.model` and `res.locals.outcome` (set by the OpenAI routes).
+   * `config` is read per request so a refreshed model list applies at once.
+   */
+  observeCompletions(config: () => EdgeConfig): RequestHandler {
+    return (req, res, next) => {
+      if (req.method !== 'POST' || (req.path !== '/v1/chat/completions' && req.path !== '/v1/responses')) return next();
+      const started = performance.now();
+      this.inFlight.inc();
+      res.once('close', () => {
+        this.inFlight.dec();
+        const model = this.modelLabel(config(), res.locals.model);
+        const outcome = res.locals.outcome as DispatchOutcome | undefined;
+        // The dispatcher sets `pool` once a pool resolved; `direct` (the routes' default) only counts once a target was picked, so 400/401/404 are `none`.
+        const route: RouteKindLabel = outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
+        const status = res.writableFinished ? res.statusCode : 499;
+        this.requests.inc({ model, route, status: String(status) });
+        this.duration.observe({ model, route }, (performance.now() - started) / 1000);
+        if (outcome?.firstByteAt !== undefined) this.firstByte.observe({ model, route }, (outcome.firstByteAt - started) / 1000);
+        if (outcome?.queueWaitMs !== undefined) this.queueWait.observe({ model }, outcome.queueWaitMs / 1000);
+      });
+      next();
+    };
+  }
+
+  /** Counts one rejected config reload (`iop_edge_config_reload_failures_total`). */
+  countReloadFailure(): void {
+    this.reloadFailures.inc();
+  }
+
+  /** Prometheus text of every series, with the resource gauges set from `snapshot` first. */
+  async render(snapshot: StatusSnapshot): Promise<string> {
+    this.resources.update(snapshot);
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private modelLabel(config: EdgeConfig, model: unknown): string {
+    if (this.knownModels?.config !== config) this.knownModels = { config, names: new Set(listModels(config)) };
+    return typeof model === 'string' && this.knownModels.names.has(model) ? model : OTHER_MODEL;
+  }
+}

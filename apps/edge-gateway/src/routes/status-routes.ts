@@ -1,0 +1,58 @@
+import type { HealthStore, ProviderCounts, ProviderQueue } from '@iop/dispatch';
+import { buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
+import type { EdgeConfig } from '@iop/validate';
+import { Router } from 'express';
+import type { Logger } from 'pino';
+import { GatewayMetrics } from '../http/gateway-metrics';
+
+/** What the status routes read; a subset of `AppDeps`. */
+export interface StatusRouteDeps {
+  config(): EdgeConfig;
+  queue?: ProviderQueue;
+  logger: Logger;
+  /** Unhealthy providers show `state: "unhealthy"` (issue 5). */
+  health?: HealthStore;
+  /** Which file is in force: `config_hash` and `config_loaded_at` (issue 5). */
+  configInfo?(): { hash: string; loadedAt: Date };
+}
+
+/**
+ * This replica's status surface (DESIGN §5, §6):
+ * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
+ *   `counts()` (process-local for the memory backend, cluster-wide for bullmq; `null` counts when
+ *   there is no queue or it cannot answer now);
+ * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges;
+ * - a middleware that observes every completion request for `/metrics`.
+ * Builds no I/O of its own: it only reads the queue when a request asks.
+ */
+export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics = new GatewayMetrics()): Router {
+  const router = Router();
+  router.use(metrics.observeCompletions(() => deps.config()));
+
+  const snapshot = async (): Promise<StatusSnapshot> => {
+    const config = deps.config();
+    let counts: Map<string, ProviderCounts> | undefined;
+    if (deps.queue) {
+      try {
+        counts = await deps.queue.counts(trackedProviderIds(config));
+      } catch (err) {
+        // Unknown counts are null, never a made-up 0 (DESIGN §5).
+        deps.logger.warn({ err: (err as Error).message }, 'status: queue counts unavailable');
+      }
+    }
+    const health = new Map([...(deps.health?.unhealthy() ?? [])].map((id) => [id, 'unhealthy' as const]));
+    const info = deps.configInfo?.();
+    return buildSnapshot(config, counts, { health, configHash: info?.hash, configLoadedAt: info?.loadedAt });
+  };
+
+  router.get('/status', async (_req, res) => {
+    res.setHeader('cache-control', 'no-store');
+    res.json(await snapshot());
+  });
+  router.get('/metrics', async (_req, res) => {
+    const text = await metrics.render(await snapshot());
+    res.setHeader('cache-control', 'no-store');
+    res.type(metrics.contentType).send(text);
+  });
+  return router;
+}

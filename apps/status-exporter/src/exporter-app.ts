@@ -1,0 +1,95 @@
+import type { ProviderCounts } from '@iop/dispatch';
+import { buildSnapshot, ResourceGauges, trackedProviderIds, type StatusSnapshot } from '@iop/status';
+import type { EdgeConfig } from '@iop/validate';
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import { Gauge, Registry } from 'prom-client';
+import { DASHBOARD_HTML } from './dashboard/dashboard-page';
+
+/** Everything the exporter's HTTP app needs; the I/O (Redis) lives behind `counts` (STYLE "pure core, thin edges"). */
+export interface ExporterDeps {
+  /** The config in force. */
+  config(): EdgeConfig;
+  /**
+   * Cluster-wide counts of the given providers (e.g. `readBullmqCounts` on the shared Redis).
+   * A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
+   */
+  counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;
+  /** sha256 of the config file, published as `config_hash`. */
+  configHash?: string;
+  /** When the config was loaded, published as `config_loaded_at`. */
+  configLoadedAt?: Date;
+  logger: Logger;
+}
+
+/** The snapshot source shared by the HTTP routes and the pusher. */
+export interface SnapshotSource {
+  /** Builds a snapshot now; never rejects (failed counts become `null`). `countsOk` says whether counts were read. */
+  read(): Promise<{ snapshot: StatusSnapshot; countsOk: boolean }>;
+}
+
+/**
+ * The resource-first snapshot with cluster-wide counts (DESIGN §5): asks `deps.counts` for the
+ * tracked providers (`trackedProviderIds`), and on failure logs once per outage and publishes `null`.
+ */
+export function snapshotSource(deps: ExporterDeps): SnapshotSource {
+  let failing = false;
+  return {
+    async read() {
+      const config = deps.config();
+      let counts: Map<string, ProviderCounts> | undefined;
+      try {
+        counts = await deps.counts(trackedProviderIds(config));
+        if (failing) deps.logger.info('status-exporter: counts readable again');
+        failing = false;
+      } catch (err) {
+        if (!failing) deps.logger.warn({ err: (err as Error).message }, 'status-exporter: cannot read counts; publishing null counts');
+        failing = true;
+      }
+      const snapshot = buildSnapshot(config, counts, { configHash: deps.configHash, configLoadedAt: deps.configLoadedAt });
+      return { snapshot, countsOk: counts !== undefined };
+    },
+  };
+}
+
+/**
+ * Builds the exporter's express app without listening or other I/O (DESIGN §2, §6):
+ * - `GET /status`: the snapshot JSON (cluster-wide counts);
+ * - `GET /metrics`: Prometheus text: the `iop_edge_resource_*` gauges plus
+ *   `iop_edge_status_counts_up` (1 when the counts source answered this scrape);
+ * - `GET /healthz`: `{"status":"ok"}` while the process serves;
+ * - `GET /`: a self-contained HTML dashboard that polls `/status` every 2 s.
+ */
+export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = snapshotSource(deps)): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  const registry = new Registry();
+  const gauges = new ResourceGauges(registry);
+  const countsUp = new Gauge({ name: 'iop_edge_status_counts_up', help: '1 when the exporter read the shared counts (Redis) for this scrape, else 0.', registers: [registry] });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/status', async (_req, res) => {
+    const { snapshot } = await source.read();
+    res.setHeader('cache-control', 'no-store');
+    res.json(snapshot);
+  });
+  app.get('/metrics', async (_req, res) => {
+    const { snapshot, countsOk } = await source.read();
+    gauges.update(snapshot);
+    countsUp.set(countsOk ? 1 : 0);
+    res.setHeader('cache-control', 'no-store');
+    res.type(registry.contentType).send(await registry.metrics());
+  });
+  app.get('/', (_req, res) => {
+    res.setHeader('cache-control', 'no-store');
+    res.setHeader('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+    res.type('html').send(DASHBOARD_HTML);
+  });
+  app.use((req, res) => {
+    res.status(404).json({ error: { message: `${req.method} ${req.path} is not served here: try /status, /metrics, /healthz or /`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+  });
+  return app;
+}

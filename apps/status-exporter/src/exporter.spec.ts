@@ -1,0 +1,123 @@
+import { BullmqKeys } from '@iop/dispatch';
+import { startRedis, type TestRedis } from '@iop/dispatch/testing';
+import type { ResourceStatus, StatusSnapshot } from '@iop/status';
+import { parsePrometheusText, sampleValue } from '@iop/status/testing';
+import { parseConfigText } from '@iop/validate';
+import { Queue, Worker } from 'bullmq';
+import pino from 'pino';
+import { ExporterRefusal, MEMORY_BACKEND_REFUSAL, startExporter, type RunningExporter } from './exporter';
+import { configPrefix, exporterYaml } from './testing/exporter-fixtures';
+
+const resource = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
+const config = (yaml: string) => {
+  const loaded = parseConfigText(yaml, {}, 'test.yaml');
+  if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
+  return loaded;
+};
+
+describe('status exporter HTTP endpoints (DESIGN §6), counts from a real Redis', () => {
+  let redis: TestRedis;
+  const closers: (() => Promise<unknown>)[] = [];
+  const logger = pino({ level: 'silent' });
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  const start = async (yaml: string, env: Record<string, string> = {}): Promise<RunningExporter> => {
+    const loaded = config(yaml);
+    const exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env, host: '127.0.0.1', port: 0, logger });
+    closers.push(() => exporter.close());
+    return exporter;
+  };
+  /** Puts `active` held leases and `waiting` queued requests on a provider queue, as gateways would. */
+  const load = async (prefix: string, providerId: string, active: number, waiting: number) => {
+    const name = new BullmqKeys(prefix).queueName(providerId);
+    const queue = new Queue(name, { connection: { url: redis.url }, prefix });
+    const worker = new Worker(name, null, { connection: { url: redis.url }, prefix, autorun: false });
+    closers.push(() => queue.close(), () => worker.close(true));
+    for (let i = 0; i < active + waiting; i++) await queue.add('lease', {});
+    for (let i = 0; i < active; i++) await worker.getNextJob(`t${i}`, { block: false });
+  };
+
+  it('GET /status: catalog entries with cluster-wide counts by provider id, adapter entries for a node without catalog', async () => {
+    const prefix = configPrefix('exporter-status');
+    const yaml = exporterYaml({ prefix, redisUrl: redis.url });
+    await load(prefix, 'llama-a', 2, 3);
+    await load(prefix, 'llama-b', 1, 0);
+    const exporter = await start(yaml);
+    const res = await fetch(`${exporter.url}/status`);
+    expect(res.status).toBe(200);
+    const s = (await res.json()) as StatusSnapshot;
+    expect(s.config_hash).toBe(config(yaml).hash);
+    expect(Date.parse(s.config_loaded_at!)).not.toBeNaN();
+    expect(s.nodes.map((n) => [n.node_id, n.source, n.resources.map((r) => r.id)])).toEqual([
+      ['gpu-a', 'catalog', ['llama-a', 'llama-b', 'echo-cli']],
+      ['laptop', 'adapters', ['codex-cli']],
+    ]);
+    expect(resource(s, 'llama-a')).toMatchObject({ state: 'ready', max_concurrency: 3, in_flight: 2, queued: 3 });
+    expect(resource(s, 'llama-b')).toMatchObject({ state: 'ready', max_concurrency: 2, in_flight: 1, queued: 0 });
+    expect(resource(s, 'echo-cli')).toMatchObject({ in_flight: null, queued: null, max_concurrency: null });
+    expect(resource(s, 'codex-cli')).toMatchObject({ pool: false, models: ['codex'], in_flight: null });
+  });
+
+  it('GET /metrics: valid Prometheus text with the resource gauges and counts_up', async () => {
+    const prefix = configPrefix('exporter-metrics');
+    await load(prefix, 'llama-b', 2, 1);
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url }));
+    const res = await fetch(`${exporter.url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const samples = parsePrometheusText(await res.text());
+    const b = { node: 'gpu-a', resource: 'llama-b', category: 'openai_compat' };
+    expect(sampleValue(samples, 'iop_edge_resource_in_flight', b)).toBe(2);
+    expect(sampleValue(samples, 'iop_edge_resource_queued', b)).toBe(1);
+    expect(sampleValue(samples, 'iop_edge_resource_max_concurrency', b)).toBe(2);
+    expect(sampleValue(samples, 'iop_edge_resource_up', b)).toBe(1);
+    expect(sampleValue(samples, 'iop_edge_resource_in_flight', { resource: 'llama-a' })).toBe(0);
+    expect(sampleValue(samples, 'iop_edge_resource_in_flight', { resource: 'echo-cli' })).toBeUndefined();
+    expect(sampleValue(samples, 'iop_edge_resource_up', { node: 'laptop', resource: 'codex-cli' })).toBe(1);
+    expect(sampleValue(samples, 'iop_edge_status_counts_up')).toBe(1);
+  });
+
+  it('GET /healthz answers ok; GET / is a self-contained dashboard (no external resources)', async () => {
+    const exporter = await start(exporterYaml({ prefix: configPrefix('exporter-html'), redisUrl: redis.url }));
+    expect(await (await fetch(`${exporter.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const res = await fetch(`${exporter.url}/`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await res.text();
+    expect(html).toMatch(/<script>[\s\S]*fetch\('status'/);
+    expect(html).not.toMatch(/(src|href)=["']?(https?:)?\/\//);
+    expect((await fetch(`${exporter.url}/nope`)).status).toBe(404);
+  });
+
+  it('publishes null counts (never 0) and counts_up 0 while Redis is unreachable', async () => {
+    const exporter = await start(exporterYaml({ prefix: configPrefix('exporter-down'), redisUrl: 'redis://127.0.0.1:1' }));
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(resource(s, 'llama-a')).toMatchObject({ in_flight: null, queued: null, max_concurrency: 3 });
+    const samples = parsePrometheusText(await (await fetch(`${exporter.url}/metrics`)).text());
+    expect(sampleValue(samples, 'iop_edge_status_counts_up')).toBe(0);
+    expect(sampleValue(samples, 'iop_edge_resource_in_flight', { resource: 'llama-a' })).toBeUndefined();
+  });
+
+  it('refuses the memory backend with a message pointing at the gateway\'s own /status', async () => {
+    const loaded = config(exporterYaml({ prefix: configPrefix('exporter-memory') }));
+    const attempt = startExporter({ config: loaded.config, env: {}, host: '127.0.0.1', port: 0, logger });
+    await expect(attempt).rejects.toBeInstanceOf(ExporterRefusal);
+    await expect(attempt).rejects.toThrow(MEMORY_BACKEND_REFUSAL);
+    expect(MEMORY_BACKEND_REFUSAL).toMatch(/gateway's own GET \/status/);
+  });
+
+  it('takes the Redis URL from REDIS_URL when the config has none', async () => {
+    const prefix = configPrefix('exporter-env');
+    await load(prefix, 'llama-a', 1, 0);
+    const exporter = await start(exporterYaml({ prefix }), { REDIS_URL: redis.url });
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(resource(s, 'llama-a').in_flight).toBe(1);
+  });
+});

@@ -1,0 +1,127 @@
+import { readBullmqCounts } from '@iop/dispatch';
+import { resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { Redis } from 'ioredis';
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { createExporterApp, snapshotSource } from './exporter-app';
+import { StatusPusher } from './push/status-pusher';
+
+/** Why the exporter refuses the memory backend (DESIGN §5: one process's counts must not pose as the fleet's). */
+export const MEMORY_BACKEND_REFUSAL =
+  'status-exporter: the queue backend is "memory" (no queue.redis_url, REDIS_URL or --redis), so the counts live inside ' +
+  'one gateway process and there are no shared counts to export. For a single replica use the gateway\'s own ' +
+  'GET /status and GET /metrics; for a fleet, run the gateways and this exporter on one Redis (queue.redis_url, REDIS_URL or --redis).';
+
+/** What {@link startExporter} needs: a validated config and where to listen. */
+export interface ExporterOptions {
+  config: EdgeConfig;
+  /** sha256 of the config file (`loadConfigFile().hash`). */
+  configHash?: string;
+  /** Environment for `REDIS_URL` (`--redis` already applied). */
+  env: Record<string, string | undefined>;
+  host: string;
+  /** 0 = a free port. */
+  port: number;
+  logger: Logger;
+  /** Overrides of the push loop (tests). */
+  push?: { timeoutMs?: number; maxBackoffMs?: number };
+}
+
+/** A running exporter. */
+export interface RunningExporter {
+  /** `http://host:port` it listens on. */
+  url: string;
+  /** Stops listening, stops the pusher (aborting its request), closes the Redis connection. */
+  close(): Promise<void>;
+}
+
+/** The exporter refused to start (memory backend); `message` says why and what to do. */
+export class ExporterRefusal extends Error {}
+
+/**
+ * The exporter's I/O wiring (DESIGN §2 `apps/status-exporter`): one Redis connection for the
+ * counts (`readBullmqCounts`, cluster-wide), the HTTP app on `host:port`, and the push loop when
+ * `status.push_url` is set. A Redis that is down at start is not fatal: counts are `null` until it
+ * answers.
+ * @throws ExporterRefusal for the memory backend; the listen error when the port is taken.
+ */
+export async function startExporter(opts: ExporterOptions): Promise<RunningExporter> {
+  const { config, logger } = opts;
+  const choice = resolveQueueBackend(config, opts.env);
+  if (choice.backend !== 'redis' || !choice.redisUrl) throw new ExporterRefusal(MEMORY_BACKEND_REFUSAL);
+
+  const redis = new Redis(choice.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, disconnectTimeout: 200 });
+  let redisDown = false;
+  redis.on('error', (err: Error) => {
+    if (!redisDown) logger.warn({ err: err.message }, 'status-exporter: Redis connection error');
+    redisDown = true;
+  });
+  redis.on('ready', () => (redisDown = false));
+  // Give Redis a moment so the first scrape has counts; never block the start on it.
+  await Promise.race([redis.connect().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+
+  const loadedAt = new Date();
+  const deps = {
+    config: () => config,
+    counts: (ids: readonly string[]) => withTimeout(readBullmqCounts(redis, config.queue.prefix, ids), COUNTS_TIMEOUT_MS),
+    configHash: opts.configHash,
+    configLoadedAt: loadedAt,
+    logger,
+  };
+  const source = snapshotSource(deps);
+  const app = createExporterApp(deps, source);
+  let server: Server;
+  try {
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(opts.port, opts.host, () => resolve(s));
+      s.once('error', reject);
+    });
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+  const address = server.address();
+  const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : `http://${opts.host}:${opts.port}`;
+
+  let pusher: StatusPusher | undefined;
+  if (config.status.push_url) {
+    pusher = new StatusPusher({
+      url: config.status.push_url,
+      intervalMs: config.status.interval_ms,
+      ...opts.push,
+      snapshot: async () => (await source.read()).snapshot,
+      onError: (err, failures) => logger.warn({ err: err.message, consecutive_failures: failures, next_ms: pusher?.nextDelayMs() }, 'status-exporter: push failed'),
+    });
+    pusher.start();
+  }
+  logger.info({ listen: url, redis: redactUrl(choice.redisUrl), prefix: config.queue.prefix, push: config.status.push_url !== undefined }, 'status-exporter listening');
+
+  return {
+    url,
+    close: async () => {
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      await pusher?.close();
+      server.closeAllConnections();
+      await closed;
+      redis.disconnect();
+    },
+  };
+}
+
+/** Longest a counts read may take before the snapshot shows `null` counts, in ms. */
+const COUNTS_TIMEOUT_MS = 2000;
+
+/** Rejects when `promise` takes longer than `ms` (the timer is cleared either way, so nothing lingers). */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** `redis://user:pass@host` → `redis://***@host`: credentials never reach logs. */
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}

@@ -1,0 +1,76 @@
+/**
+ * Composition root of the status exporter (DESIGN §2, §7 "the exporter as a sidecar"): parses
+ * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
+ * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
+ */
+import { formatProblems, loadConfigFile } from '@iop/validate';
+import pino from 'pino';
+import { parseExporterArgs, splitHostPort, USAGE, type ExporterCommand } from './cli-args';
+import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
+
+async function main(): Promise<number> {
+  let cmd: ExporterCommand;
+  try {
+    cmd = parseExporterArgs(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (cmd.command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'status-exporter' } });
+  const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
+  const loaded = loadConfigFile(cmd.config, env);
+  if (!loaded.ok) {
+    process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
+    return 1;
+  }
+  let config = loaded.config;
+  // --redis wins over queue.redis_url, as in the gateway.
+  if (cmd.redis) config = { ...config, queue: { ...config.queue, redis_url: cmd.redis, backend: config.queue.backend ?? 'redis' } };
+
+  let listen: { host: string; port: number };
+  try {
+    listen = splitHostPort(cmd.listen ?? config.status.listen);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  let exporter: RunningExporter;
+  try {
+    exporter = await startExporter({ config, configHash: loaded.hash, env, ...listen, logger });
+  } catch (err) {
+    if (err instanceof ExporterRefusal) {
+      process.stderr.write(`${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`cannot start on ${listen.host}:${listen.port}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  // One line on stdout for scripts and tests that wait for the port.
+  process.stdout.write(`status-exporter listening on ${exporter.url}\n`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      await exporter.close();
+      logger.info('stopped');
+      resolve(0);
+    };
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+    process.once('SIGINT', () => void stop('SIGINT'));
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`status-exporter failed: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

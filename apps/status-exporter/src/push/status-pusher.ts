@@ -1,0 +1,102 @@
+import type { StatusSnapshot } from '@iop/status';
+
+/** Options of {@link StatusPusher} (DESIGN §3 `status.push_url`, `status.interval_ms`). */
+export interface StatusPusherOptions {
+  /** Where to POST the snapshot (JSON). */
+  readonly url: string;
+  /** Time between two pushes after a success, in ms (`status.interval_ms`). */
+  readonly intervalMs: number;
+  /**
+   * Longest one POST may take, in ms; a slower receiver counts as a failure.
+   * @defaultValue min(intervalMs, 10000)
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Cap of the exponential backoff, in ms: after n consecutive failures the next push waits
+   * `min(intervalMs * 2^n, maxBackoffMs)`.
+   * @defaultValue max(intervalMs, 60000)
+   */
+  readonly maxBackoffMs?: number;
+  /** Builds the snapshot to push. */
+  readonly snapshot: () => Promise<StatusSnapshot>;
+  /** Receives one warning per failed push. */
+  readonly onError?: (error: Error, consecutiveFailures: number) => void;
+}
+
+/**
+ * Pushes the snapshot to a control plane (DESIGN §2 "optional push"): POST every `intervalMs`,
+ * each with a timeout; on failure (network error, timeout, non-2xx) exponential backoff, capped;
+ * the next push is only scheduled once the previous one settled, so never more than one request
+ * is in flight and slow receivers never pile requests up. `close()` stops the timer and aborts
+ * the request in flight.
+ */
+export class StatusPusher {
+  private readonly timeoutMs: number;
+  private readonly maxBackoffMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private abort: AbortController | undefined;
+  private closed = false;
+  /** Consecutive failed pushes (0 after a success). */
+  consecutiveFailures = 0;
+
+  constructor(private readonly options: StatusPusherOptions) {
+    if (!/^https?:\/\//.test(options.url)) throw new Error('StatusPusher: url must be an http:// or https:// URL');
+    if (!(options.intervalMs > 0)) throw new Error('StatusPusher: intervalMs must be a positive number of ms');
+    this.timeoutMs = options.timeoutMs ?? Math.min(options.intervalMs, 10_000);
+    this.maxBackoffMs = options.maxBackoffMs ?? Math.max(options.intervalMs, 60_000);
+    if (!(this.timeoutMs > 0)) throw new Error('StatusPusher: timeoutMs must be a positive number of ms');
+    if (!(this.maxBackoffMs >= options.intervalMs)) throw new Error('StatusPusher: maxBackoffMs must be at least intervalMs');
+  }
+
+  /** Pushes once now, then keeps pushing until `close()`. */
+  start(): void {
+    if (this.closed || this.timer || this.inFlight) return;
+    this.schedule(0);
+  }
+
+  /** The delay before the next push given the current failure run, in ms. */
+  nextDelayMs(): number {
+    if (this.consecutiveFailures === 0) return this.options.intervalMs;
+    return Math.min(this.options.intervalMs * 2 ** this.consecutiveFailures, this.maxBackoffMs);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.abort?.abort();
+    await this.inFlight;
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.inFlight = this.pushOnce().finally(() => {
+        this.inFlight = undefined;
+        if (!this.closed) this.schedule(this.nextDelayMs());
+      });
+    }, delayMs);
+  }
+
+  private async pushOnce(): Promise<void> {
+    const abort = new AbortController();
+    this.abort = abort;
+    const timeout = setTimeout(() => abort.abort(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    try {
+      const body = JSON.stringify(await this.options.snapshot());
+      const res = await fetch(this.options.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: abort.signal });
+      await res.arrayBuffer().catch(() => undefined);
+      if (!res.ok) throw new Error(`${this.options.url} answered ${res.status}`);
+      this.consecutiveFailures = 0;
+    } catch (err) {
+      if (this.closed) return;
+      this.consecutiveFailures++;
+      const reason = abort.signal.aborted && abort.signal.reason instanceof Error ? abort.signal.reason : (err as Error);
+      this.options.onError?.(reason, this.consecutiveFailures);
+    } finally {
+      clearTimeout(timeout);
+      this.abort = undefined;
+    }
+  }
+}

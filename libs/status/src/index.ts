@@ -1,0 +1,3 @@
+export * from './snapshot/snapshot';
+export * from './snapshot/build-snapshot';
+export * from './prometheus/resource-gauges';

@@ -1,0 +1,66 @@
+import { Gauge, Registry } from 'prom-client';
+import type { StatusSnapshot } from '../snapshot/snapshot';
+
+/** Labels of every resource series (DESIGN §5). Their values come from the config, so cardinality is bounded by it. */
+export type ResourceLabel = 'node' | 'resource' | 'category';
+
+/** Names of the resource gauges (DESIGN §5). */
+export const RESOURCE_METRICS = {
+  inFlight: 'iop_edge_resource_in_flight',
+  queued: 'iop_edge_resource_queued',
+  maxConcurrency: 'iop_edge_resource_max_concurrency',
+  up: 'iop_edge_resource_up',
+} as const;
+
+/**
+ * The four resource gauges of DESIGN §5, registered on one prom-client `Registry`:
+ * - `iop_edge_resource_in_flight` (leases held), `iop_edge_resource_queued` (requests waiting),
+ *   `iop_edge_resource_max_concurrency` (limit): only for resources whose value is not `null`;
+ * - `iop_edge_resource_up`: 1 when `state` is `ready`, else 0; every resource.
+ * Labels `node`, `resource`, `category`. `update` replaces every series, so resources removed
+ * from the config disappear from the next scrape.
+ */
+export class ResourceGauges {
+  private readonly inFlight: Gauge<ResourceLabel>;
+  private readonly queued: Gauge<ResourceLabel>;
+  private readonly maxConcurrency: Gauge<ResourceLabel>;
+  private readonly up: Gauge<ResourceLabel>;
+
+  constructor(registry: Registry) {
+    const labelNames: ResourceLabel[] = ['node', 'resource', 'category'];
+    const gauge = (name: string, help: string) => new Gauge<ResourceLabel>({ name, help, labelNames, registers: [registry] });
+    this.inFlight = gauge(RESOURCE_METRICS.inFlight, 'Leases held on the resource now (requests being served), across the replicas the counts cover.');
+    this.queued = gauge(RESOURCE_METRICS.queued, 'Requests waiting for a lease on the resource now.');
+    this.maxConcurrency = gauge(RESOURCE_METRICS.maxConcurrency, 'Leases the resource allows at once (provider max_concurrency).');
+    this.up = gauge(RESOURCE_METRICS.up, '1 when the resource is ready, 0 when it is disabled, invalid or unhealthy.');
+  }
+
+  /** Replaces every series with the values of `snapshot`; `null` values get no series. */
+  update(snapshot: StatusSnapshot): void {
+    for (const g of [this.inFlight, this.queued, this.maxConcurrency, this.up]) g.reset();
+    for (const node of snapshot.nodes) {
+      for (const r of node.resources) {
+        const labels = { node: node.node_id, resource: r.id, category: r.category };
+        if (r.in_flight !== null) this.inFlight.set(labels, r.in_flight);
+        if (r.queued !== null) this.queued.set(labels, r.queued);
+        if (r.max_concurrency !== null) this.maxConcurrency.set(labels, r.max_concurrency);
+        this.up.set(labels, r.state === 'ready' ? 1 : 0);
+      }
+    }
+  }
+}
+
+/** A fresh `Registry` holding only the resource gauges of `snapshot` (DESIGN §5). */
+export function buildStatusRegistry(snapshot: StatusSnapshot): Registry {
+  const registry = new Registry();
+  new ResourceGauges(registry).update(snapshot);
+  return registry;
+}
+
+/**
+ * Renders the resource gauges of `snapshot` as Prometheus text exposition format 0.0.4
+ * (content type: `Registry.PROMETHEUS_CONTENT_TYPE` of prom-client).
+ */
+export function renderPrometheus(snapshot: StatusSnapshot): Promise<string> {
+  return buildStatusRegistry(snapshot).metrics();
+}

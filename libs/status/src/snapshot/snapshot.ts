@@ -1,0 +1,57 @@
+import type { AdapterType } from '@iop/validate';
+
+/**
+ * State of one resource (DESIGN §5):
+ * - `ready`: enabled, its adapter resolves to an enabled adapter of its category;
+ * - `disabled`: the provider (or adapter entry) is disabled, or its adapter reference names a disabled adapter;
+ * - `invalid`: the adapter reference does not resolve (missing, ambiguous, or of another type than `category`);
+ * - `unhealthy`: would be ready, but the health source reports it unhealthy.
+ */
+export type ResourceState = 'ready' | 'disabled' | 'invalid' | 'unhealthy';
+
+/** Where a node's resources come from (DESIGN §5): its provider catalog, or (no catalog) its adapters. */
+export type ResourceSource = 'catalog' | 'adapters';
+
+/**
+ * One resource of a node, as published in `/status` (DESIGN §5). Counts that are not tracked
+ * (CLI providers, adapter entries, providers the queue does not hold, no counts source) are `null`,
+ * never a made-up 0.
+ */
+export interface ResourceStatus {
+  /** The provider id (catalog) or the adapter id (adapter entries). */
+  id: string;
+  /** The provider's category, or the adapter's type for adapter entries. */
+  category: AdapterType;
+  /** The resolved adapter id; when the reference does not resolve (`invalid`), the reference as written. */
+  adapter: string;
+  /** Public model names: the provider's models, or for an adapter entry the legacy `routes[]` models through it. */
+  models: string[];
+  /** True for providers of a pool category (admission controlled); always false for adapter entries. */
+  pool: boolean;
+  enabled: boolean;
+  state: ResourceState;
+  /** Leases at once across every replica; `null` for direct (non-pool) resources. */
+  max_concurrency: number | null;
+  /** Leases held now; `null` when not tracked. */
+  in_flight: number | null;
+  /** Requests waiting for a lease now; `null` when not tracked. */
+  queued: number | null;
+}
+
+/** One node and its resources, in config order (DESIGN §5). */
+export interface NodeStatus {
+  node_id: string;
+  source: ResourceSource;
+  resources: ResourceStatus[];
+}
+
+/** The resource-first status document (DESIGN §5), served by `GET /status` and pushed by the exporter. */
+export interface StatusSnapshot {
+  /** ISO 8601 time the snapshot was built. */
+  generated_at: string;
+  /** sha256 (hex) of the config file the snapshot was built from; present when the caller knows it. */
+  config_hash?: string;
+  /** ISO 8601 time that config was loaded; present when the caller knows it. */
+  config_loaded_at?: string;
+  nodes: NodeStatus[];
+}
