@@ -16,7 +16,7 @@ import {
   type ResponseAffinity,
 } from '@iop/dispatch';
 import { startFakeUpstream } from '@iop/fake-upstream';
-import { formatProblems, loadConfigFile, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { ConfigRuntime, formatProblems, loadConfigFile, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
 import { Redis } from 'ioredis';
 import type { Server } from 'node:http';
 import pino from 'pino';
@@ -25,7 +25,7 @@ import { createApp } from './app';
 import { parseGatewayArgs, splitHostPort, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
 import { GatewayMetrics } from './http/gateway-metrics';
-import { ConfigRuntime } from './runtime/config-runtime';
+
 
 /** Longest a SIGTERM waits for in-flight requests before closing the rest, in ms. */
 const SHUTDOWN_GRACE_MS = Number(process.env.IOP_SHUTDOWN_GRACE_MS ?? 30_000);

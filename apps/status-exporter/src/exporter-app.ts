@@ -15,10 +15,10 @@ export interface ExporterDeps {
    * A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
    */
   counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;
-  /** sha256 of the config file, published as `config_hash`. */
-  configHash?: string;
-  /** When the config was loaded, published as `config_loaded_at`. */
-  configLoadedAt?: Date;
+  /** Which file is in force (sha256, load time), published as `config_hash` / `config_loaded_at`. */
+  configInfo?(): { hash: string; loadedAt: Date };
+  /** Ids of providers the fleet marked unhealthy (shared health, issue 5); a rejection shows them as not unhealthy. */
+  unhealthy?(providerIds: readonly string[]): Promise<ReadonlySet<string>>;
   logger: Logger;
 }
 
@@ -46,7 +46,10 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
         if (!failing) deps.logger.warn({ err: (err as Error).message }, 'status-exporter: cannot read counts; publishing null counts');
         failing = true;
       }
-      const snapshot = buildSnapshot(config, counts, { configHash: deps.configHash, configLoadedAt: deps.configLoadedAt });
+      const unhealthy = await deps.unhealthy?.(trackedProviderIds(config)).catch(() => undefined);
+      const health = new Map([...(unhealthy ?? [])].map((id) => [id, 'unhealthy' as const]));
+      const info = deps.configInfo?.();
+      const snapshot = buildSnapshot(config, counts, { health, configHash: info?.hash, configLoadedAt: info?.loadedAt });
       return { snapshot, countsOk: counts !== undefined };
     },
   };

@@ -1,5 +1,6 @@
 import { startRedis, type TestRedis } from '@iop/dispatch/testing';
 import type { StatusSnapshot } from '@iop/status';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { configPrefix, EXPORTER_MAIN, exporterYaml, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
@@ -63,5 +64,22 @@ describe('status-exporter as a process (node dist/apps/status-exporter/main.js)'
       receiver.closeAllConnections();
       await new Promise<void>((r) => receiver.close(() => r()));
     }
+  });
+
+  it('reloads edge.yaml on SIGHUP: /status shows the new catalog and config hash at once', async () => {
+    const yaml = exporterYaml({ prefix: configPrefix('proc-reload') });
+    const file = writeTempConfig(yaml);
+    const p = await run(['--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0']);
+    const before = (await (await fetch(`${p.url}/status`)).json()) as StatusSnapshot;
+    writeFileSync(file, yaml.replace('models: [llama], max_concurrency: 3', 'models: [llama], max_concurrency: 9'));
+    p.child.kill('SIGHUP');
+    const deadline = Date.now() + 5000;
+    let after = before;
+    while (after.config_hash === before.config_hash && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      after = (await (await fetch(`${p.url}/status`)).json()) as StatusSnapshot;
+    }
+    expect(after.config_hash).not.toBe(before.config_hash);
+    expect(after.nodes[0].resources.find((r) => r.id === 'llama-a')?.max_concurrency).toBe(9);
   });
 });

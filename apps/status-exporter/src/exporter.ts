@@ -1,5 +1,5 @@
-import { readBullmqCounts } from '@iop/dispatch';
-import { resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { readBullmqCounts, RedisHealthStore } from '@iop/dispatch';
+import { ConfigRuntime, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
 import { Redis } from 'ioredis';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -17,6 +17,12 @@ export interface ExporterOptions {
   config: EdgeConfig;
   /** sha256 of the config file (`loadConfigFile().hash`). */
   configHash?: string;
+  /**
+   * The file the config came from: when set, the exporter reloads it on `reload()` (SIGHUP) and
+   * when it changes, like the gateway (issue 5); `transform` re-applies command-line overrides.
+   */
+  configFile?: string;
+  transform?: (config: EdgeConfig) => EdgeConfig;
   /** Environment for `REDIS_URL` (`--redis` already applied). */
   env: Record<string, string | undefined>;
   host: string;
@@ -31,6 +37,8 @@ export interface ExporterOptions {
 export interface RunningExporter {
   /** `http://host:port` it listens on. */
   url: string;
+  /** Reloads the config file (SIGHUP); an invalid file is logged and the running config stays. */
+  reload(): Promise<void>;
   /** Stops listening, stops the pusher (aborting its request), closes the Redis connection. */
   close(): Promise<void>;
 }
@@ -60,12 +68,19 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   // Give Redis a moment so the first scrape has counts; never block the start on it.
   await Promise.race([redis.connect().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
 
-  const loadedAt = new Date();
+  const runtime = new ConfigRuntime(opts.configFile ?? '', { config, hash: opts.configHash ?? '', loadedAt: new Date() }, { env: opts.env, logger, transform: opts.transform });
+  if (opts.configFile) runtime.watch();
+  const current = () => runtime.current.config;
+  // Health records are written by the gateways; the exporter only reads them (same keys, same rule).
+  const health = new RedisHealthStore(redis, config.queue.prefix, () => current().health, () => 3 * current().health.interval_ms);
   const deps = {
-    config: () => config,
-    counts: (ids: readonly string[]) => withTimeout(readBullmqCounts(redis, config.queue.prefix, ids), COUNTS_TIMEOUT_MS),
-    configHash: opts.configHash,
-    configLoadedAt: loadedAt,
+    config: current,
+    counts: (ids: readonly string[]) => withTimeout(readBullmqCounts(redis, current().queue.prefix, ids), COUNTS_TIMEOUT_MS),
+    unhealthy: async (ids: readonly string[]) => {
+      await withTimeout(health.refresh(ids), COUNTS_TIMEOUT_MS);
+      return health.unhealthy();
+    },
+    configInfo: () => runtime.current,
     logger,
   };
   const source = snapshotSource(deps);
@@ -77,6 +92,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       s.once('error', reject);
     });
   } catch (err) {
+    runtime.close();
     redis.disconnect();
     throw err;
   }
@@ -98,7 +114,11 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
 
   return {
     url,
+    reload: async () => {
+      if (opts.configFile) await runtime.reload('SIGHUP');
+    },
     close: async () => {
+      runtime.close();
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       await pusher?.close();

@@ -3,7 +3,7 @@
  * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
  */
-import { formatProblems, loadConfigFile } from '@iop/validate';
+import { formatProblems, loadConfigFile, type EdgeConfig } from '@iop/validate';
 import pino from 'pino';
 import { parseExporterArgs, splitHostPort, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
@@ -27,9 +27,10 @@ async function main(): Promise<number> {
     process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
     return 1;
   }
-  let config = loaded.config;
-  // --redis wins over queue.redis_url, as in the gateway.
-  if (cmd.redis) config = { ...config, queue: { ...config.queue, redis_url: cmd.redis, backend: config.queue.backend ?? 'redis' } };
+  // --redis wins over queue.redis_url, as in the gateway, for the first file and every reload.
+  const transform = (c: EdgeConfig): EdgeConfig =>
+    cmd.redis ? { ...c, queue: { ...c.queue, redis_url: cmd.redis, backend: c.queue.backend ?? 'redis' } } : c;
+  const config = transform(loaded.config);
 
   let listen: { host: string; port: number };
   try {
@@ -40,7 +41,7 @@ async function main(): Promise<number> {
   }
   let exporter: RunningExporter;
   try {
-    exporter = await startExporter({ config, configHash: loaded.hash, env, ...listen, logger });
+    exporter = await startExporter({ config, configHash: loaded.hash, configFile: cmd.config, transform, env, ...listen, logger });
   } catch (err) {
     if (err instanceof ExporterRefusal) {
       process.stderr.write(`${err.message}\n`);
@@ -62,6 +63,7 @@ async function main(): Promise<number> {
       logger.info('stopped');
       resolve(0);
     };
+    process.on('SIGHUP', () => void exporter.reload());
     process.once('SIGTERM', () => void stop('SIGTERM'));
     process.once('SIGINT', () => void stop('SIGINT'));
   });

@@ -5,3 +5,4 @@ export { type LoadResult, parseConfigText, loadConfigFile } from './load-config'
 export { type SemanticProblem, checkSemantics } from './semantic-rules';
 export { type QueueBackendChoice, DEFAULT_REDIS_URL, resolveQueueBackend } from './queue-backend';
 export { edgeConfigJsonSchema } from './json-schema';
+export { type LoadedConfig, type ReloadResult, type ConfigRuntimeOptions, type RuntimeLogger, ConfigRuntime } from './config-runtime';

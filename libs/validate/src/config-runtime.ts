@@ -1,7 +1,15 @@
-import { formatProblems, loadConfigFile, type ConfigProblem, type EdgeConfig } from '@iop/validate';
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
-import type { Logger } from 'pino';
+import { formatProblems, type ConfigProblem } from './config-problem';
+import { loadConfigFile } from './load-config';
+import type { EdgeConfig } from './schema';
+
+/** The log calls the runtime makes (pino's signature, so a pino logger fits). */
+export interface RuntimeLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
 
 /** The config in force, with what identifies it in `/status`. */
 export interface LoadedConfig {
@@ -22,11 +30,12 @@ export interface ConfigRuntimeOptions {
   /** Called for every rejected file (for the `iop_edge_config_reload_failures_total` metric). */
   onRejected?: (problems: ConfigProblem[]) => void;
   env?: Record<string, string | undefined>;
-  logger: Logger;
+  logger: RuntimeLogger;
 }
 
 /**
- * Runtime config refresh (issue 5): holds the config in force and swaps it atomically for a new,
+ * Runtime config refresh (issue 5), for the gateway and the exporter alike: holds the config in
+ * force and swaps it atomically for a new,
  * fully validated file on `reload()` (SIGHUP) or when the file changes (debounced). An invalid
  * file is rejected with the same problems as `validate`, logged, counted, and the running config
  * stays. Requests read `current` once when they start, so admitted requests finish on the config
