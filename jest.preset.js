@@ -18,4 +18,6 @@ module.exports = {
     '^@iop/fake-upstream$': path.join(root, 'tools/fake-upstream/src/index.ts'),
   },
   testMatch: ['**/*.spec.ts'],
+  // Multi-process and Redis tests start real servers; each waits on events with its own deadline.
+  testTimeout: 30000,
 };

@@ -46,8 +46,12 @@ export const queueSchema = z.strictObject({
   /** @defaultValue redis when redis_url or REDIS_URL is set, else memory (resolved by loadConfig). */
   backend: z.enum(['redis', 'memory']).optional(),
   redis_url: z.string().regex(/^rediss?:\/\//, 'write a redis:// or rediss:// URL').optional(),
-  /** Key prefix of every Redis key. @defaultValue iop-edge */
-  prefix: id.default('iop-edge'),
+  /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'use letters, digits, ".", "_", "-" or ":", starting with a letter or digit')
+    .refine((p) => !p.endsWith(':'), 'the prefix cannot end with ":" (the gateway adds it)')
+    .default('iop-edge'),
   /** Longest a request waits for a lease. @defaultValue 60000 */
   max_wait_ms: positiveMs.default(60_000),
   /** Per-provider queue bound for providers without their own. @defaultValue 100 */

@@ -1,0 +1,239 @@
+import { scanKeys, startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
+import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { chatOnce, replicaYaml, runConcurrently, startReplicaFleet, type ReplicaFleet } from './testing/replica-fleet';
+
+/** The highest number of concurrent requests the upstream saw for one upstream model (= one provider). */
+const maxConcurrencySeen = (upstream: FakeUpstream, model: string) => upstream.stats().byModel[model]?.max ?? 0;
+
+/**
+ * Provider pools across replicas (DESIGN §4 invariants, issue 3): real gateway processes on one
+ * real Redis, a fake upstream that records each provider's concurrency.
+ */
+describe('provider pools across gateway replicas (BullMQ backend)', () => {
+  let redis: TestRedis;
+  let upstream: FakeUpstream;
+  let fleet: ReplicaFleet | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    upstream = await startFakeUpstream();
+  });
+  beforeEach(() => upstream.reset());
+  afterEach(async () => {
+    await fleet?.close();
+    fleet = undefined;
+  });
+  afterAll(async () => {
+    await upstream.close();
+    await redis.stop();
+  });
+
+  const maxSeen = (model: string) => maxConcurrencySeen(upstream, model);
+  const idle = async () => [...(await fleet!.counts()).values()].every((c) => c.inFlight === 0 && c.queued === 0);
+
+  it('holds max_concurrency 3 and 5 across three replicas: 200 requests at concurrency 60 all succeed and counts return to 0', async () => {
+    fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
+    const urls = fleet.replicas.map((r) => r.url);
+    const results = await runConcurrently(200, 60, (i) => chatOnce(urls[i % 3], 'pool', { delay_ms: 20 }));
+    expect(results.filter((r) => r.status !== 200)).toEqual([]);
+    expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
+    expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
+    // Under this load both providers fill up: the limits are reached, not just respected.
+    expect(maxSeen('up-3')).toBe(3);
+    expect(maxSeen('up-5')).toBe(5);
+    await waitUntil(idle, 5000, 'in_flight and queued back to 0');
+  });
+
+  it('is work-conserving: a request does not wait on a slow provider while a sibling is free', async () => {
+    fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
+    const [a, b] = fleet.replicas;
+    // Fill p3 and p5 with 8 slow requests, then send fast ones: they must start as soon as any slot frees.
+    const slow = Array.from({ length: 8 }, (_, i) => chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: i < 3 ? 3000 : 300 }));
+    await waitUntil(() => upstream.stats().current === 8, 5000, 'both providers full');
+    const started = Date.now();
+    const fast = await Promise.all(Array.from({ length: 5 }, () => chatOnce(a.url, 'pool', { delay_ms: 10 })));
+    // 5 slots free after ~300 ms; had the fast ones queued behind the 3 s requests they would take 3 s.
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(fast.every((r) => r.status === 200)).toBe(true);
+    await Promise.all(slow);
+  });
+
+  it('releases a queued request within 1 s when its client disconnects, and a streaming lease too', async () => {
+    fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
+    const [a, b] = fleet.replicas;
+    const held = chatOnce(a.url, 'one', { delay_ms: 1500 });
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 1, 5000, 'the lease on solo');
+    const abort = new AbortController();
+    const queued = chatOnce(b.url, 'one', {}, abort.signal).catch(() => undefined);
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 1, 5000, 'one request queued');
+    abort.abort();
+    await queued;
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 0, 1000, 'the queued job removed within 1 s');
+    expect((await held).status).toBe(200);
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 0, 2000, 'the first lease released');
+
+    const streamAbort = new AbortController();
+    const res = await fetch(`${b.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'one', stream: true, messages: [{ role: 'user', content: 'x' }], fake: { chunks: 200, chunk_gap_ms: 50 } }),
+      signal: streamAbort.signal,
+    });
+    await res.body!.getReader().read();
+    expect((await fleet.counts(['solo'])).get('solo')!.inFlight).toBe(1);
+    streamAbort.abort();
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the streaming lease released within 1 s');
+    await waitUntil(() => upstream.stats().aborted >= 1, 1000, 'the upstream to see the abort');
+  });
+
+  it('answers 429 queue_full with Retry-After, and 503 queue_timeout leaving no job in Redis', async () => {
+    fleet = await startReplicaFleet(2, replicaYaml({ maxWaitMs: 300 }), redis.url, upstream.url);
+    const [a, b] = fleet.replicas;
+    const held = chatOnce(a.url, 'one', { delay_ms: 2000 });
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 1, 5000, 'the lease on solo');
+    // max_queued 2 on solo: two wait (and time out after 300 ms), the third is refused at once.
+    const waiting = [chatOnce(a.url, 'one'), chatOnce(b.url, 'one')];
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 2, 5000, 'two waiting');
+    const full = await chatOnce(b.url, 'one');
+    expect(full.status).toBe(429);
+    expect(full.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(JSON.parse(full.body).error.code).toBe('queue_full');
+    for (const r of await Promise.all(waiting)) {
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(JSON.parse(r.body).error.code).toBe('queue_timeout');
+    }
+    expect((await fleet.counts(['solo'])).get('solo')!.queued).toBe(0);
+    expect((await held).status).toBe(200);
+    await waitUntil(idle, 3000, 'all counts back to 0');
+    // Finished and timed-out jobs are removed: no job hash is left under the provider queue.
+    const jobKeys = (await scanKeys(redis.url, `${fleet.prefix}:provider.solo:`)).filter((k) => /:provider\.solo:[^:]+$/.test(k) && !/:(meta|id|events|marker|stalled-check|wait|active|paused|prioritized|completed|failed|delayed|pc|limiter|de)$/.test(k));
+    expect(jobKeys).toEqual([]);
+  });
+
+  it('creates no Redis key for direct routes, whatever their modelGroupKey', async () => {
+    fleet = await startReplicaFleet(1, replicaYaml(), redis.url, upstream.url);
+    const [a] = fleet.replicas;
+    await chatOnce(a.url, 'pool');
+    await waitUntil(idle, 3000, 'the pool to settle');
+    const before = new Set(await scanKeys(redis.url, fleet.prefix));
+    for (let i = 0; i < 5; i++) expect((await chatOnce(a.url, 'echo')).status).toBe(200);
+    const after = await scanKeys(redis.url, fleet.prefix);
+    expect(after.filter((k) => !before.has(k))).toEqual([]);
+  });
+
+  it('frees the leases of a replica killed with SIGKILL within 15 s; the others keep serving and nothing waits for the dead origin', async () => {
+    fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
+    const [a, b, victim] = fleet.replicas;
+    // The victim holds 8 leases (p3 + p5 full) and has 4 waiting jobs; a and b have 4 waiting.
+    const victimRequests = Array.from({ length: 12 }, () => chatOnce(victim.url, 'pool', { delay_ms: 30_000 }).catch(() => undefined));
+    await waitUntil(async () => {
+      const c = await fleet!.counts(['p3', 'p5']);
+      return c.get('p3')!.inFlight + c.get('p5')!.inFlight === 8 && c.get('p3')!.queued + c.get('p5')!.queued === 4;
+    }, 5000, 'the victim to hold 8 leases and 4 waiting jobs');
+    const survivors = Array.from({ length: 4 }, (_, i) => chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: 50 }));
+    const killedAt = Date.now();
+    await victim.kill();
+    void Promise.all(victimRequests);
+    const results = await Promise.all(survivors);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(Date.now() - killedAt).toBeLessThan(15_000);
+    await waitUntil(idle, 15_000 - (Date.now() - killedAt), 'in_flight and queued back to the true value (0)');
+    expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
+    expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
+  }, 30_000);
+
+  it('holds the limit through two holder deaths in a row for the same leases', async () => {
+    fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
+    const [origin] = fleet.replicas;
+    // The origin survives; holders (workers) of its leases may be on any replica. Kill the other two in turn.
+    const requests = Array.from({ length: 16 }, () => chatOnce(origin.url, 'pool', { delay_ms: 9000 }));
+    await waitUntil(() => upstream.stats().current === 8, 5000, 'both providers full');
+    await fleet.replicas[1].kill();
+    const replacement = await fleet.add();
+    await waitUntil(async () => {
+      const c = await fleet!.counts(['p3', 'p5']);
+      return c.get('p3')!.inFlight === 3 && c.get('p5')!.inFlight === 5;
+    }, 15_000, 'leases re-held after the first death');
+    await fleet.replicas[2].kill();
+    void replacement;
+    const results = await Promise.all(requests);
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
+    expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
+  }, 60_000);
+
+  it('never exceeds the limit when many short deadlines race their grants under load', async () => {
+    fleet = await startReplicaFleet(3, replicaYaml({ maxWaitMs: 25 }), redis.url, upstream.url);
+    const urls = fleet.replicas.map((r) => r.url);
+    const results = await runConcurrently(300, 40, (i) => chatOnce(urls[i % 3], 'pool', { delay_ms: 15 }));
+    const statuses = new Set(results.map((r) => r.status));
+    expect([...statuses].every((s) => s === 200 || s === 503)).toBe(true);
+    expect(results.some((r) => r.status === 503)).toBe(true);
+    expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
+    expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
+    await waitUntil(idle, 5000, 'counts back to 0');
+  }, 60_000);
+});
+
+describe('gateway replicas when Redis fails', () => {
+  let redis: TestRedis;
+  let upstream: FakeUpstream;
+  let fleet: ReplicaFleet | undefined;
+  const maxSeen = (model: string) => maxConcurrencySeen(upstream, model);
+
+  beforeAll(async () => {
+    redis = await startRedis({ forceOwn: true });
+    upstream = await startFakeUpstream();
+  });
+  afterEach(async () => {
+    await fleet?.close();
+    fleet = undefined;
+    if (redis.own) await redis.start().catch(() => undefined);
+  });
+  afterAll(async () => {
+    await upstream.close();
+    await redis.stop();
+  });
+
+  it('answers 503 queue_unavailable fast while Redis is down, keeps serving the CLI route, and recovers with no restart', async () => {
+    fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
+    const [a] = fleet.replicas;
+    expect((await chatOnce(a.url, 'pool')).status).toBe(200);
+    await redis.kill();
+    const started = Date.now();
+    const down = await chatOnce(a.url, 'pool');
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(down.status).toBe(503);
+    expect(JSON.parse(down.body).error.code).toBe('queue_unavailable');
+    expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect((await chatOnce(a.url, 'echo')).status).toBe(200);
+    expect((await fetch(`${a.url}/readyz`)).status).toBe(503);
+    await redis.start();
+    await waitUntil(async () => (await chatOnce(a.url, 'pool')).status === 200, 15_000, 'pool routes to recover');
+    expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
+  }, 30_000);
+
+  it('keeps the limit through a Redis restart without persistence while leases are held and requests wait', async () => {
+    fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
+    const urls = fleet.replicas.map((r) => r.url);
+    upstream.reset();
+    const requests = Array.from({ length: 24 }, (_, i) => chatOnce(urls[i % 3], 'pool', { delay_ms: 2500 }));
+    await waitUntil(() => upstream.stats().current === 8, 5000, 'both providers full');
+    await redis.kill();
+    await redis.start();
+    const results = await Promise.all(requests);
+    // Every request ends with an answer or a clear error, never a hang.
+    for (const r of results) {
+      if (r.status !== 200) expect(['queue_unavailable', 'queue_timeout']).toContain(JSON.parse(r.body).error.code);
+    }
+    expect(results.filter((r) => r.status === 200).length).toBeGreaterThan(8);
+    expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
+    expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
+    // After the restart the limit is re-applied and holds for new work.
+    upstream.reset();
+    const after = await runConcurrently(40, 20, (i) => chatOnce(urls[i % 3], 'pool', { delay_ms: 30 }));
+    expect(after.every((r) => r.status === 200)).toBe(true);
+    expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
+    expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
+  }, 60_000);
+});
