@@ -4,7 +4,7 @@ import { nextHealth, INITIAL_HEALTH } from './provider-health';
 
 describeHealthStoreContract('memory', async () => {
   const store = new MemoryHealthStore(() => ({ unhealthy_after: 3, healthy_after: 2 }));
-  return { stores: [store, store], cleanup: async () => store.close() };
+  return { stores: [store, store], cleanup: async () => undefined };
 });
 
 describe('nextHealth', () => {

@@ -28,6 +28,4 @@ export class MemoryHealthStore implements HealthStore {
       }
     }
   }
-
-  async close(): Promise<void> {}
 }

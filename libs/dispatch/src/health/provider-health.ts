@@ -34,6 +34,7 @@ export function nextHealth(prev: ProviderHealth, ok: boolean, settings: Pick<Hea
  * Where providers' health lives: in-process (`MemoryHealthStore`) or shared by every replica through
  * Redis (`RedisHealthStore`), so replicas agree. `unhealthy()` is synchronous and cached so the
  * request path never waits on I/O; `refresh()` reloads the cache.
+ * Stores hold no connection or timer of their own (the Redis store borrows one), so there is nothing to close.
  */
 export interface HealthStore {
   /** Records one observation of a provider. Never throws (a store outage is logged, not raised). */
@@ -42,5 +43,4 @@ export interface HealthStore {
   unhealthy(): ReadonlySet<string>;
   /** Reloads the cache from the store. Never throws. */
   refresh(providerIds: readonly string[]): Promise<void>;
-  close(): Promise<void>;
 }

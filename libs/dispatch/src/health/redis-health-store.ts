@@ -80,6 +80,4 @@ export class RedisHealthStore implements HealthStore {
       this.onError(err);
     }
   }
-
-  async close(): Promise<void> {}
 }

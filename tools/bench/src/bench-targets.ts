@@ -1,0 +1,197 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { benchGatewayYaml } from './gateway-config';
+import { freePort, type ServiceProcess, type ServiceSet } from './service-process';
+
+/** The systems the benchmark compares, each in front of the same fake upstream process. */
+export type TargetId = 'direct' | 'memory' | 'memory-info' | 'bullmq-1' | 'bullmq-3' | 'portkey';
+
+/** Every target, in report order. */
+export const TARGET_IDS: readonly TargetId[] = ['direct', 'memory', 'memory-info', 'bullmq-1', 'bullmq-3', 'portkey'];
+
+/** What each target is, for the report. */
+export const TARGET_LABELS: Record<TargetId, string> = {
+  direct: 'direct to upstream (floor)',
+  memory: 'iop-edge, memory backend',
+  'memory-info': 'iop-edge, memory backend, LOG_LEVEL=info',
+  'bullmq-1': 'iop-edge, BullMQ backend, 1 replica',
+  'bullmq-3': 'iop-edge, BullMQ backend, 3 replicas',
+  portkey: 'Portkey gateway (npm)',
+};
+
+/** A running target: where to send requests and which processes serve them. */
+export interface BenchTarget {
+  id: TargetId;
+  label: string;
+  /**
+   * Chat Completions URLs. Several (the 3 replicas) are used round-robin: load connection i and
+   * stream i go to `urls[i % urls.length]`.
+   */
+  urls: string[];
+  /** Headers this target needs on every request (Portkey's provider and custom host). */
+  headers: Record<string, string>;
+  /** The server processes under test (none for `direct`: the upstream is shared by all targets). */
+  processes: ServiceProcess[];
+}
+
+/** Files the benchmark runs, all resolved from the workspace root. */
+export interface BenchPaths {
+  root: string;
+  /** Built gateway, `dist/apps/edge-gateway/main.js`. */
+  gatewayMain: string;
+  /** Built fake upstream, `dist/tools/fake-upstream/main.js`. */
+  upstreamMain: string;
+  /** `loopback-preload.js`, next to the bench's own bundle. */
+  preload: string;
+  /** Scratch directory of this run (configs, CPU profiles). */
+  workDir: string;
+}
+
+/** The first of `candidates` that exists (nx's esbuild names a CJS bundle `.js` or `.cjs` depending on options). */
+export function firstExisting(candidates: readonly string[]): string | undefined {
+  return candidates.find((c) => existsSync(c));
+}
+
+/** Resolves Portkey's server entry from its package.json `bin`. @throws Error when it is not installed. */
+export function portkeyEntry(root: string): { entry: string; version: string } {
+  const dir = path.join(root, 'node_modules/@portkey-ai/gateway');
+  const pkgFile = path.join(dir, 'package.json');
+  if (!existsSync(pkgFile)) throw new Error('@portkey-ai/gateway is not installed (npm ci installs it as a devDependency)');
+  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { version?: string; bin?: string | Record<string, string> };
+  const bin = typeof pkg.bin === 'string' ? pkg.bin : Object.values(pkg.bin ?? {})[0];
+  if (!bin) throw new Error('@portkey-ai/gateway has no bin entry');
+  return { entry: path.join(dir, bin), version: pkg.version ?? 'unknown' };
+}
+
+/** Portkey's routing headers for an OpenAI-compatible upstream at `upstreamV1`. */
+export function portkeyHeaders(upstreamV1: string): Record<string, string> {
+  return {
+    'x-portkey-provider': 'openai',
+    'x-portkey-custom-host': upstreamV1,
+    // Portkey drops unknown body fields; the fake upstream's stream knobs travel as headers instead.
+    'x-portkey-forward-headers': 'x-fake-chunks,x-fake-chunk-gap-ms',
+  };
+}
+
+/** Options of one gateway launch. */
+export interface LaunchOptions {
+  /** Extra arguments for `node` itself, e.g. `--cpu-prof`. */
+  nodeArgs?: string[];
+  /** A name suffix so a fresh copy of a target (for RSS or a profile) is told apart in errors. */
+  tag?: string;
+}
+
+/**
+ * Starts the upstream, Redis and the targets as separate processes on loopback, and keeps track
+ * of them in a `ServiceSet` so the caller can stop everything on any exit path.
+ */
+export class TargetLauncher {
+  private upstreamV1 = '';
+  private redisUrl: Promise<string> | undefined;
+  private configCount = 0;
+  private bullmqGroups = 0;
+
+  constructor(
+    private readonly paths: BenchPaths,
+    private readonly services: ServiceSet,
+  ) {}
+
+  /** The fake upstream's `/v1` URL once `startUpstream` has run. */
+  get upstreamUrl(): string {
+    if (!this.upstreamV1) throw new Error('the upstream has not been started');
+    return this.upstreamV1;
+  }
+
+  /** Starts the one fake upstream every target forwards to. @returns its process. */
+  async startUpstream(): Promise<ServiceProcess> {
+    const upstream = await this.services.start({
+      name: 'fake-upstream',
+      command: process.execPath,
+      args: [this.paths.upstreamMain, '--port', '0', '--host', '127.0.0.1', '--name', 'bench-upstream'],
+      ready: /fake-upstream listening on (http:\/\/\S+)/,
+    });
+    this.upstreamV1 = upstream.announced.replace(/\/$/, '');
+    return upstream;
+  }
+
+  /** Starts target `id` (fresh processes every call, except the shared upstream for `direct`). */
+  async launch(id: TargetId, opts: LaunchOptions = {}): Promise<BenchTarget> {
+    const label = TARGET_LABELS[id];
+    switch (id) {
+      case 'direct':
+        return { id, label, urls: [`${this.upstreamUrl}/chat/completions`], headers: {}, processes: [] };
+      case 'memory':
+      case 'memory-info': {
+        const gw = await this.gateway(`${id}${opts.tag ?? ''}`, { backend: 'memory' }, id === 'memory-info' ? 'info' : 'warn', opts);
+        return { id, label, urls: [`${gw.announced}/v1/chat/completions`], headers: {}, processes: [gw] };
+      }
+      case 'bullmq-1':
+      case 'bullmq-3': {
+        const redisUrl = await this.redis();
+        const prefix = `iop-bench-${++this.bullmqGroups}`;
+        const replicas: ServiceProcess[] = [];
+        for (let i = 0; i < (id === 'bullmq-3' ? 3 : 1); i++) {
+          replicas.push(await this.gateway(`${id}${opts.tag ?? ''}#${i + 1}`, { backend: 'redis', prefix, redisUrl }, 'warn', opts));
+        }
+        return { id, label, urls: replicas.map((r) => `${r.announced}/v1/chat/completions`), headers: {}, processes: replicas };
+      }
+      case 'portkey': {
+        const { entry, version } = portkeyEntry(this.paths.root);
+        const port = await freePort();
+        const pk = await this.services.start({
+          name: `portkey${opts.tag ?? ''}`,
+          command: process.execPath,
+          args: [...(opts.nodeArgs ?? []), '--require', this.paths.preload, entry, `--port=${port}`, '--headless'],
+          env: { NODE_ENV: 'production' },
+          ready: /Ready for connections/,
+        });
+        return {
+          id,
+          label: `${label} ${version}`,
+          urls: [`http://127.0.0.1:${port}/v1/chat/completions`],
+          headers: portkeyHeaders(this.upstreamUrl),
+          processes: [pk],
+        };
+      }
+    }
+  }
+
+  /** Stops a target's own processes (the shared upstream and Redis keep running). */
+  async shutdown(target: BenchTarget): Promise<void> {
+    await Promise.all(target.processes.map((p) => this.services.stop(p)));
+  }
+
+  private async gateway(
+    name: string,
+    queue: { backend: 'memory' } | { backend: 'redis'; prefix: string; redisUrl: string },
+    logLevel: 'warn' | 'info',
+    opts: LaunchOptions,
+  ): Promise<ServiceProcess> {
+    const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
+    writeFileSync(file, benchGatewayYaml({ upstreamUrl: this.upstreamUrl, backend: queue.backend, prefix: 'prefix' in queue ? queue.prefix : undefined }));
+    const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];
+    return this.services.start({
+      name: `gateway ${name}`,
+      command: process.execPath,
+      args: [...(opts.nodeArgs ?? []), this.paths.gatewayMain, 'serve', '--config', file, '--listen', '127.0.0.1:0', ...redisArgs],
+      // An empty REDIS_URL counts as unset, so a REDIS_URL in the bench's own environment cannot switch the memory target.
+      env: { LOG_LEVEL: logLevel, REDIS_URL: '', IOP_SHUTDOWN_GRACE_MS: '2000' },
+      ready: /edge-gateway listening on (http:\/\/\S+)/,
+    });
+  }
+
+  /** One redis-server for every BullMQ target (each group has its own key prefix), no persistence. */
+  private redis(): Promise<string> {
+    this.redisUrl ??= (async () => {
+      const port = await freePort();
+      await this.services.start({
+        name: 'redis-server',
+        command: 'redis-server',
+        args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        ready: /Ready to accept connections/,
+      });
+      return `redis://127.0.0.1:${port}`;
+    })();
+    return this.redisUrl;
+  }
+}

@@ -1,0 +1,61 @@
+import autocannon from 'autocannon';
+import { littleMeanMs, mean, percentile } from './stats';
+
+/** One bounded closed-loop load: `connections` keep one request each in flight for `durationS`. */
+export interface LoadSpec {
+  /** Chat Completions URL(s); autocannon spreads connections round-robin over several. */
+  urls: string[];
+  headers: Record<string, string>;
+  body: string;
+  connections: number;
+  /** Seconds. */
+  durationS: number;
+}
+
+/** What one load point measured. Latencies are in ms, from the client's clock. */
+export interface LoadPoint {
+  /** Successful (2xx) responses per second. */
+  rps: number;
+  /** Mean latency by Little's law, `1000 · connections / rps` (the issue's definition). */
+  meanMs: number;
+  /** Mean of the per-request times autocannon measured (sub-ms precision, for cross-checking `meanMs`). */
+  sampleMeanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** 2xx responses counted. */
+  ok: number;
+  /** Connection errors, timeouts and non-2xx answers: any of them makes the point suspect. */
+  failures: number;
+}
+
+/**
+ * Runs one autocannon load and measures every response's time at sub-ms precision from its
+ * `response` events (its own histogram keeps whole milliseconds only).
+ */
+export async function runLoad(spec: LoadSpec): Promise<LoadPoint> {
+  const times: number[] = [];
+  const instance = autocannon({
+    url: spec.urls.length === 1 ? spec.urls[0] : spec.urls,
+    connections: spec.connections,
+    duration: spec.durationS,
+    pipelining: 1,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer bench', ...spec.headers },
+    body: spec.body,
+    timeout: 10,
+  });
+  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    if (statusCode >= 200 && statusCode < 300) times.push(responseTime);
+  });
+  const result = await instance;
+  const rps = result['2xx'] / result.duration;
+  return {
+    rps,
+    meanMs: littleMeanMs(spec.connections, rps),
+    sampleMeanMs: mean(times),
+    p50Ms: percentile(times, 50),
+    p99Ms: percentile(times, 99),
+    ok: result['2xx'],
+    failures: result.errors + result.timeouts + result.non2xx,
+  };
+}

@@ -1,0 +1,42 @@
+/** Public model name every scenario asks for. */
+export const BENCH_MODEL = 'bench-model';
+
+/**
+ * `max_concurrency` of the benchmark's one provider: far above any load the bench applies (64
+ * connections, 1,000 open streams), so a request never waits for a lease and the figures show the
+ * cost of admission, not queueing.
+ */
+export const BENCH_MAX_CONCURRENCY = 2000;
+
+/** What differs between the gateway variants of the benchmark. */
+export interface BenchGatewayConfig {
+  /** The fake upstream's OpenAI base URL, e.g. `http://127.0.0.1:PORT/v1`. */
+  upstreamUrl: string;
+  /** Queue backend (DESIGN §3): `memory` (one process) or `redis` (BullMQ). */
+  backend: 'memory' | 'redis';
+  /** Redis key prefix, so gateway groups on one redis-server do not share queues. @defaultValue 'iop-bench' */
+  prefix?: string;
+}
+
+/**
+ * edge.yaml of a gateway under test: one node, one `openai_compat` adapter on the fake upstream,
+ * and one pool provider serving `bench-model` (DESIGN §3). Pooled on purpose: the request takes
+ * a lease, which is the path the targets are about.
+ */
+export function benchGatewayYaml(cfg: BenchGatewayConfig): string {
+  return `version: 1
+gateway:
+  request_timeout_ms: 30000
+queue:
+  backend: ${cfg.backend}
+  prefix: ${cfg.prefix ?? 'iop-bench'}
+  max_wait_ms: 30000
+  max_queued: ${BENCH_MAX_CONCURRENCY}
+nodes:
+  - id: bench-node
+    adapters:
+      - { id: upstream, type: openai_compat, base_url: ${JSON.stringify(cfg.upstreamUrl)} }
+    providers:
+      - { id: bench-pool, category: openai_compat, adapter: upstream, models: [${BENCH_MODEL}], max_concurrency: ${BENCH_MAX_CONCURRENCY} }
+`;
+}

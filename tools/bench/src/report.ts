@@ -1,0 +1,285 @@
+import type { BenchResults, RssRow, StreamingRow, TargetCheck, ThroughputRow } from './bench-results';
+import type { TargetId } from './bench-targets';
+import type { ProfileSummary } from './cpu-profile';
+import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
+
+/** Limits of the issue's targets. */
+export const LIMITS = {
+  memoryOverheadC1Ms: 0.5,
+  throughputVsPortkeyC64: 4,
+  streamTtfbOverheadMs: 1,
+  streamGapP99OverheadMs: 1,
+  /** Share of chunk gaps allowed to be bunched: a busy machine can delay any process for a moment. */
+  streamBunchedShare: 0.01,
+  /** Reads per stream at least this share of the chunks ("reads ≈ chunks": no coalescing). */
+  streamReadsPerChunk: 0.98,
+  bullmqP50OverMemoryMs: 1.5,
+  rssAtOpenStreamsBytes: 150 * 1024 * 1024,
+} as const;
+
+const MiB = 1024 * 1024;
+
+/** `12.3 (11.9–12.8)`: the median and the range over rounds, or `—` when nothing was measured. */
+export function fmtSpread(s: Spread | undefined, digits: number, signed = false): string {
+  if (!s || s.n === 0) return '—';
+  const f = (v: number) => (signed && v > 0 ? '+' : '') + v.toFixed(digits);
+  return s.n === 1 ? f(s.median) : `${f(s.median)} (${f(s.min)}…${f(s.max)})`;
+}
+
+function findThroughput(results: BenchResults, target: TargetId, concurrency: number): ThroughputRow | undefined {
+  return results.throughput.find((r) => r.target === target && r.concurrency === concurrency);
+}
+
+function findStreaming(results: BenchResults, target: TargetId): StreamingRow | undefined {
+  return results.streaming.find((r) => r.target === target);
+}
+
+function findRss(results: BenchResults, target: TargetId): RssRow | undefined {
+  return results.rss.find((r) => r.target === target);
+}
+
+const verdict = (met: boolean | null) => (met === null ? 'not measured' : met ? 'met' : 'MISSED');
+
+/** Checks each target of the issue against what this run measured (medians of paired rounds). */
+export function evaluateTargets(results: BenchResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const memC1 = findThroughput(results, 'memory', 1);
+  checks.push({
+    goal: `memory backend: overhead over direct ≤ ${LIMITS.memoryOverheadC1Ms} ms at c=1 (mean, 1000/req·s)`,
+    measured: memC1?.overheadMs?.n ? `${fmtSpread(memC1.overheadMs, 3, true)} ms` : 'not measured',
+    met: memC1?.overheadMs?.n ? memC1.overheadMs.median <= LIMITS.memoryOverheadC1Ms : null,
+  });
+
+  const memC64 = findThroughput(results, 'memory', 64);
+  const pkC64 = findThroughput(results, 'portkey', 64);
+  const ratio = memC64 && pkC64 ? spread(pairedRatios(memC64.rounds.map((p) => p.rps), pkC64.rounds.map((p) => p.rps))) : undefined;
+  checks.push({
+    goal: `memory backend: throughput ≥ ${LIMITS.throughputVsPortkeyC64}× Portkey at c=64`,
+    measured: ratio?.n ? `${fmtSpread(ratio, 2)}× (${memC64?.rps.median.toFixed(0)} vs ${pkC64?.rps.median.toFixed(0)} req/s)` : 'not measured',
+    met: ratio?.n ? ratio.median >= LIMITS.throughputVsPortkeyC64 : null,
+  });
+
+  const memStream = findStreaming(results, 'memory');
+  const directStream = findStreaming(results, 'direct');
+  checks.push({
+    goal: `streaming: time-to-first-byte overhead ≤ ${LIMITS.streamTtfbOverheadMs} ms (memory backend)`,
+    measured: memStream?.ttfbOverheadMs?.n ? `${fmtSpread(memStream.ttfbOverheadMs, 3, true)} ms` : 'not measured',
+    met: memStream?.ttfbOverheadMs?.n ? memStream.ttfbOverheadMs.median <= LIMITS.streamTtfbOverheadMs : null,
+  });
+  if (memStream && directStream && memStream.rounds.length > 0) {
+    const { chunks } = results.options;
+    const p99Over = memStream.gapP99Ms.median - directStream.gapP99Ms.median;
+    const share = (row: StreamingRow) => (row.gaps ? row.bunched / row.gaps : 0);
+    const met =
+      memStream.failures === 0 &&
+      memStream.minContentEvents === chunks &&
+      memStream.readsPerStream.median >= LIMITS.streamReadsPerChunk * chunks &&
+      share(memStream) <= LIMITS.streamBunchedShare &&
+      p99Over <= LIMITS.streamGapP99OverheadMs;
+    checks.push({
+      goal:
+        `streaming: no chunk held back (every stream has all ${chunks} chunks; reads/stream ≥ ${LIMITS.streamReadsPerChunk * 100}% of chunks; ` +
+        `≤ ${LIMITS.streamBunchedShare * 100}% of gaps bunched; gap p99 ≤ direct's + ${LIMITS.streamGapP99OverheadMs} ms)`,
+      measured:
+        `chunks/stream ≥ ${memStream.minContentEvents}, reads/stream ${memStream.readsPerStream.median} (direct ${directStream.readsPerStream.median}), ` +
+        `bunched ${memStream.bunched} of ${memStream.gaps} gaps (direct ${directStream.bunched} of ${directStream.gaps}), ` +
+        `gap p99 ${memStream.gapP99Ms.median.toFixed(2)} ms (direct ${directStream.gapP99Ms.median.toFixed(2)} ms)`,
+      met,
+    });
+  } else checks.push({ goal: 'streaming: no chunk held back', measured: 'not measured', met: null });
+
+  for (const id of ['bullmq-1', 'bullmq-3'] as const) {
+    const bull = findThroughput(results, id, 1);
+    const p50Over = bull && memC1 ? spread(pairedDifferences(bull.rounds.map((p) => p.p50Ms), memC1.rounds.map((p) => p.p50Ms))) : undefined;
+    const skipped = results.targets.find((t) => t.id === id && t.status === 'skipped');
+    checks.push({
+      goal: `BullMQ pooled (${id === 'bullmq-1' ? '1 replica' : '3 replicas'}): p50 ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms (c=1)`,
+      measured: p50Over?.n ? `${fmtSpread(p50Over, 3, true)} ms` : skipped ? `skipped: ${skipped.reason}` : 'not measured',
+      met: p50Over?.n ? p50Over.median <= LIMITS.bullmqP50OverMemoryMs : null,
+    });
+  }
+
+  for (const id of ['memory', 'bullmq-1'] as const) {
+    const row = findRss(results, id);
+    const peak = row?.result?.peakRss;
+    const allOpen = row?.result?.opened === results.options.openStreams;
+    checks.push({
+      goal: `RSS at ${results.options.openStreams.toLocaleString('en-US')} open streams ≤ 150 MB (${TARGET_SHORT[id]})`,
+      measured:
+        peak !== undefined
+          ? `${(peak / MiB).toFixed(1)} MB peak (VmHWM) with ${row?.result?.opened} of ${results.options.openStreams} streams open`
+          : row?.error
+            ? `failed: ${row.error}`
+            : 'not measured',
+      met: peak !== undefined ? peak <= LIMITS.rssAtOpenStreamsBytes && allOpen : null,
+    });
+  }
+  return checks;
+}
+
+const TARGET_SHORT: Record<TargetId, string> = {
+  direct: 'direct',
+  memory: 'memory backend',
+  'memory-info': 'memory, info logs',
+  'bullmq-1': 'BullMQ, 1 replica',
+  'bullmq-3': 'BullMQ, 3 replicas',
+  portkey: 'Portkey',
+};
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The non-streaming table: one row per concurrency and target. */
+export function throughputTable(rows: ThroughputRow[]): string {
+  return table(
+    ['c', 'target', 'req/s', 'mean ms (1000·c/req·s)', 'p50 ms', 'p99 ms', 'mean overhead vs direct, ms', 'errors'],
+    rows.map((r) => [
+      String(r.concurrency),
+      r.label,
+      fmtSpread(r.rps, 0),
+      fmtSpread(r.meanMs, 3),
+      fmtSpread(r.p50Ms, 2),
+      fmtSpread(r.p99Ms, 2),
+      r.target === 'direct' ? '(floor)' : fmtSpread(r.overheadMs, 3, true),
+      String(r.failures),
+    ]),
+  );
+}
+
+/** The streaming table: TTFB and chunk gaps as the client saw them. */
+export function streamingTable(rows: StreamingRow[]): string {
+  return table(
+    ['target', 'TTFB ms', 'TTFB overhead ms', 'gap p50 ms', 'gap p99 ms', 'gap max ms', 'bunched', 'chunks/stream (min)', 'reads/stream', 'failed'],
+    rows.map((r) => [
+      r.label,
+      fmtSpread(r.ttfbMs, 2),
+      r.target === 'direct' ? '(floor)' : fmtSpread(r.ttfbOverheadMs, 2, true),
+      fmtSpread(r.gapP50Ms, 2),
+      fmtSpread(r.gapP99Ms, 2),
+      fmtSpread(r.gapMaxMs, 1),
+      String(r.bunched),
+      String(r.minContentEvents),
+      fmtSpread(r.readsPerStream, 0),
+      String(r.failures),
+    ]),
+  );
+}
+
+/** The memory table: one fresh process (or replica set) per target. */
+export function rssTable(rows: RssRow[], streams: number): string {
+  return table(
+    ['target', 'processes', `streams open (of ${streams})`, 'time to open all, ms', 'RSS after start MB', 'RSS warm, idle MB', 'peak RSS MB (VmHWM)', 'sampled peak VmRSS MB'],
+    rows.map((r) =>
+      r.result
+        ? [
+            r.label,
+            String(r.processes),
+            String(r.result.opened) + (r.result.failed ? ` (${r.result.failed} failed)` : ''),
+            Number.isFinite(r.result.openMs) ? r.result.openMs.toFixed(0) : '—',
+            r.freshRss === undefined ? '—' : (r.freshRss / MiB).toFixed(1),
+            (r.result.idleRss / MiB).toFixed(1),
+            (r.result.peakRss / MiB).toFixed(1),
+            (r.result.sampledPeakRss / MiB).toFixed(1),
+          ]
+        : [r.label, String(r.processes), `failed: ${r.error ?? '?'}`, '—', '—', '—', '—', '—'],
+    ),
+  );
+}
+
+const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
+
+/** Hot spots of a profile: categories, then the gateway's own functions by self and total time. */
+export function profileSection(summary: ProfileSummary): string {
+  return [
+    `Busy ${summary.busyMs.toFixed(0)} ms of ${summary.wallMs.toFixed(0)} ms profiled; shares are of busy time.`,
+    '',
+    table(['self time by category', 'share'], summary.categories.slice(0, 12).map((c) => [c.category, pct(c.selfShare)])),
+    '',
+    table(['hottest functions (self)', 'category', 'self', 'total'], summary.top.map((s) => [`\`${s.where}\``, s.category, pct(s.selfShare), pct(s.totalShare)])),
+    '',
+    table(['gateway code (self time)', 'self', 'total'], summary.gatewayBySelf.map((s) => [`\`${s.where}\``, pct(s.selfShare), pct(s.totalShare)])),
+    '',
+    'Total time includes callees; for an express middleware that is everything after its `next()`, so read it for the handlers, not the middlewares.',
+    '',
+    table(['gateway code (total time, callees included)', 'self', 'total'], summary.gatewayByTotal.map((s) => [`\`${s.where}\``, pct(s.selfShare), pct(s.totalShare)])),
+  ].join('\n');
+}
+
+/** The whole report, `latest.md`. */
+export function renderMarkdown(results: BenchResults): string {
+  const { meta, options } = results;
+  const out: string[] = [];
+  out.push(`# iop-edge benchmark`);
+  out.push('');
+  out.push(
+    `${meta.date} · \`${meta.command}\` · Node ${meta.node} · ${meta.cpus} cores (${meta.cpuModel}), ${meta.totalMemGiB.toFixed(0)} GiB · ` +
+      `commit ${meta.gitCommit} · ${meta.durationS.toFixed(0)} s · load average ${meta.loadAvgStart.toFixed(2)} at start, ${meta.loadAvgEnd.toFixed(2)} at end`,
+  );
+  out.push('');
+  out.push(
+    `Everything runs on this machine over loopback, load generator included, each server its own process. ` +
+      `${options.rounds} interleaved round(s) × ${options.seconds} s per point (targets in rotated order each round); ` +
+      `cells are the median over rounds with (min…max) as the noise. Overheads are paired per round against direct. ` +
+      `Load: autocannon, closed loop, keep-alive, one small non-streaming Chat Completion (\`max_tokens: 32\`).`,
+  );
+  out.push('');
+  out.push('## Targets of the issue');
+  out.push('');
+  out.push(table(['target', 'measured (median, range over rounds)', 'result'], results.checks.map((c) => [c.goal, c.measured, verdict(c.met)])));
+  out.push('');
+  out.push('## Systems');
+  out.push('');
+  out.push(
+    table(
+      ['id', 'system', 'status'],
+      results.targets.map((t) => [t.id, t.label, t.status === 'ran' ? `ran${t.note ? `; ${t.note}` : ''}` : `skipped: ${t.reason ?? ''}`]),
+    ),
+  );
+  if (results.throughput.length) {
+    out.push('');
+    out.push('## Non-streaming Chat Completions');
+    out.push('');
+    out.push(throughputTable(results.throughput));
+    out.push('');
+    out.push(
+      'mean = 1000 · c / (req/s) by Little\'s law (client time between requests included); p50/p99 from per-request times at sub-ms precision.',
+    );
+  }
+  if (results.streaming.length) {
+    out.push('');
+    out.push(`## Streaming (${options.chunks} chunks, ${options.chunkGapMs} ms apart)`);
+    out.push('');
+    out.push(streamingTable(results.streaming));
+    out.push('');
+    out.push(
+      `${options.streamsPerRound} sequential streams per target and round. TTFB: request sent → first content event. ` +
+        `Gaps: between consecutive content events as the client read them; direct shows what the upstream sent. ` +
+        `bunched: gaps under ${(options.chunkGapMs / 4).toFixed(2)} ms (a quarter of the upstream's), i.e. chunks delivered together.`,
+    );
+  }
+  if (results.rss.length) {
+    out.push('');
+    out.push(`## Memory at ${options.openStreams.toLocaleString('en-US')} open streams`);
+    out.push('');
+    out.push(rssTable(results.rss, options.openStreams));
+    out.push('');
+    out.push(
+      'A fresh process per target (replicas summed), warmed by 1 s of load, then every stream opened at once on its own connection and held ' +
+        '1 s after the last one delivered content (chunks 500 ms apart); VmHWM and VmRSS from /proc/<pid>/status.',
+    );
+  }
+  if (results.profile) {
+    out.push('');
+    out.push(`## CPU profile of the memory backend (${results.profile.reason})`);
+    out.push('');
+    out.push(
+      `\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
+    );
+    out.push('');
+    out.push(results.profile.summary ? profileSection(results.profile.summary) : `failed: ${results.profile.error ?? '?'}`);
+  }
+  out.push('');
+  return out.join('\n');
+}
