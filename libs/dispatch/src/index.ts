@@ -11,3 +11,4 @@ export * from './queue/bullmq-keys';
 export * from './queue/bullmq-options';
 export * from './queue/bullmq-queue';
 export * from './queue/bullmq-counts';
+export * from './affinity/response-affinity';

@@ -1,0 +1,2 @@
+export * from './redis-server';
+export { waitUntil } from './wait-until';
