@@ -72,9 +72,14 @@ export async function dispatchCompletion(
   const route = resolveRoute(config, body.model, { exclude: deps.health?.unhealthy() });
   if (!route) throw modelNotFound(body.model);
 
-  const client = new AbortController();
+  // One AbortController per upstream attempt: the client's disconnect aborts the current one, the
+  // first-byte timer aborts its own. The queue wait shares the first attempt's.
+  let attempt = new AbortController();
+  let clientGone = false;
   const onClose = () => {
-    if (!res.writableFinished) client.abort(new ApiError(499, 'client_closed', 'The client closed the connection.'));
+    if (res.writableFinished) return;
+    clientGone = true;
+    attempt.abort(new ApiError(499, 'client_closed', 'The client closed the connection.'));
   };
   res.on('close', onClose);
   try {
@@ -82,17 +87,17 @@ export async function dispatchCompletion(
       outcome.routeKind = 'direct';
       const { target } = route;
       const resourceId = target.providerId ?? target.adapter.id;
-      await callUpstream(deps, endpoint, body, res, { ...target, resourceId }, config, client.signal, outcome);
+      await callUpstream(deps, endpoint, body, res, { ...target, resourceId }, config, attempt, outcome);
       return;
     }
     outcome.routeKind = 'pool';
     let candidates = await preferAffinity(deps, endpoint, body, route.candidates);
-    for (let attempt = 0; ; attempt++) {
+    for (let tries = 0; ; tries++) {
       if (candidates.length === 0) {
         throw admissionToApiError({ code: 'no_available_provider', message: `No healthy provider can serve model "${body.model}" right now.`, retryAfterS: 5 });
       }
       const lease = entersQueue(route, deps.queue)
-        ? await acquire(deps.queue!, route.modelGroupKey, candidates, config, client.signal)
+        ? await acquire(deps.queue!, route.modelGroupKey, candidates, config, attempt.signal)
         : undefined;
       const candidate = candidates.find((c) => c.providerId === lease?.providerId) ?? candidates[0];
       try {
@@ -101,18 +106,19 @@ export async function dispatchCompletion(
           res.setHeader('x-iop-queue-wait-ms', String(lease.queueWaitMs));
         }
         const target = { ...candidate, resourceId: candidate.providerId };
-        await callUpstream(deps, endpoint, body, res, target, config, client.signal, outcome);
+        await callUpstream(deps, endpoint, body, res, target, config, attempt, outcome);
         return;
       } catch (err) {
         if (!(err instanceof UpstreamError) || err.status < 500) throw err;
         // Connection errors, 5xx and first-byte timeouts count against the provider (passive health).
         void deps.health?.record(candidate.providerId, false);
-        if (attempt > 0 || res.headersSent || client.signal.aborted) throw err;
+        if (tries > 0 || res.headersSent || clientGone) throw err;
         outcome.failedOver = [...(outcome.failedOver ?? []), candidate.providerId];
         const excluded = deps.health?.unhealthy();
         candidates = candidates.filter((c) => c.providerId !== candidate.providerId && !excluded?.has(c.providerId));
         deps.logger.warn({ model: body.model, provider: candidate.providerId, status: err.status, code: err.code }, 'upstream failed before the first byte; retrying on another provider');
         if (candidates.length === 0) throw err;
+        attempt = new AbortController();
       } finally {
         await lease?.release();
       }
@@ -146,7 +152,7 @@ async function callUpstream(
   res: Response,
   target: CallTarget,
   config: EdgeConfig,
-  clientSignal: AbortSignal,
+  attempt: AbortController,
   outcome: DispatchOutcome,
 ): Promise<void> {
   outcome.nodeId = target.nodeId;
@@ -156,9 +162,8 @@ async function callUpstream(
   const adapter = deps.adapters.get(target.nodeId, target.adapter);
   // request_timeout_ms bounds the time to the upstream's first byte, not a healthy stream (DESIGN §3).
   const timeoutMs = config.gateway.request_timeout_ms;
-  const firstByte = new AbortController();
-  const firstByteTimer = setTimeout(() => firstByte.abort(upstreamTimeout(timeoutMs)), timeoutMs);
-  const signal = AbortSignal.any([clientSignal, firstByte.signal]);
+  const firstByteTimer = setTimeout(() => attempt.abort(upstreamTimeout(timeoutMs)), timeoutMs);
+  const { signal } = attempt;
   const ctx: DispatchContext = { upstreamModel: target.upstreamModel, signal };
   const onFirstByte = () => {
     clearTimeout(firstByteTimer);

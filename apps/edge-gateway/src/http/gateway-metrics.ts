@@ -1,7 +1,6 @@
 import { listModels } from '@iop/dispatch';
 import { ResourceGauges, type StatusSnapshot } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
-import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DispatchOutcome } from '../completion-dispatcher';
 
@@ -41,30 +40,26 @@ export class GatewayMetrics {
   private readonly resources = new ResourceGauges(this.registry);
   private knownModels: { config: EdgeConfig; names: ReadonlySet<string> } | undefined;
 
+  /** Marks a completion request as started (`iop_edge_requests_in_flight`); pair with {@link finishCompletion}. */
+  startCompletion(): void {
+    this.inFlight.inc();
+  }
+
   /**
-   * Middleware for the completion endpoints: counts and times each request when its response
-   * closes, reading `res.locals.model` and `res.locals.outcome` (set by the OpenAI routes).
-   * `config` is read per request so a refreshed model list applies at once.
+   * Counts and times one finished completion request (when its response closed).
+   * @param model the request's model (`other` unless the config serves it)
+   * @param status the HTTP status, 499 when the client left first
+   * @param startedAt `performance.now()` at arrival
    */
-  observeCompletions(config: () => EdgeConfig): RequestHandler {
-    return (req, res, next) => {
-      if (req.method !== 'POST' || (req.path !== '/v1/chat/completions' && req.path !== '/v1/responses')) return next();
-      const started = performance.now();
-      this.inFlight.inc();
-      res.once('close', () => {
-        this.inFlight.dec();
-        const model = this.modelLabel(config(), res.locals.model);
-        const outcome = res.locals.outcome as DispatchOutcome | undefined;
-        // The dispatcher sets `pool` once a pool resolved; `direct` (the routes' default) only counts once a target was picked, so 400/401/404 are `none`.
-        const route: RouteKindLabel = outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
-        const status = res.writableFinished ? res.statusCode : 499;
-        this.requests.inc({ model, route, status: String(status) });
-        this.duration.observe({ model, route }, (performance.now() - started) / 1000);
-        if (outcome?.firstByteAt !== undefined) this.firstByte.observe({ model, route }, (outcome.firstByteAt - started) / 1000);
-        if (outcome?.queueWaitMs !== undefined) this.queueWait.observe({ model }, outcome.queueWaitMs / 1000);
-      });
-      next();
-    };
+  finishCompletion(config: EdgeConfig, model: unknown, status: number, outcome: DispatchOutcome | undefined, startedAt: number): void {
+    this.inFlight.dec();
+    const label = this.modelLabel(config, model);
+    // The dispatcher sets `pool` once a pool resolved; `direct` only counts once a target was picked, so 400/401/404 are `none`.
+    const route: RouteKindLabel = outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
+    this.requests.inc({ model: label, route, status: String(status) });
+    this.duration.observe({ model: label, route }, (performance.now() - startedAt) / 1000);
+    if (outcome?.firstByteAt !== undefined) this.firstByte.observe({ model: label, route }, (outcome.firstByteAt - startedAt) / 1000);
+    if (outcome?.queueWaitMs !== undefined) this.queueWait.observe({ model: label }, outcome.queueWaitMs / 1000);
   }
 
   /** Counts one rejected config reload (`iop_edge_config_reload_failures_total`). */

@@ -21,13 +21,11 @@ export interface StatusRouteDeps {
  * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
  *   `counts()` (process-local for the memory backend, cluster-wide for bullmq; `null` counts when
  *   there is no queue or it cannot answer now);
- * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges;
- * - a middleware that observes every completion request for `/metrics`.
+ * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
  * Builds no I/O of its own: it only reads the queue when a request asks.
  */
-export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics = new GatewayMetrics()): Router {
+export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics): Router {
   const router = Router();
-  router.use(metrics.observeCompletions(() => deps.config()));
 
   const snapshot = async (): Promise<StatusSnapshot> => {
     const config = deps.config();

@@ -1,5 +1,5 @@
 import type { HttpAdapterConfig } from '@iop/validate';
-import { Agent, errors as undiciErrors, request } from 'undici';
+import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import { ApiError, UpstreamError, upstreamError } from '../../errors';
 import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
 
@@ -13,12 +13,20 @@ import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamR
 export class OpenAiCompatAdapter implements Adapter {
   readonly type: HttpAdapterConfig['type'];
   private readonly baseUrl: string;
+  /** `base_url` split once, so no request re-parses a URL string. */
+  private readonly origin: string;
+  private readonly basePath: string;
   private readonly headers: Record<string, string>;
-  private readonly dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 256, headersTimeout: 0, bodyTimeout: 0 });
+  // No cap on connections: admission control is the provider queue's job, and a hidden cap here
+  // would make requests wait uncounted (neither in_flight nor queued). Timeouts are the dispatcher's.
+  private readonly dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
 
   constructor(readonly config: HttpAdapterConfig) {
     this.type = config.type;
     this.baseUrl = config.base_url.replace(/\/+$/, '');
+    const url = new URL(this.baseUrl);
+    this.origin = url.origin;
+    this.basePath = url.pathname === '/' ? '' : url.pathname;
     this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (config.api_key) this.headers.authorization = `Bearer ${config.api_key}`;
   }
@@ -47,14 +55,15 @@ export class OpenAiCompatAdapter implements Adapter {
    *   passed on with its status and OpenAI error body so clients see the real cause.
    */
   private async post(path: string, body: unknown, ctx: DispatchContext): Promise<UpstreamResponse> {
-    let res: Awaited<ReturnType<typeof request>>;
+    let res: Dispatcher.ResponseData;
     try {
-      res = await request(this.baseUrl + path, {
+      res = await this.dispatcher.request({
+        origin: this.origin,
+        path: this.basePath + path,
         method: 'POST',
         headers: this.headers,
         body: JSON.stringify(body),
         signal: ctx.signal,
-        dispatcher: this.dispatcher,
       });
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
