@@ -1,4 +1,4 @@
-import { waitUntil } from '@iop/dispatch/testing';
+import { startRedis, uniquePrefix, waitUntil } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import { writeFileSync } from 'node:fs';
 import { fleetYaml } from './testing/fixtures';
@@ -98,5 +98,36 @@ describe('config refresh on SIGHUP', () => {
       expect(JSON.parse(f.body).error.code).toBe('no_available_provider');
     }
     expect((await chat('small')).status).toBe(404);
+  });
+
+  it('applies a raised max_concurrency across Redis-backed replicas at once: the upstream sees the new limit and never more', async () => {
+    const redis = await startRedis();
+    const prefix = uniquePrefix('reload');
+    const yaml = fleetYaml().replace('backend: memory', `backend: redis\n  prefix: "${prefix}"`);
+    const file = writeTempConfig(yaml);
+    const replicaEnv = { ...env(), REDIS_URL: redis.url };
+    const a = await spawnGateway(file, { env: replicaEnv });
+    const b = await spawnGateway(file, { env: replicaEnv });
+    try {
+      upstream.reset();
+      const requests = Array.from({ length: 12 }, (_, i) =>
+        fetch(`${(i % 2 ? a : b).url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 300 } }),
+        }),
+      );
+      await waitUntil(() => upstream.stats().current === 1, 5000, 'the first request upstream');
+      writeFileSync(file, yaml.replace('models: [small], max_concurrency: 1 }', 'models: [small], max_concurrency: 3 }'));
+      // One replica's reload raises the shared limit for every replica.
+      a.child.kill('SIGHUP');
+      b.child.kill('SIGHUP');
+      const statuses = (await Promise.all(requests)).map((r) => r.status);
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      expect(upstream.stats().byModel['small'].max).toBe(3);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+      await redis.stop();
+    }
   });
 });

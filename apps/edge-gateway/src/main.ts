@@ -150,11 +150,14 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       stopping = true;
       logger.info({ signal }, 'shutting down: no new connections, waiting for in-flight requests');
       const closed = new Promise<void>((r) => server.close(() => r()));
+      // Keep-alive connections turn idle as their requests finish: close each one then, not after keepAliveTimeout.
       server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
       const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
       runtime.close();
       await prober.stop();
       await closed;
+      clearInterval(sweep);
       clearTimeout(grace);
       await Promise.allSettled([queue.close(), adapters.close(), demo?.close()]);
       redis?.disconnect();

@@ -121,6 +121,48 @@ describe('provider pools across gateway replicas (BullMQ backend)', () => {
     expect(after.filter((k) => !before.has(k))).toEqual([]);
   });
 
+  it('stops a replica on SIGTERM gracefully: its in-flight request finishes, nothing is left in Redis, and waiting work on the others takes the slot at once', async () => {
+    fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
+    const [stopping, b] = fleet.replicas;
+    const inFlight = chatOnce(stopping.url, 'one', { delay_ms: 800 });
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 1, 5000, 'the lease on solo');
+    const waiting = [chatOnce(b.url, 'one', { delay_ms: 10 }), chatOnce(b.url, 'one', { delay_ms: 10 })];
+    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 2, 5000, 'two waiting on the other replica');
+    const exit = stopping.stop();
+    const first = await inFlight;
+    const releasedAt = Date.now();
+    expect(first.status).toBe(200);
+    expect(await exit).toBe(0);
+    const served = await Promise.all(waiting);
+    expect(served.map((r) => r.status)).toEqual([200, 200]);
+    // No sleep until drainDelay (seconds): the freed slot is taken within a few hundred ms.
+    expect(Date.now() - releasedAt).toBeLessThan(1500);
+    await waitUntil(idle, 3000, 'counts back to 0');
+    expect(maxSeen('up-1')).toBe(1);
+  });
+
+  it('sends a previous_response_id follow-up to the provider that produced the response, across replicas', async () => {
+    fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
+    const [a, b] = fleet.replicas;
+    const responses = (url: string, body: Record<string, unknown>) =>
+      fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'pool', ...body }) });
+    // With one request held on p3, the least-loaded choice is p5: the first response comes from p5.
+    const held = chatOnce(a.url, 'pool', { delay_ms: 1000 });
+    await waitUntil(async () => (await fleet!.counts(['p3'])).get('p3')!.inFlight === 1, 5000, 'a lease on p3');
+    const first = await responses(a.url, { input: 'hello' });
+    expect(first.headers.get('x-iop-resource')).toBe('p5');
+    const { id } = (await first.json()) as { id: string };
+    await held;
+    await waitUntil(idle, 3000, 'the pool idle (p3 would win a fresh choice)');
+    for (let i = 0; i < 3; i++) {
+      const follow = await responses(b.url, { input: 'again', previous_response_id: id });
+      expect(follow.status).toBe(200);
+      expect(follow.headers.get('x-iop-resource')).toBe('p5');
+    }
+    // Without the reference, the same idle pool picks p3.
+    expect((await responses(b.url, { input: 'fresh' })).headers.get('x-iop-resource')).toBe('p3');
+  });
+
   it('frees the leases of a replica killed with SIGKILL within 15 s; the others keep serving and nothing waits for the dead origin', async () => {
     fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
     const [a, b, victim] = fleet.replicas;
