@@ -50,7 +50,9 @@ export function createApp(deps: AppDeps): Express {
   });
   app.get('/readyz', async (_req, res) => {
     const queueReady = deps.queue ? await deps.queue.isReady().catch(() => false) : true;
-    res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: deps.queue?.backend ?? 'none', queue_ready: queueReady });
+    // Named as in the config (`queue.backend`): redis or memory.
+    const backend = deps.queue ? (deps.queue.backend === 'bullmq' ? 'redis' : 'memory') : 'none';
+    res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
   });
   // /status and /metrics (DESIGN §6) need no client key: they carry no prompt or secret.
   app.use(statusRoutes(deps, metrics));

@@ -40,6 +40,22 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
     await expectError(await post(body), status, code, param);
   });
 
+  it('answers a model of the wrong type with 400 naming model', async () => {
+    const res = await post(JSON.stringify({ model: 5, messages: [{ role: 'user', content: 'x' }] }));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string; param: string } }).error).toMatchObject({ param: 'model', message: expect.stringContaining('must be a string') });
+  });
+
+  it('answers a corrupt compressed body with 400, not 500', async () => {
+    await expectError(await post('{"model":"llama"}', { authorization: `Bearer ${key}`, 'content-encoding': 'gzip' }), 400, 'invalid_request_error');
+  });
+
+  it('answers a known path with the wrong method with 405 and Allow', async () => {
+    const res = await fetch(`${gateway.url}/v1/chat/completions`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.headers.get('allow')).toBe('POST');
+    await expectError(res, 405, 'method_not_allowed');
+  });
+
   it('answers a missing API key with 401 invalid_api_key', async () => {
     await expectError(await post(JSON.stringify({ model: 'llama', messages: [] }), {}), 401, 'invalid_api_key');
   });

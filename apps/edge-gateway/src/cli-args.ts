@@ -1,3 +1,4 @@
+import { isRedisUrl, parseListenAddress } from '@iop/validate';
 import { parseArgs } from 'node:util';
 
 /** The gateway's command line, parsed (see `USAGE`). */
@@ -39,14 +40,19 @@ export function parseGatewayArgs(argv: string[]): GatewayCommand {
   }
   if (command !== 'serve') throw new Error(`unknown command "${command}"`);
   if (!values.config) throw new Error('serve needs --config FILE (e.g. --config examples/edge.yaml)');
+  checkAddresses(values.listen, values.redis, values['demo-upstream']);
   return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis, demoUpstream: values['demo-upstream'] };
 }
 
-/** Splits `host:port` (IPv6 in brackets) into its parts. @throws Error when the port is not a number. */
-export function splitHostPort(listen: string): { host: string; port: number } {
-  const at = listen.lastIndexOf(':');
-  const host = listen.slice(0, at).replace(/^\[|\]$/g, '');
-  const port = Number(listen.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`"${listen}" is not HOST:PORT`);
-  return { host, port };
+/** @throws Error naming the flag when `--listen`/`--demo-upstream` is not host:port or `--redis` not a redis:// URL. */
+function checkAddresses(listen: string | undefined, redis: string | undefined, demoUpstream?: string): void {
+  for (const [flag, value] of [['--listen', listen], ['--demo-upstream', demoUpstream]] as const) {
+    if (value === undefined) continue;
+    try {
+      parseListenAddress(value);
+    } catch (err) {
+      throw new Error(`${flag}: ${(err as Error).message}`);
+    }
+  }
+  if (redis !== undefined && !isRedisUrl(redis)) throw new Error(`--redis: "${redis}" is not a redis:// or rediss:// URL`);
 }

@@ -35,6 +35,8 @@ export const modelNotFound = (model: string) =>
   new ApiError(404, 'model_not_found', `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`, 'invalid_request_error', 'model');
 export const notFound = (path: string) =>
   new ApiError(404, 'not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions and /v1/responses.`, 'invalid_request_error');
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`, 'invalid_request_error');
 export const requestTooLarge = (limitBytes: number) =>
   new ApiError(413, 'request_too_large', `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`, 'invalid_request_error');
 export const upstreamError = (message: string, status = 502) => new UpstreamError(status, 'upstream_error', message, 'server_error');

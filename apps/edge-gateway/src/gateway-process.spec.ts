@@ -44,9 +44,35 @@ describe('the built gateway process', () => {
       env: { ...process.env, UPSTREAM: 'http://127.0.0.1:1/v1', UPSTREAM_KEY: 'k' },
     });
     expect(ok.status).toBe(0);
-    expect(ok.stdout).toMatch(/valid \(2 nodes, 5 providers, 1 routes/);
+    expect(ok.stdout).toMatch(/valid \(2 nodes, 5 providers, 1 route,/);
     const bad = spawnSync(process.execPath, [GATEWAY_MAIN, 'validate', writeTempConfig(fleetYaml())], { encoding: 'utf8', env: { PATH: process.env.PATH } });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('UPSTREAM');
+  });
+
+  it('exits 1 with the address when it cannot listen, instead of claiming to listen', async () => {
+    const first = await spawnGateway(writeTempConfig(fleetYaml()), { env: { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' } });
+    try {
+      const taken = first.url.replace('http://', '');
+      const run = spawnSync(process.execPath, [GATEWAY_MAIN, '--config', writeTempConfig(fleetYaml()), '--listen', taken], {
+        encoding: 'utf8',
+        env: { ...process.env, UPSTREAM: upstream.url, UPSTREAM_KEY: 'k', LOG_LEVEL: 'warn' },
+      });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain(`cannot listen on ${taken}`);
+      expect(run.stdout).not.toContain('listening on');
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it.each([
+    [['--listen', '127.0.0.1:99999'], /--listen: .*port from 0 to 65535/],
+    [['--redis', 'http://nope'], /--redis: .*redis:\/\//],
+  ])('rejects %j with a usage error (exit 2), no stack trace', (flags, message) => {
+    const run = spawnSync(process.execPath, [GATEWAY_MAIN, '--config', 'examples/edge.yaml', ...flags], { encoding: 'utf8' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 });

@@ -16,13 +16,13 @@ import {
   type ResponseAffinity,
 } from '@iop/dispatch';
 import { startFakeUpstream } from '@iop/fake-upstream';
-import { ConfigRuntime, formatProblems, loadConfigFile, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { ConfigRuntime, formatProblems, isRedisUrl, loadConfigFile, parseListenAddress, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
 import { Redis } from 'ioredis';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import pino from 'pino';
 import { AdapterRegistry } from './adapters/adapter-registry';
 import { createApp } from './app';
-import { parseGatewayArgs, splitHostPort, USAGE, type GatewayCommand } from './cli-args';
+import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
 import { GatewayMetrics } from './http/gateway-metrics';
 
@@ -55,7 +55,7 @@ function validate(file: string): number {
   const { config } = result;
   const providers = config.nodes.reduce((n, node) => n + node.providers.length, 0);
   process.stdout.write(
-    `${file}: valid (${config.nodes.length} nodes, ${providers} providers, ${config.routes.length} routes, sha256 ${result.hash.slice(0, 12)})\n`,
+    `${file}: valid (${count(config.nodes.length, 'node')}, ${count(providers, 'provider')}, ${count(config.routes.length, 'route')}, sha256 ${result.hash.slice(0, 12)})\n`,
   );
   return 0;
 }
@@ -73,11 +73,15 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     cmd.redis ? { ...c, queue: { ...c.queue, redis_url: cmd.redis, backend: c.queue.backend ?? 'redis' } } : c;
   const initial = withOverrides(loaded.config);
 
-  const demo = cmd.demoUpstream ? await startFakeUpstream({ ...splitHostPort(cmd.demoUpstream), name: 'demo', models: [] }) : undefined;
+  const demo = cmd.demoUpstream ? await startFakeUpstream({ ...parseListenAddress(cmd.demoUpstream), name: 'demo', models: [] }) : undefined;
   if (demo) logger.info({ url: demo.url }, 'demo upstream listening');
 
   // The backend is chosen once; a reload changes limits and providers, not the backend.
   const choice = resolveQueueBackend(initial, env);
+  if (choice.redisUrl !== undefined && !isRedisUrl(choice.redisUrl)) {
+    process.stderr.write(`REDIS_URL: "${choice.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}" is not a redis:// or rediss:// URL\n`);
+    return 2;
+  }
   const redisError = (what: string) => (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: redis unavailable`);
   // Health and affinity share one fail-fast connection; the queue keeps its own.
   const redis = choice.backend === 'redis' ? new Redis(choice.redisUrl!, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
@@ -94,6 +98,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     onRejected: () => metrics.countReloadFailure(),
     transform: withOverrides,
     apply: async (next) => {
+      warnRestartOnly(initial, next.config, logger);
       await queue.configure(queueProviders(next.config));
       await health.refresh(queueProviders(next.config).map((p) => p.providerId));
     },
@@ -121,11 +126,8 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     metrics,
   });
 
-  const { host, port } = splitHostPort(cmd.listen ?? initial.gateway.listen);
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(port, host, () => resolve(s));
-    s.once('error', reject);
-  }).catch((err: Error) => {
+  const { host, port } = parseListenAddress(cmd.listen ?? initial.gateway.listen);
+  const server = await listen(createServer(app), host, port).catch((err: Error) => {
     process.stderr.write(`cannot listen on ${host}:${port}: ${err.message}\n`);
     return undefined;
   });
@@ -167,6 +169,36 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     process.once('SIGTERM', () => void stop('SIGTERM'));
     process.once('SIGINT', () => void stop('SIGINT'));
   });
+}
+
+/** "1 node", "2 nodes". */
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+/** Resolves once `server` listens on host:port; rejects with the bind error (port taken, unknown address). */
+function listen(server: Server, host: string, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * Settings a reload cannot change in a running process (the queue's Redis, its key prefix, the
+ * backend, the listen address): a change is logged as needing a restart; the process keeps the old ones.
+ */
+function warnRestartOnly(initial: EdgeConfig, next: EdgeConfig, logger: pino.Logger): void {
+  const fixed: Array<[string, unknown, unknown]> = [
+    ['gateway.listen', initial.gateway.listen, next.gateway.listen],
+    ['queue.backend', initial.queue.backend, next.queue.backend],
+    ['queue.redis_url', initial.queue.redis_url, next.queue.redis_url],
+    ['queue.prefix', initial.queue.prefix, next.queue.prefix],
+  ];
+  for (const [key, before, after] of fixed) {
+    if (before !== after) logger.warn({ key }, `${key} changed: it takes effect only after a restart; this process keeps the value it started with`);
+  }
 }
 
 main().then(

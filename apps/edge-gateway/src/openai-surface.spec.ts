@@ -24,6 +24,11 @@ describe('OpenAI surface end to end with the official openai client', () => {
     expect(ids.sort()).toEqual(['echo', 'legacy', 'llama', 'qwen', 'small']);
   });
 
+  it('retrieves one model with models.retrieve, and 404s an unknown one', async () => {
+    expect(await client.models.retrieve('llama')).toMatchObject({ id: 'llama', object: 'model', owned_by: 'iop-edge' });
+    await expect(client.models.retrieve('nope')).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+  });
+
   it('answers a pooled chat completion, renaming the model upstream and sending the bearer key', async () => {
     const raw = await client.chat.completions
       .create({ model: 'llama', messages: [{ role: 'user', content: 'hello pool' }] })

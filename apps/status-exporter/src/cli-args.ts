@@ -1,3 +1,4 @@
+import { isRedisUrl, parseListenAddress } from '@iop/validate';
 import { parseArgs } from 'node:util';
 
 /** The exporter's command line, parsed (see `USAGE`). */
@@ -27,14 +28,7 @@ export function parseExporterArgs(argv: string[]): ExporterCommand {
   });
   if (values.help) return { command: 'help' };
   if (!values.config) throw new Error('--config FILE is required (e.g. --config examples/edge.yaml)');
+  if (values.listen !== undefined) parseListenAddress(values.listen);
+  if (values.redis !== undefined && !isRedisUrl(values.redis)) throw new Error(`--redis: "${values.redis}" is not a redis:// or rediss:// URL`);
   return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis };
-}
-
-/** Splits `host:port` (IPv6 in brackets) into its parts. @throws Error when it is not HOST:PORT. */
-export function splitHostPort(listen: string): { host: string; port: number } {
-  const at = listen.lastIndexOf(':');
-  const host = listen.slice(0, at).replace(/^\[|\]$/g, '');
-  const port = Number(listen.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`"${listen}" is not HOST:PORT`);
-  return { host, port };
 }

@@ -1,7 +1,7 @@
 import { readBullmqCounts, RedisHealthStore } from '@iop/dispatch';
-import { ConfigRuntime, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { ConfigRuntime, isRedisUrl, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
 import { Redis } from 'ioredis';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
 import { StatusPusher } from './push/status-pusher';
@@ -57,6 +57,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   const { config, logger } = opts;
   const choice = resolveQueueBackend(config, opts.env);
   if (choice.backend !== 'redis' || !choice.redisUrl) throw new ExporterRefusal(MEMORY_BACKEND_REFUSAL);
+  if (!isRedisUrl(choice.redisUrl)) throw new ExporterRefusal(`status-exporter: REDIS_URL "${redactUrl(choice.redisUrl)}" is not a redis:// or rediss:// URL`);
 
   const redis = new Redis(choice.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, disconnectTimeout: 200 });
   let redisDown = false;
@@ -88,8 +89,12 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   let server: Server;
   try {
     server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(opts.port, opts.host, () => resolve(s));
+      const s = createServer(app);
       s.once('error', reject);
+      s.listen(opts.port, opts.host, () => {
+        s.off('error', reject);
+        resolve(s);
+      });
     });
   } catch (err) {
     runtime.close();

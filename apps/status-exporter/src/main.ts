@@ -3,9 +3,9 @@
  * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
  */
-import { formatProblems, loadConfigFile, type EdgeConfig } from '@iop/validate';
+import { formatProblems, loadConfigFile, parseListenAddress, type EdgeConfig } from '@iop/validate';
 import pino from 'pino';
-import { parseExporterArgs, splitHostPort, USAGE, type ExporterCommand } from './cli-args';
+import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
 
 async function main(): Promise<number> {
@@ -34,7 +34,7 @@ async function main(): Promise<number> {
 
   let listen: { host: string; port: number };
   try {
-    listen = splitHostPort(cmd.listen ?? config.status.listen);
+    listen = parseListenAddress(cmd.listen ?? config.status.listen);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
     return 2;

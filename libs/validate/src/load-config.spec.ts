@@ -173,3 +173,11 @@ describe('schema problem wording', () => {
     expect(problemsOf(parseConfigText(edit(from, to), env))).toEqual([expect.objectContaining({ path, message })]);
   });
 });
+
+describe('listen addresses and Redis URLs', () => {
+  it('rejects a listen port above 65535 with its line', () => {
+    const result = parseConfigText('version: 1\ngateway:\n  listen: 127.0.0.1:99999\nnodes:\n  - id: n\n', {});
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.problems).toEqual([expect.objectContaining({ path: 'gateway.listen', line: 3, fix: expect.stringContaining('65535') })]);
+  });
+});

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRedisUrl } from './listen-address';
 
 /**
  * The zod schema of `edge.yaml`, version 1 (DESIGN §3). Shapes only: rules that relate
@@ -26,7 +27,8 @@ const id = z
 /** `host:port`, e.g. `127.0.0.1:8080` or `[::1]:8080`. */
 const listen = z
   .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'write it as host:port, e.g. 127.0.0.1:8080');
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'write it as host:port, e.g. 127.0.0.1:8080')
+  .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65535, 'the port must be from 0 to 65535');
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'write a full http:// or https:// URL' });
 const positiveMs = z.number().int().positive();
@@ -45,7 +47,7 @@ export const gatewaySchema = z.strictObject({
 export const queueSchema = z.strictObject({
   /** @defaultValue redis when redis_url or REDIS_URL is set, else memory (resolved by loadConfig). */
   backend: z.enum(['redis', 'memory']).optional(),
-  redis_url: z.string().regex(/^rediss?:\/\//, 'write a redis:// or rediss:// URL').optional(),
+  redis_url: z.string().refine(isRedisUrl, 'write a redis:// or rediss:// URL').optional(),
   /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */
   prefix: z
     .string()

@@ -55,7 +55,7 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
           'adapter',
           `adapter "${provider.adapter}" is not defined on node "${node.id}"`,
           node.adapters.length > 0
-            ? `use one of: ${node.adapters.map((a) => a.id).join(', ')}.`
+            ? `use one of: ${oneOf(node.adapters.map((a) => a.id))}.`
             : `declare an adapter under nodes[${n}].adapters, then name its id here.`,
         );
       } else if (resolution.kind === 'ambiguous') {
@@ -75,7 +75,7 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
       if (resolution.kind === 'ok' || resolution.kind === 'disabled') {
         const { id, type } = resolution.adapter;
         if (type !== provider.category) {
-          add('category', `category "${provider.category}" does not match the type "${type}" of adapter "${id}"`, `set category: ${type}, or point adapter at a ${provider.category} adapter on node "${node.id}".`);
+          add('category', `category "${provider.category}" does not match the type "${type}" of adapter "${id}"`, `set category: ${type}, or point adapter at ${article(provider.category)} ${provider.category} adapter on node "${node.id}".`);
         }
       }
       if (isPoolCategory(provider.category)) {
@@ -100,14 +100,14 @@ function routeTargets(config: EdgeConfig): SemanticProblem[] {
   return config.routes.flatMap((route, r): SemanticProblem[] => {
     const node = config.nodes.find((candidate) => candidate.id === route.node);
     if (!node) {
-      return [{ path: `routes[${r}].node`, message: `node "${route.node}" is not defined`, fix: `use one of: ${config.nodes.map((x) => x.id).join(', ')}.` }];
+      return [{ path: `routes[${r}].node`, message: `node "${route.node}" is not defined`, fix: `use one of: ${oneOf(config.nodes.map((x) => x.id))}.` }];
     }
     if (node.adapters.some((a) => a.id === route.adapter)) return [];
     return [
       {
         path: `routes[${r}].adapter`,
         message: `adapter "${route.adapter}" is not defined on node "${node.id}"`,
-        fix: node.adapters.length > 0 ? `use one of: ${node.adapters.map((a) => a.id).join(', ')}.` : `declare the adapter under node "${node.id}" first.`,
+        fix: node.adapters.length > 0 ? `use one of: ${oneOf(node.adapters.map((a) => a.id))}.` : `declare the adapter under node "${node.id}" first.`,
       },
     ];
   });
@@ -181,4 +181,14 @@ function modelPlacement(config: EdgeConfig): SemanticProblem[] {
     }
   }
   return problems;
+}
+
+/** The distinct ids of a list, in order, comma-separated (a duplicate id is reported once). */
+function oneOf(ids: readonly string[]): string {
+  return [...new Set(ids)].join(', ');
+}
+
+/** "an" before a vowel sound (an ollama / an openai_compat), else "a". */
+function article(word: string): string {
+  return /^[aeio]/.test(word) ? 'an' : 'a';
 }

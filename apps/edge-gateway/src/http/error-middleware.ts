@@ -31,11 +31,16 @@ function toApiError(err: unknown, maxBodyBytes: () => number): ApiError {
   const bodyParser = err as { type?: string; status?: number };
   if (bodyParser?.type === 'entity.too.large') return requestTooLarge(maxBodyBytes());
   if (bodyParser?.type === 'entity.parse.failed') {
-    return invalidRequest('The request body is not valid JSON. Send a JSON object with Content-Type: application/json.');
+    return invalidRequest('The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.');
   }
   if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
     return invalidRequest('The request body encoding is not supported; send UTF-8 JSON.');
   }
   if (bodyParser?.type === 'request.aborted') return new ApiError(499, 'client_closed', 'The client closed the connection.');
+  // Any other body-reading failure (e.g. a corrupt gzip body) is the client's: 4xx from body-parser.
+  if (typeof bodyParser?.status === 'number' && bodyParser.status >= 400 && bodyParser.status < 500) {
+    const detail = (err as { expose?: boolean; message?: string }).expose ? `: ${(err as Error).message}` : '';
+    return invalidRequest(`The request body could not be read${detail}. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.`);
+  }
   return internalError();
 }

@@ -5,8 +5,13 @@ import type { ChatRequest, ResponsesRequest } from '../adapters/adapter';
 const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 
 /** `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through (OpenAI API reference). */
+/** `model`: a missing one and one of the wrong type get different messages. */
+const model = z
+  .string({ error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string') })
+  .min(1, 'you must provide a model parameter');
+
 const chatRequestSchema = z.looseObject({
-  model: z.string({ error: 'you must provide a model parameter' }).min(1, 'you must provide a model parameter'),
+  model,
   messages: z
     .array(
       z.looseObject({
@@ -21,7 +26,7 @@ const chatRequestSchema = z.looseObject({
 
 /** `POST /v1/responses` body (OpenAI API reference): `model` and `input` are what the gateway reads. */
 const responsesRequestSchema = z.looseObject({
-  model: z.string({ error: 'you must provide a model parameter' }).min(1, 'you must provide a model parameter'),
+  model,
   input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' }).optional(),
   instructions: z.string().nullable().optional(),
   stream: z.boolean({ error: 'stream must be a boolean' }).optional(),

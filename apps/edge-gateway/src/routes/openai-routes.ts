@@ -1,6 +1,7 @@
 import { listModels } from '@iop/dispatch';
 import { Router, type RequestHandler } from 'express';
 import { dispatchCompletion, type CompletionEndpoint, type DispatcherDeps, type DispatchOutcome } from '../completion-dispatcher';
+import { methodNotAllowed, modelNotFound } from '../errors';
 import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
 
 /** The per-request steps every OpenAI route runs before its handler, in this order. */
@@ -35,9 +36,22 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
   router.post('/v1/chat/completions', gates.observe, gates.auth, gates.json, completion('chat'));
   router.post('/v1/responses', gates.observe, gates.auth, gates.json, completion('responses'));
 
+  const modelObject = (id: string) => ({ id, object: 'model', created: startedAtS, owned_by: 'iop-edge' });
   router.get('/v1/models', gates.auth, (_req, res) => {
-    const data = listModels(deps.config()).map((id) => ({ id, object: 'model', created: startedAtS, owned_by: 'iop-edge' }));
-    res.json({ object: 'list', data });
+    res.json({ object: 'list', data: listModels(deps.config()).map(modelObject) });
   });
+  // Model names may contain "/" (e.g. meta-llama/Llama-3.1-8B-Instruct): the id is the whole rest of the path.
+  router.get('/v1/models/*id', gates.auth, (req, res) => {
+    const id = ([] as string[]).concat(req.params.id).join('/');
+    if (!listModels(deps.config()).includes(id)) throw modelNotFound(id);
+    res.json(modelObject(id));
+  });
+  // A known path with the wrong method is a 405 with `Allow`, not a misleading 404.
+  for (const [path, allow] of [['/v1/chat/completions', 'POST'], ['/v1/responses', 'POST'], ['/v1/models', 'GET']] as const) {
+    router.all(path, gates.auth, (req, res, next) => {
+      res.setHeader('allow', allow);
+      next(methodNotAllowed(req.method, path, allow));
+    });
+  }
   return router;
 }
