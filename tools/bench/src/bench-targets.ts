@@ -4,16 +4,20 @@ import { benchGatewayYaml } from './gateway-config';
 import { freePort, type ServiceProcess, type ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
-export type TargetId = 'direct' | 'memory' | 'memory-info' | 'bullmq-1' | 'bullmq-3' | 'portkey';
+export type TargetId = 'direct' | 'memory' | 'memory-info' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
 
 /** Every target, in report order. */
-export const TARGET_IDS: readonly TargetId[] = ['direct', 'memory', 'memory-info', 'bullmq-1', 'bullmq-3', 'portkey'];
+export const TARGET_IDS: readonly TargetId[] = ['direct', 'memory', 'memory-info', 'memory-semi4', 'bullmq-1', 'bullmq-3', 'portkey'];
+
+/** The V8 flag the README recommends for production gateways: a small young generation keeps RSS low. */
+export const RECOMMENDED_NODE_ARGS = ['--max-semi-space-size=4'];
 
 /** What each target is, for the report. */
 export const TARGET_LABELS: Record<TargetId, string> = {
   direct: 'direct to upstream (floor)',
   memory: 'iop-edge, memory backend',
   'memory-info': 'iop-edge, memory backend, LOG_LEVEL=info',
+  'memory-semi4': 'iop-edge, memory backend, node --max-semi-space-size=4 (README recommendation)',
   'bullmq-1': 'iop-edge, BullMQ backend, 1 replica',
   'bullmq-3': 'iop-edge, BullMQ backend, 3 replicas',
   portkey: 'Portkey gateway (npm)',
@@ -121,8 +125,10 @@ export class TargetLauncher {
       case 'direct':
         return { id, label, urls: [`${this.upstreamUrl}/chat/completions`], headers: {}, processes: [] };
       case 'memory':
-      case 'memory-info': {
-        const gw = await this.gateway(`${id}${opts.tag ?? ''}`, { backend: 'memory' }, id === 'memory-info' ? 'info' : 'warn', opts);
+      case 'memory-info':
+      case 'memory-semi4': {
+        const nodeArgs = id === 'memory-semi4' ? [...RECOMMENDED_NODE_ARGS, ...(opts.nodeArgs ?? [])] : opts.nodeArgs;
+        const gw = await this.gateway(`${id}${opts.tag ?? ''}`, { backend: 'memory' }, id === 'memory-info' ? 'info' : 'warn', { ...opts, nodeArgs });
         return { id, label, urls: [`${gw.announced}/v1/chat/completions`], headers: {}, processes: [gw] };
       }
       case 'bullmq-1':

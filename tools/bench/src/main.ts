@@ -41,7 +41,7 @@ const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/bench/mai
 const SCENARIOS = ['throughput', 'streaming', 'rss'] as const;
 
 /** Targets whose memory is measured at many open streams (fresh processes each). */
-const RSS_TARGETS: readonly TargetId[] = ['memory', 'bullmq-1', 'portkey'];
+const RSS_TARGETS: readonly TargetId[] = ['memory', 'memory-semi4', 'bullmq-1', 'portkey'];
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 

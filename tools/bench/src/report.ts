@@ -99,7 +99,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
     });
   }
 
-  for (const id of ['memory', 'bullmq-1'] as const) {
+  for (const id of ['memory', 'memory-semi4', 'bullmq-1'] as const) {
     const row = findRss(results, id);
     const peak = row?.result?.peakRss;
     const allOpen = row?.result?.opened === results.options.openStreams;
@@ -121,6 +121,7 @@ const TARGET_SHORT: Record<TargetId, string> = {
   direct: 'direct',
   memory: 'memory backend',
   'memory-info': 'memory, info logs',
+  'memory-semi4': 'memory backend, --max-semi-space-size=4',
   'bullmq-1': 'BullMQ, 1 replica',
   'bullmq-3': 'BullMQ, 3 replicas',
   portkey: 'Portkey',

@@ -49,13 +49,16 @@ function rotate<T>(list: readonly T[], by: number): T[] {
   return [...list.slice(k), ...list.slice(0, k)];
 }
 
-/** A short load and a few streams, so JIT warm-up and connection setup stay out of the rounds. */
+/**
+ * A short load and 50 streams, so JIT warm-up of both paths (JSON and SSE) and connection setup stay
+ * out of the rounds: a gateway serves for days, its steady state is what users see.
+ */
 export async function warmUp(target: BenchTarget, opts: BenchOptions): Promise<void> {
   await runLoad({ urls: target.urls, headers: target.headers, body: CHAT_BODY, connections: 16, durationS: opts.warmupSeconds });
   const stream = streamRequest(opts.chunks, 0);
   const agent = new Agent({ connections: 4 });
   try {
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 50; i++) {
       await probeStream({ url: target.urls[i % target.urls.length], headers: { ...target.headers, ...stream.headers }, body: stream.body, dispatcher: agent });
     }
   } finally {
