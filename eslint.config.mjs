@@ -18,7 +18,7 @@ export default [
           allow: [],
           depConstraints: [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', 'type:tool'] },
-            { sourceTag: 'type:tool', onlyDependOnLibsWithTags: [] },
+            { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'scope:validate', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'scope:dispatch', onlyDependOnLibsWithTags: ['scope:validate'] },
             { sourceTag: 'scope:status', onlyDependOnLibsWithTags: ['scope:dispatch', 'scope:validate'] },

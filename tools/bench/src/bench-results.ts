@@ -1,3 +1,4 @@
+import type { AdmissionRow } from './admission-probe';
 import type { TargetId } from './bench-targets';
 import type { LoadPoint } from './closed-loop-load';
 import type { ProfileSummary } from './cpu-profile';
@@ -22,7 +23,7 @@ export interface BenchOptions {
   /** Streams held open at once for the RSS scenario. */
   openStreams: number;
   targets: TargetId[];
-  scenarios: Array<'throughput' | 'streaming' | 'rss'>;
+  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission'>;
   /** `auto`: profile the memory backend when its c=1 target is missed. */
   profile: 'auto' | 'always' | 'never';
   /** Seconds of load while profiling. */
@@ -141,6 +142,8 @@ export interface BenchResults {
   throughput: ThroughputRow[];
   streaming: StreamingRow[];
   rss: RssRow[];
+  /** ProviderQueue admission cost in process (issue 3 "Measure"). */
+  admission: AdmissionRow[];
   checks: TargetCheck[];
   profile?: { reason: string; concurrency: number; seconds: number; summary?: ProfileSummary; error?: string };
 }

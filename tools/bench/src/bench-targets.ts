@@ -187,7 +187,7 @@ export class TargetLauncher {
   }
 
   /** One redis-server for every BullMQ target (each group has its own key prefix), no persistence. */
-  private redis(): Promise<string> {
+  redis(): Promise<string> {
     this.redisUrl ??= (async () => {
       const port = await freePort();
       await this.services.start({

@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
+import { runAdmission } from './admission-probe';
 import type { BenchOptions, BenchResults, TargetStatus } from './bench-results';
 import { firstExisting, TARGET_IDS, TARGET_LABELS, TargetLauncher, type BenchPaths, type BenchTarget, type TargetId } from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
@@ -32,13 +33,13 @@ const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/bench/mai
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,rss (default all)
+  --scenarios LIST      of throughput,streaming,rss,admission (default all)
   --profile MODE        auto (when the memory backend misses its c=1 target) | always | never (default auto)
   --out DIR             where latest.md/latest.json go (default tools/bench/results)
   --gateway-main FILE   a built gateway other than dist/apps/edge-gateway/main.js
   --upstream-main FILE  a built fake upstream other than dist/tools/fake-upstream/main.js`;
 
-const SCENARIOS = ['throughput', 'streaming', 'rss'] as const;
+const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission'] as const;
 
 /** Targets whose memory is measured at many open streams (fresh processes each). */
 const RSS_TARGETS: readonly TargetId[] = ['memory', 'memory-semi4', 'bullmq-1', 'portkey'];
@@ -246,6 +247,7 @@ async function main(): Promise<number> {
       throughput: [],
       streaming: [],
       rss: [],
+      admission: [],
       checks: [],
     };
 
@@ -262,6 +264,10 @@ async function main(): Promise<number> {
       log(`rss: ${opts.openStreams} open streams per fresh target`);
       const ran = new Set(targets.map((t) => t.id));
       results.rss = await runRss(RSS_TARGETS.filter((id) => ran.has(id)), launcher, opts, log);
+    }
+    if (opts.scenarios.includes('admission')) {
+      log('admission: acquireLease + release in process, memory vs BullMQ (1 and 3 replicas)');
+      results.admission = await runAdmission({ rounds: opts.rounds, seconds: opts.seconds, cycles: opts.quick ? 500 : 2000 }, () => launcher.redis(), log);
     }
     results.checks = evaluateTargets(results);
 

@@ -99,6 +99,13 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
     });
   }
 
+  const bullmqAdmission = results.admission.find((r) => r.backend === 'bullmq-1');
+  checks.push({
+    goal: `BullMQ admission (acquireLease + release, idle pool, 1 replica): median ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms`,
+    measured: bullmqAdmission?.idleMedianOverMemoryMs?.n ? `${fmtSpread(bullmqAdmission.idleMedianOverMemoryMs, 3, true)} ms` : 'not measured',
+    met: bullmqAdmission?.idleMedianOverMemoryMs?.n ? bullmqAdmission.idleMedianOverMemoryMs.median <= LIMITS.bullmqP50OverMemoryMs : null,
+  });
+
   for (const id of ['memory', 'memory-semi4', 'bullmq-1'] as const) {
     const row = findRss(results, id);
     const peak = row?.result?.peakRss;
@@ -270,6 +277,19 @@ export function renderMarkdown(results: BenchResults): string {
       'A fresh process per target (replicas summed), warmed by 1 s of load, then every stream opened at once on its own connection and held ' +
         '1 s after the last one delivered content (chunks 500 ms apart); VmHWM and VmRSS from /proc/<pid>/status.',
     );
+  }
+  if (results.admission.length) {
+    out.push('');
+    out.push('## Admission cost of the ProviderQueue backends (in process)');
+    out.push('');
+    out.push(
+      table(
+        ['backend', 'idle acquire+release p50 ms', 'idle p99 ms', 'p50 over memory ms', 'saturated hand-offs/s (limit 4, 32 callers)'],
+        results.admission.map((r) => [r.backend, fmtSpread(r.idleMedianMs, 3), fmtSpread(r.idleP99Ms, 3), fmtSpread(r.idleMedianOverMemoryMs, 3, true), fmtSpread(r.saturatedPerS, 0)]),
+      ),
+    );
+    out.push('');
+    out.push('`acquireLease` + `release` called directly on the queue (no HTTP), rounds interleaved; BullMQ on its own redis-server, 3 replicas = 3 queue instances in one process sharing a prefix.');
   }
   if (results.profile) {
     out.push('');
