@@ -1,4 +1,5 @@
 import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { waitUntil } from '@iop/dispatch/testing';
 import OpenAI from 'openai';
 import { fleetYaml } from './testing/fixtures';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
@@ -72,6 +73,8 @@ describe('OpenAI surface end to end with the official openai client', () => {
     expect(events[0]).toBe('response.created');
     expect(events).toContain('response.output_text.delta');
     expect(events.at(-1)).toBe('response.completed');
+    // Leases are released on every endpoint, not only chat (DESIGN §4 invariant 3).
+    await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the responses lease released');
   });
 
   it('translates /v1/responses to chat for an Ollama provider, stream and not', async () => {

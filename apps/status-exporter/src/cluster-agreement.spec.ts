@@ -1,4 +1,3 @@
-import * as dispatch from '@iop/dispatch';
 import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
@@ -7,11 +6,7 @@ import pino from 'pino';
 import { startExporter, type RunningExporter } from './exporter';
 import { configPrefix, exporterYaml, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
 
-// Needs the BullMQ backend of @iop/dispatch (DESIGN §4); skipped, with a visible name, where it is absent.
-const hasBullmq = 'BullmqProviderQueue' in dispatch;
-const describeBullmq = hasBullmq ? describe : describe.skip;
-
-describeBullmq('the exporter and two gateway replicas on one Redis agree (DESIGN §5, cluster-wide counts)', () => {
+describe('the exporter and two gateway replicas on one Redis agree (DESIGN §5, cluster-wide counts)', () => {
   let redis: TestRedis;
   let upA: FakeUpstream;
   let upB: FakeUpstream;
@@ -86,7 +81,3 @@ describeBullmq('the exporter and two gateway replicas on one Redis agree (DESIGN
     expect(upA.stats().current + upB.stats().current).toBe(0);
   }, 60_000);
 });
-
-if (!hasBullmq) {
-  it('cluster agreement test skipped: @iop/dispatch exports no BullmqProviderQueue yet', () => undefined);
-}
