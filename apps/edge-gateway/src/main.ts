@@ -16,7 +16,7 @@ import {
   type ResponseAffinity,
 } from '@iop/dispatch';
 import { startFakeUpstream } from '@iop/fake-upstream';
-import { ConfigRuntime, formatProblems, isRedisUrl, loadConfigFile, parseListenAddress, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { ConfigRuntime, formatProblems, isRedisUrl, loadConfigFile, parseListenAddress, redactUrl, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
 import { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import pino from 'pino';
@@ -79,7 +79,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   // The backend is chosen once; a reload changes limits and providers, not the backend.
   const choice = resolveQueueBackend(initial, env);
   if (choice.redisUrl !== undefined && !isRedisUrl(choice.redisUrl)) {
-    process.stderr.write(`REDIS_URL: "${choice.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}" is not a redis:// or rediss:// URL\n`);
+    process.stderr.write(`REDIS_URL: "${redactUrl(choice.redisUrl)}" is not a redis:// or rediss:// URL\n`);
     return 2;
   }
   const redisError = (what: string) => (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: redis unavailable`);

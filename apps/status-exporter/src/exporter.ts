@@ -1,5 +1,5 @@
 import { readBullmqCounts, RedisHealthStore } from '@iop/dispatch';
-import { ConfigRuntime, isRedisUrl, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { ConfigRuntime, isRedisUrl, redactUrl, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
 import { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -144,9 +144,4 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** `redis://user:pass@host` → `redis://***@host`: credentials never reach logs. */
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
 }

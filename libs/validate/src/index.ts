@@ -6,4 +6,4 @@ export { type SemanticProblem, checkSemantics } from './semantic-rules';
 export { type QueueBackendChoice, DEFAULT_REDIS_URL, resolveQueueBackend } from './queue-backend';
 export { edgeConfigJsonSchema } from './json-schema';
 export { type LoadedConfig, type ReloadResult, type ConfigRuntimeOptions, type RuntimeLogger, ConfigRuntime } from './config-runtime';
-export { type ListenAddress, parseListenAddress, isRedisUrl } from './listen-address';
+export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';

@@ -1,4 +1,4 @@
-import { isRedisUrl, parseListenAddress } from './listen-address';
+import { isRedisUrl, parseListenAddress, redactUrl } from './listen-address';
 
 describe('parseListenAddress (DESIGN §3 listen settings)', () => {
   it.each([
@@ -22,5 +22,12 @@ describe('isRedisUrl', () => {
     ['redis://', false],
   ])('%s → %s', (text, expected) => {
     expect(isRedisUrl(text)).toBe(expected);
+  });
+});
+
+describe('redactUrl', () => {
+  it('hides credentials and keeps the host', () => {
+    expect(redactUrl('rediss://user:s3cret@redis.internal:6380/2')).toBe('rediss://***@redis.internal:6380/2');
+    expect(redactUrl('redis://127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
   });
 });

@@ -21,3 +21,8 @@ export function parseListenAddress(text: string): ListenAddress {
 export function isRedisUrl(text: string): boolean {
   return /^rediss?:\/\/[^\s]+$/.test(text);
 }
+
+/** `redis://user:pass@host` → `redis://***@host`: credentials never reach logs or error text (DESIGN §3). */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
