@@ -1,7 +1,5 @@
-import { BullmqKeys } from '@iop/dispatch';
-import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
+import { seedLeases, startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { parseConfigText } from '@iop/validate';
-import { Queue, Worker } from 'bullmq';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
@@ -27,12 +25,7 @@ describe('exporter dashboard in headless Chromium', () => {
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     // Live counts in Redis, as gateways would leave them: llama-a 2/3 in flight + 1 queued, llama-b full (2/2) + 4 queued.
     for (const [providerId, active, waiting] of [['llama-a', 2, 1], ['llama-b', 2, 4]] as const) {
-      const name = new BullmqKeys(prefix).queueName(providerId);
-      const queue = new Queue(name, { connection: { url: redis.url }, prefix });
-      const worker = new Worker(name, null, { connection: { url: redis.url }, prefix, autorun: false });
-      closers.push(() => queue.close(), () => worker.close(true));
-      for (let i = 0; i < active + waiting; i++) await queue.add('lease', {});
-      for (let i = 0; i < active; i++) await worker.getNextJob(`t${i}`, { block: false });
+      closers.push(await seedLeases(redis.url, prefix, providerId, active, waiting));
     }
     exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env: {}, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
     browser = await chromium.launch({

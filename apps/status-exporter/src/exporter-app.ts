@@ -11,7 +11,7 @@ export interface ExporterDeps {
   /** The config in force. */
   config(): EdgeConfig;
   /**
-   * Cluster-wide counts of the given providers (e.g. `readBullmqCounts` on the shared Redis).
+   * Cluster-wide counts of the given providers (e.g. `readLeaseCounts` on the shared Redis).
    * A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
    */
   counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;

@@ -1,9 +1,7 @@
-import { BullmqKeys } from '@iop/dispatch';
-import { startRedis, type TestRedis } from '@iop/dispatch/testing';
+import { seedLeases, startRedis, type TestRedis } from '@iop/dispatch/testing';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
 import { parseConfigText } from '@iop/validate';
-import { Queue, Worker } from 'bullmq';
 import pino from 'pino';
 import { ExporterRefusal, MEMORY_BACKEND_REFUSAL, startExporter, type RunningExporter } from './exporter';
 import { configPrefix, exporterYaml } from './testing/exporter-fixtures';
@@ -38,12 +36,7 @@ describe('status exporter HTTP endpoints (DESIGN §6), counts from a real Redis'
   };
   /** Puts `active` held leases and `waiting` queued requests on a provider queue, as gateways would. */
   const load = async (prefix: string, providerId: string, active: number, waiting: number) => {
-    const name = new BullmqKeys(prefix).queueName(providerId);
-    const queue = new Queue(name, { connection: { url: redis.url }, prefix });
-    const worker = new Worker(name, null, { connection: { url: redis.url }, prefix, autorun: false });
-    closers.push(() => queue.close(), () => worker.close(true));
-    for (let i = 0; i < active + waiting; i++) await queue.add('lease', {});
-    for (let i = 0; i < active; i++) await worker.getNextJob(`t${i}`, { block: false });
+    closers.push(await seedLeases(redis.url, prefix, providerId, active, waiting));
   };
 
   it('GET /status: catalog entries with cluster-wide counts by provider id, adapter entries for a node without catalog', async () => {

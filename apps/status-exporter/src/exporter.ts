@@ -1,16 +1,16 @@
-import { readBullmqCounts, RedisHealthStore } from '@iop/dispatch';
-import { ConfigRuntime, isRedisUrl, redactUrl, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import { leaseAddresses, readLeaseCounts, RedisHealthStore } from '@iop/dispatch';
+import { ConfigRuntime, describeQueueBackend, QueueBackendError, redactUrl, resolveQueueBackend, type EdgeConfig, type QueueBackendChoice } from '@iop/validate';
 import { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
 import { StatusPusher } from './push/status-pusher';
 
-/** Why the exporter refuses the memory backend (DESIGN §5: one process's counts must not pose as the fleet's). */
+/** Why the exporter refuses the memory backend (README "Status": one process's counts must not pose as the fleet's). */
 export const MEMORY_BACKEND_REFUSAL =
-  'status-exporter: the queue backend is "memory" (no queue.redis_url, REDIS_URL or --redis), so the counts live inside ' +
+  'With the memory backend the counts live inside ' +
   'one gateway process and there are no shared counts to export. For a single replica use the gateway\'s own ' +
-  'GET /status and GET /metrics; for a fleet, run the gateways and this exporter on one Redis (queue.redis_url, REDIS_URL or --redis).';
+  'GET /status and GET /metrics; for a fleet, run the gateways and this exporter on one Redis (--redis, REDIS_URL or queue.redis_url).';
 
 /** What {@link startExporter} needs: a validated config and where to listen. */
 export interface ExporterOptions {
@@ -19,12 +19,14 @@ export interface ExporterOptions {
   configHash?: string;
   /**
    * The file the config came from: when set, the exporter reloads it on `reload()` (SIGHUP) and
-   * when it changes, like the gateway (issue 5); `transform` re-applies command-line overrides.
+   * when it changes, like the gateway; `transform` re-applies command-line overrides.
    */
   configFile?: string;
   transform?: (config: EdgeConfig) => EdgeConfig;
-  /** Environment for `REDIS_URL` (`--redis` already applied). */
+  /** Environment for `REDIS_URL`. */
   env: Record<string, string | undefined>;
+  /** `--redis URL`: beats `REDIS_URL` and the file (resolveQueueBackend). */
+  redis?: string;
   host: string;
   /** 0 = a free port. */
   port: number;
@@ -48,16 +50,25 @@ export class ExporterRefusal extends Error {}
 
 /**
  * The exporter's I/O wiring (DESIGN §2 `apps/status-exporter`): one Redis connection for the
- * counts (`readBullmqCounts`, cluster-wide), the HTTP app on `host:port`, and the push loop when
+ * counts (`readLeaseCounts`, cluster-wide), the HTTP app on `host:port`, and the push loop when
  * `status.push_url` is set. A Redis that is down at start is not fatal: counts are `null` until it
  * answers.
  * @throws ExporterRefusal for the memory backend; the listen error when the port is taken.
  */
 export async function startExporter(opts: ExporterOptions): Promise<RunningExporter> {
   const { config, logger } = opts;
-  const choice = resolveQueueBackend(config, opts.env);
-  if (choice.backend !== 'redis' || !choice.redisUrl) throw new ExporterRefusal(MEMORY_BACKEND_REFUSAL);
-  if (!isRedisUrl(choice.redisUrl)) throw new ExporterRefusal(`status-exporter: REDIS_URL "${redactUrl(choice.redisUrl)}" is not a redis:// or rediss:// URL`);
+  // The gateways' rule (README "Configuration", `queue.backend`), so the exporter reads the Redis they use.
+  let choice: QueueBackendChoice;
+  try {
+    choice = resolveQueueBackend(config, opts.env, { redis: opts.redis });
+  } catch (err) {
+    if (err instanceof QueueBackendError) throw new ExporterRefusal(`status-exporter: ${err.message}`);
+    throw err;
+  }
+  if (choice.backend !== 'redis' || !choice.redisUrl) {
+    throw new ExporterRefusal(`status-exporter: the queue backend is "memory" (${choice.reason}). ${MEMORY_BACKEND_REFUSAL}`);
+  }
+  logger.info({ queue: choice.backend, redis: redactUrl(choice.redisUrl), source: choice.source }, describeQueueBackend(choice));
 
   const redis = new Redis(choice.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, disconnectTimeout: 200 });
   let redisDown = false;
@@ -69,14 +80,19 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   // Give Redis a moment so the first scrape has counts; never block the start on it.
   await Promise.race([redis.connect().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
 
-  const runtime = new ConfigRuntime(opts.configFile ?? '', { config, hash: opts.configHash ?? '', loadedAt: new Date() }, { env: opts.env, logger, transform: opts.transform });
+  const runtime = new ConfigRuntime(opts.configFile ?? '', { config, hash: opts.configHash ?? '', loadedAt: new Date() }, {
+    // A reload expands `${REDIS_URL}` as the first load did (`--redis` stands for it).
+    env: opts.redis ? { ...opts.env, REDIS_URL: opts.redis } : opts.env,
+    logger,
+    transform: opts.transform,
+  });
   if (opts.configFile) runtime.watch();
   const current = () => runtime.current.config;
   // Health records are written by the gateways; the exporter only reads them (same keys, same rule).
   const health = new RedisHealthStore(redis, config.queue.prefix, () => current().health, () => 3 * current().health.interval_ms);
   const deps = {
     config: current,
-    counts: (ids: readonly string[]) => withTimeout(readBullmqCounts(redis, current().queue.prefix, ids), COUNTS_TIMEOUT_MS),
+    counts: (ids: readonly string[]) => withTimeout(readLeaseCounts(redis, current().queue.prefix, leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
     unhealthy: async (ids: readonly string[]) => {
       await withTimeout(health.refresh(ids), COUNTS_TIMEOUT_MS);
       return health.unhealthy();

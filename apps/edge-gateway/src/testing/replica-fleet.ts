@@ -1,4 +1,4 @@
-import { readBullmqCounts, type ProviderCounts } from '@iop/dispatch';
+import { DEFAULT_SHARD_TAG, readLeaseCounts, type ProviderCounts } from '@iop/dispatch';
 import { uniquePrefix } from '@iop/dispatch/testing';
 import { Redis } from 'ioredis';
 import { ECHO_LLM } from './fixtures';
@@ -51,7 +51,7 @@ export async function startReplicaFleet(n: number, yaml: string, redisUrl: strin
   return {
     prefix,
     replicas,
-    counts: (ids = ['p3', 'p5', 'solo']) => readBullmqCounts(reader, prefix, ids),
+    counts: (ids = ['p3', 'p5', 'solo']) => readLeaseCounts(reader, prefix, ids.map((providerId) => ({ providerId, shardTag: DEFAULT_SHARD_TAG }))),
     add: async () => {
       const replica = await spawnGateway(file, { env });
       replicas.push(replica);

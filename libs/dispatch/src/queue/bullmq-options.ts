@@ -1,89 +1,73 @@
 import { randomUUID } from 'node:crypto';
 
-/** Where the BullMQ backend reports what it cannot throw (connection errors, lost leases). */
+/** Where the Redis backend reports what it cannot throw (connection errors, fenced or swept leases). */
 export interface QueueLogger {
   info(message: string): void;
   warn(message: string): void;
   error(message: string): void;
 }
 
-/** Options of `BullmqProviderQueue` (DESIGN §4 lease protocol and its measured hazards). */
+/** Options of `BullmqProviderQueue` (docs/architecture.md, "Lease protocol"). */
 export interface BullmqProviderQueueOptions {
-  /** Redis to use, e.g. `redis://127.0.0.1:6379` (`queue.redis_url`). */
+  /** Redis to use, e.g. `redis://127.0.0.1:6379` or `rediss://user:pass@host:6380` (`queue.redis_url`). */
   readonly redisUrl: string;
   /** Key prefix shared by every replica of one deployment (`queue.prefix`); no `:` at the end. */
   readonly prefix: string;
   /**
-   * This replica's id in grants and liveness keys; unique per process.
+   * This replica's id in job ids, grants and connection names; unique per process.
    * @defaultValue a random UUID
    */
   readonly replicaId?: string;
   /**
-   * BullMQ job lock of a held lease, in ms: a holder killed with SIGKILL loses its leases to
-   * another replica after at most `lockDurationMs + stalledIntervalMs` (hazard: 30 s defaults took 42–55 s).
-   * @defaultValue 5000
+   * Lifetime of a lease (and of a replica's liveness key) between renewals, in ms. A replica killed
+   * with SIGKILL frees its slots about this long after its last renewal plus one `sweepIntervalMs`;
+   * a holder that could not renew for `leaseTtlMs - fenceMarginMs` aborts its upstream call (fencing).
+   * @defaultValue 2000
    */
-  readonly lockDurationMs?: number;
+  readonly leaseTtlMs?: number;
   /**
-   * How often workers look for jobs whose holder died, in ms.
-   * @defaultValue 2500
+   * How often a replica renews its leases and its liveness key, in ms; at most `leaseTtlMs / 3`, so
+   * an event loop blocked for a whole second loses nothing.
+   * @defaultValue 500
    */
-  readonly stalledIntervalMs?: number;
+  readonly renewIntervalMs?: number;
   /**
-   * Holder deaths a lease survives. Leases are idempotent (a re-grant is ignored by the origin), so
-   * this is large: BullMQ's default 1 failed the job on the 2nd death and freed a slot still in use.
-   * @defaultValue 1_000_000
+   * Safety margin of fencing, in ms: a holder aborts when `leaseTtlMs - fenceMarginMs` passed since
+   * it last sent a renewal that succeeded (monotonic clock), so it stops before Redis could free the slot.
+   * @defaultValue 200
    */
-  readonly maxStalledCount?: number;
+  readonly fenceMarginMs?: number;
   /**
-   * Lifetime of a replica's liveness key, in ms: a holder frees the lease of an origin whose key
-   * expired, so an origin killed with SIGKILL frees its leases after about this long (invariant 3: ≤ 15 s).
-   * @defaultValue 10000
+   * How often a replica looks for dead replicas (liveness expired and no Redis connection left) and
+   * frees their leases and waiting jobs, in ms.
+   * @defaultValue 500
    */
-  readonly originTtlMs?: number;
+  readonly sweepIntervalMs?: number;
   /**
-   * How often an origin refreshes its liveness key, in ms; less than `originTtlMs / 2`.
-   * @defaultValue originTtlMs / 4
+   * How often a waiting origin checks its jobs' state, in ms: recovers a lost grant message, grants
+   * held back by the restart barrier, and re-adds jobs lost with Redis state.
+   * @defaultValue 500
    */
-  readonly originRefreshMs?: number;
+  readonly grantPollMs?: number;
   /**
-   * Longest a lease is held after its last possible grant, in ms, even if the origin never releases
-   * (a safety net against a lost release; must exceed the longest upstream stream).
+   * Longest a lease is held, in ms, even if the caller never releases it (a safety net against a
+   * leaked lease; must exceed the longest upstream stream). The call is aborted at this point.
    * @defaultValue 600000 (10 min)
    */
   readonly hardLeaseLimitMs?: number;
   /**
-   * How often a waiting origin checks its jobs' state, in ms: recovers lost grants (active = granted),
-   * re-adds jobs lost with Redis state, and moves requests to a sibling with a free slot.
-   * @defaultValue 200
-   */
-  readonly grantPollMs?: number;
-  /**
-   * How often a holder re-checks release keys, origin liveness and the hard limit, in ms (a lost
-   * release message is recovered within this time).
-   * @defaultValue 1000
-   */
-  readonly holderPollMs?: number;
-  /**
-   * Longest an admission command may take before `acquireLease` answers `queue_unavailable`, in ms
-   * (invariant 5: "at once").
+   * Longest an admission command may take before `acquireLease` answers `queue_unavailable`, in ms.
    * @defaultValue 1000
    */
   readonly commandTimeoutMs?: number;
   /**
-   * After a Redis restart that lost state, how long new admissions wait so every replica can
-   * re-register its running leases first, in ms (invariant 7).
-   * @defaultValue 3000
+   * After Redis lost its state (restart without persistence, failover), how long no slot is
+   * granted so every live holder registers its running leases again, in ms; above `leaseTtlMs`.
+   * @defaultValue leaseTtlMs + 500
    */
   readonly restartBarrierMs?: number;
   /**
-   * Run a worker on every provider queue (hold leases for every replica). `false` admits and counts
-   * only, e.g. for the status exporter or tests; at least one replica must run workers.
-   * @defaultValue true
-   */
-  readonly runWorkers?: boolean;
-  /**
-   * Receives connection errors (once per outage), lost or hard-limited leases.
+   * Receives connection errors (once per outage), fenced and swept leases.
    * @defaultValue warnings and errors to the console, info dropped
    */
   readonly logger?: QueueLogger;
@@ -107,52 +91,48 @@ export function resolveBullmqOptions(options: BullmqProviderQueueOptions): Resol
   if (!options.prefix || options.prefix.endsWith(':')) {
     throw new Error('BullmqProviderQueue: prefix must be a non-empty string without a trailing ":"');
   }
-  const originTtlMs = options.originTtlMs ?? 10_000;
+  const leaseTtlMs = options.leaseTtlMs ?? 2000;
   const resolved: ResolvedBullmqOptions = {
     redisUrl: options.redisUrl,
     prefix: options.prefix,
     replicaId: options.replicaId ?? randomUUID(),
-    lockDurationMs: options.lockDurationMs ?? 5000,
-    stalledIntervalMs: options.stalledIntervalMs ?? 2500,
-    maxStalledCount: options.maxStalledCount ?? 1_000_000,
-    originTtlMs,
-    originRefreshMs: options.originRefreshMs ?? Math.max(1, Math.floor(originTtlMs / 4)),
+    leaseTtlMs,
+    renewIntervalMs: options.renewIntervalMs ?? Math.max(1, Math.floor(leaseTtlMs / 4)),
+    fenceMarginMs: options.fenceMarginMs ?? Math.max(1, Math.floor(leaseTtlMs / 10)),
+    sweepIntervalMs: options.sweepIntervalMs ?? 500,
+    grantPollMs: options.grantPollMs ?? 500,
     hardLeaseLimitMs: options.hardLeaseLimitMs ?? 600_000,
-    grantPollMs: options.grantPollMs ?? 200,
-    holderPollMs: options.holderPollMs ?? 1000,
     commandTimeoutMs: options.commandTimeoutMs ?? 1000,
-    restartBarrierMs: options.restartBarrierMs ?? 3000,
-    runWorkers: options.runWorkers ?? true,
+    restartBarrierMs: options.restartBarrierMs ?? leaseTtlMs + 500,
     logger: options.logger ?? consoleLogger,
   };
-  if (/[\s:]/.test(resolved.replicaId) || resolved.replicaId === '') {
-    throw new Error('BullmqProviderQueue: replicaId must be non-empty, without spaces or ":"');
+  if (!/^[A-Za-z0-9_-]+$/.test(resolved.replicaId)) {
+    throw new Error('BullmqProviderQueue: replicaId must be letters, digits, "_" or "-"');
   }
-  const positive: (keyof ResolvedBullmqOptions)[] = [
-    'lockDurationMs',
-    'stalledIntervalMs',
-    'originTtlMs',
-    'originRefreshMs',
-    'hardLeaseLimitMs',
+  const positive = [
+    'leaseTtlMs',
+    'renewIntervalMs',
+    'fenceMarginMs',
+    'sweepIntervalMs',
     'grantPollMs',
-    'holderPollMs',
+    'hardLeaseLimitMs',
     'commandTimeoutMs',
     'restartBarrierMs',
-  ];
+  ] as const;
   for (const key of positive) {
     const value = resolved[key];
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
       throw new Error(`BullmqProviderQueue: ${key} must be a positive number of ms, got ${String(value)}`);
     }
   }
-  if (!Number.isInteger(resolved.maxStalledCount) || resolved.maxStalledCount < 1) {
-    throw new Error('BullmqProviderQueue: maxStalledCount must be an integer ≥ 1');
+  if (resolved.renewIntervalMs * 3 > resolved.leaseTtlMs) {
+    throw new Error('BullmqProviderQueue: renewIntervalMs must be at most leaseTtlMs / 3, or a short stall fences live leases');
   }
-  if (resolved.originRefreshMs * 2 > resolved.originTtlMs) {
-    throw new Error('BullmqProviderQueue: originRefreshMs must be at most originTtlMs / 2, or live origins look dead');
+  if (resolved.fenceMarginMs + resolved.renewIntervalMs >= resolved.leaseTtlMs) {
+    throw new Error('BullmqProviderQueue: fenceMarginMs + renewIntervalMs must stay below leaseTtlMs');
   }
-  if (resolved.stalledIntervalMs > resolved.lockDurationMs) {
-    throw new Error('BullmqProviderQueue: stalledIntervalMs must not exceed lockDurationMs');
+  if (resolved.restartBarrierMs <= resolved.leaseTtlMs) {
+    throw new Error('BullmqProviderQueue: restartBarrierMs must exceed leaseTtlMs, or a live holder cannot register again in time');
   }
   return resolved;
 }

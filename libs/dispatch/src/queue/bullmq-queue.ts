@@ -1,185 +1,147 @@
-import { Queue, Worker, type Job } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { AdmissionError } from './admission-error';
-import { BullmqKeys, type GrantMessage, type LeaseJobData } from './bullmq-keys';
 import { resolveBullmqOptions, type BullmqProviderQueueOptions, type ResolvedBullmqOptions } from './bullmq-options';
-import { LeaseHolder } from './lease-holder';
-import {
-  chooseProvider,
-  type Lease,
-  type LeaseRequest,
-  type ProviderCounts,
-  type ProviderQueue,
-  type QueueProvider,
-} from './provider-queue';
+import { DEFAULT_SHARD_TAG, type LeaseKeys } from './lease-keys';
+import { LeaseStore, type StoredProvider } from './lease-store';
+import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from './provider-queue';
 
-/** Jobs a worker may fetch at once; the queue's global concurrency is the only real limit. */
-const WORKER_CONCURRENCY = 10_000;
-/** How long a release key outlives its job's last possible re-run, in ms (a re-grant of an unknown job is released again anyway). */
-const RELEASE_KEY_TTL_MS = 60_000;
-
-/** One provider queue of this replica: the BullMQ Queue (producer side) and Worker (holder side). */
-interface ProviderSlot {
+/** A provider this replica was configured with. */
+interface ProviderSlot extends StoredProvider {
   limits: QueueProvider;
-  readonly queue: Queue<LeaseJobData>;
-  readonly worker: Worker<LeaseJobData> | undefined;
-  /** Left out of the last `configure`: takes no new requests; keeps its queue and worker for running leases. */
+  /** Left out of the last `configure`: takes no new requests; its running leases end normally. */
   removed: boolean;
 }
 
-/** A request of this replica waiting for a grant (origin side). */
+/** A request of this replica waiting for a grant. */
 interface Waiter {
   readonly request: LeaseRequest;
-  readonly candidateIds: readonly string[];
   readonly startedAt: number;
-  readonly hardLimitAt: number;
-  providerId: string;
-  /** The job in Redis; undefined while it is being (re-)added or was lost with Redis state. */
-  jobId: string | undefined;
+  provider: StoredProvider;
+  jobId: string;
   settled: boolean;
-  /** A remove/add for this waiter is in flight: a grant message waits for its result. */
+  /** A leave, confirm or re-admission of this waiter is running: other steps wait for the next poll. */
   busy: boolean;
-  pendingGrant: string | undefined;
-  chain: Promise<void>;
   resolve(lease: Lease): void;
   reject(error: AdmissionError): void;
   cleanup(): void;
 }
 
-/** A lease of this replica in use by its caller (origin side). */
+/** A lease of this replica in use by its caller. */
 interface HeldLease {
-  jobId: string;
-  readonly providerId: string;
-  readonly hardLimitAt: number;
+  readonly jobId: string;
+  readonly provider: StoredProvider;
+  readonly label: string;
+  /** `performance.now()` when the last renewal that succeeded was sent (fencing runs on this monotonic clock). */
+  renewedAt: number;
+  readonly grantedAt: number;
+  readonly controller: AbortController;
   released: boolean;
 }
 
 /**
- * `ProviderQueue` over BullMQ and Redis, exact across gateway replicas (DESIGN §4 `bullmq` backend).
+ * `ProviderQueue` on Redis, exact across gateway replicas (docs/architecture.md, "Lease protocol").
  *
- * One BullMQ queue per provider with `setGlobalConcurrency(max_concurrency)`: `active` is the
- * provider's in_flight, `wait + prioritized` its queued. The origin replica adds a job; whichever
- * replica's worker activates it holds it (`LeaseHolder`) and publishes a grant; the origin calls the
- * upstream itself and releases with a release key + message. Key layout: `BullmqKeys`.
- *
- * Safety rules, each from a hazard measured in DESIGN §4: a lost grant is recovered by job state
- * (lock present = granted); a deadline or abort first removes the job and uses or releases it if the
- * removal finds it already granted; `maxStalledCount` is large (re-grants are idempotent); the global
- * concurrency is written again before every add and after every reconnect; after a Redis restart
- * that lost state, running leases are re-added behind a barrier key before new admissions.
+ * Admission is one Lua script per request (`LeaseStore.admit`): it picks the least-loaded candidate,
+ * checks `max_concurrency` and `max_queued`, and takes the slot or a place in line atomically. A
+ * waiting request is a BullMQ job in its provider's `wait` list; a lease is a job in `active`. A
+ * release hands the slot on inside the same script (own queue first, then a sibling's waiter) and
+ * publishes the grant to the origin, which confirms it. The origin is also the holder: it calls the
+ * upstream and renews its leases every `renewIntervalMs`. Fencing: a lease not renewed for
+ * `leaseTtlMs - fenceMarginMs` (monotonic clock) is aborted before Redis could free it. Redis frees
+ * the slots of a replica only once its liveness key expired AND it has no connection left, so a
+ * stalled (SIGSTOP) replica keeps its slots until it resumes and fences itself, while a killed one
+ * loses them within `leaseTtlMs + sweepIntervalMs`.
  */
 export class BullmqProviderQueue implements ProviderQueue {
   readonly backend = 'bullmq' as const;
-  /** Key and channel layout of this deployment (for the exporter and tests). */
-  readonly keys: BullmqKeys;
-  /** This replica's id in grants and liveness keys. */
+  /** This replica's id in job ids, grants and connection names. */
   readonly replicaId: string;
 
   private readonly opts: ResolvedBullmqOptions;
-  /** Fail-fast connection (no offline queue) for queues, admission, counts, liveness and publishing. */
+  private readonly store: LeaseStore;
+  /** Fail-fast connection (no offline queue) for every command and script. */
   private readonly producer: Redis;
-  /** Shared by every worker for non-blocking commands; BullMQ duplicates it for each blocking connection. */
-  private readonly workerConnection: Redis | undefined;
   private readonly subscriber: Redis;
-  private readonly holder: LeaseHolder;
   private readonly providers = new Map<string, ProviderSlot>();
-  private readonly waiters = new Set<Waiter>();
-  private readonly waiterByJob = new Map<string, Waiter>();
-  private readonly leaseByJob = new Map<string, HeldLease>();
-  /** Jobs to remove (or release if granted) once Redis answers: leftovers of failed removals. */
-  private readonly orphans = new Map<string, string>();
-  /** Releases that could not reach Redis yet: jobId → providerId. */
-  private readonly pendingReleases = new Map<string, string>();
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly leases = new Map<string, HeldLease>();
+  /** Jobs whose leave or release could not reach Redis: retried once it answers. */
+  private readonly leftovers = new Map<string, { provider: StoredProvider; action: 'leave' | 'release' }>();
   private readonly timers: NodeJS.Timeout[] = [];
-  private readonly freedChecks = new Set<string>();
   private connectionCheck: Promise<void> = Promise.resolve();
-  /** Resolves after the first connection's checks (start-up); admissions before it wait up to `commandTimeoutMs`. */
   private readonly firstConnection: Promise<void>;
   private markFirstConnection!: () => void;
   private runId: string | undefined;
-  private graceUntil = 0;
   private outage = false;
+  private clientListRefused = false;
   private closed = false;
   private closing: Promise<void> | undefined;
   private jobSeq = 0;
-  private polling = false;
-  private holderPolling = false;
+  private readonly busyLoops = new Set<string>();
 
   /** @throws Error when an option is out of range (see `BullmqProviderQueueOptions`). */
   constructor(options: BullmqProviderQueueOptions) {
     this.opts = resolveBullmqOptions(options);
     this.replicaId = this.opts.replicaId;
-    this.keys = new BullmqKeys(this.opts.prefix);
-    const base: RedisOptions = { retryStrategy: (times) => Math.min(times * 100, 1000) };
+    const connectionName = `${this.opts.prefix}:replica:${this.replicaId}`;
+    const base: RedisOptions = { connectionName, retryStrategy: (times) => Math.min(times * 100, 1000) };
     this.producer = new Redis(this.opts.redisUrl, {
       ...base,
-      connectionName: `${this.opts.prefix}:origin:${this.replicaId}`,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: this.opts.commandTimeoutMs,
     });
     this.subscriber = new Redis(this.opts.redisUrl, { ...base, maxRetriesPerRequest: null });
-    this.workerConnection = this.opts.runWorkers
-      ? new Redis(this.opts.redisUrl, { ...base, maxRetriesPerRequest: null })
-      : undefined;
-    this.producer.on('error', (e: Error) => this.onRedisError('producer', e));
+    this.store = new LeaseStore(this.producer, this.opts.prefix, this.opts.leaseTtlMs);
+    this.producer.on('error', (e: Error) => this.onRedisError('commands', e));
     this.subscriber.on('error', (e: Error) => this.onRedisError('subscriber', e));
-    this.workerConnection?.on('error', (e: Error) => this.onRedisError('worker', e));
     this.firstConnection = new Promise<void>((resolve) => (this.markFirstConnection = resolve));
     this.producer.on('ready', () => {
       this.connectionCheck = this.onProducerReady()
-        .catch((e: unknown) => this.opts.logger.warn(`bullmq queue: reconnect check failed: ${message(e)}`))
+        .catch((e: unknown) => this.opts.logger.warn(`redis queue: reconnect check failed: ${message(e)}`))
         .finally(() => this.markFirstConnection());
     });
     this.producer.on('close', () => this.markOutage('connection closed'));
-    this.holder = new LeaseHolder({
-      client: this.producer,
-      keys: this.keys,
-      logger: this.opts.logger,
-      originGraceActive: () => Date.now() < this.graceUntil,
-    });
-    this.subscriber.on('message', (channel: string, payload: string) => this.onMessage(channel, payload));
-    this.subscriber
-      .subscribe(this.keys.grantChannel(this.replicaId), this.keys.releaseChannel, this.keys.freedChannel)
-      .catch((e: unknown) => this.opts.logger.warn(`bullmq queue: subscribe failed: ${message(e)}`));
+    this.subscriber.on('message', (_channel: string, payload: string) => this.onGrantMessage(payload));
+    this.subscriber.subscribe(this.store.keys.grantChannel(this.replicaId)).catch((e: unknown) => this.opts.logger.warn(`redis queue: subscribe failed: ${message(e)}`));
     this.timers.push(
-      setInterval(() => void this.refreshLiveness().catch(() => undefined), this.opts.originRefreshMs),
-      setInterval(() => void this.pollWaiters(), this.opts.grantPollMs),
-      setInterval(() => void this.pollHolder(), this.opts.holderPollMs),
+      setInterval(() => this.loop('renew', () => this.renewAll()), this.opts.renewIntervalMs),
+      setInterval(() => this.fenceOverdue(), Math.max(10, Math.floor(this.opts.fenceMarginMs / 2))),
+      setInterval(() => this.loop('sweep', () => this.sweepDead()), this.opts.sweepIntervalMs),
+      setInterval(() => this.loop('poll', () => this.pollWaiters()), this.opts.grantPollMs),
     );
   }
 
+  /** Key layout of this deployment (for the exporter and tests). */
+  get keys(): LeaseKeys {
+    return this.store.keys;
+  }
+
   async configure(providers: readonly QueueProvider[]): Promise<void> {
-    if (this.closed) throw new AdmissionError('queue_unavailable', 'The queue is shutting down.', 1);
+    if (this.closed) throw shutdownError();
     await withTimeout(this.firstConnection, this.opts.commandTimeoutMs).catch(() => undefined);
     const keep = new Set(providers.map((p) => p.providerId));
-    const raised: ProviderSlot[] = [];
     for (const limits of providers) {
       if (!Number.isInteger(limits.maxConcurrency) || limits.maxConcurrency < 1) {
         throw new Error(`provider "${limits.providerId}": max_concurrency must be an integer ≥ 1`);
       }
+      const shardTag = limits.shardTag ?? DEFAULT_SHARD_TAG;
       const slot = this.providers.get(limits.providerId);
-      if (slot) {
-        if (limits.maxConcurrency > slot.limits.maxConcurrency || slot.removed) raised.push(slot);
+      if (slot && slot.shardTag === shardTag) {
         slot.limits = limits;
         slot.removed = false;
       } else {
-        this.providers.set(limits.providerId, this.createSlot(limits));
+        this.providers.set(limits.providerId, { providerId: limits.providerId, shardTag, limits, removed: false });
       }
     }
+    for (const [id, slot] of this.providers) if (!keep.has(id)) slot.removed = true;
     try {
-      await this.applyLimits();
-      // A raised limit adds no marker: wake blocked workers or a waiting job idles until drainDelay.
-      await Promise.all(raised.map((slot) => slot.queue.resume()));
+      await this.writeLimits();
     } catch (e) {
-      this.opts.logger.warn(`bullmq queue: limits not written (re-applied on reconnect): ${message(e)}`);
+      this.opts.logger.warn(`redis queue: limits not written (written again on reconnect): ${message(e)}`);
     }
-    for (const [id, slot] of this.providers) {
-      if (keep.has(id) || slot.removed) continue;
-      slot.removed = true;
-      for (const waiter of this.waiters) {
-        if (waiter.providerId === id && !waiter.settled) this.runOp(waiter, () => this.moveOffRemoved(waiter));
-      }
+    for (const waiter of this.waiters.values()) {
+      if (!keep.has(waiter.provider.providerId)) void this.step(waiter, () => this.moveOffRemoved(waiter));
     }
   }
 
@@ -188,22 +150,22 @@ export class BullmqProviderQueue implements ProviderQueue {
   }
 
   async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
-    const ids = providerIds ?? [...this.providers].filter(([, s]) => !s.removed).map(([id]) => id);
+    const ids = providerIds ?? [...this.providers.values()].filter((s) => !s.removed).map((s) => s.providerId);
     try {
-      return await this.readCounts(ids, false);
+      return await this.store.counts(ids.map((id) => this.providers.get(id) ?? { providerId: id, shardTag: DEFAULT_SHARD_TAG }));
     } catch (e) {
       throw unavailable(e);
     }
   }
 
-  /** Leases this replica's workers hold right now, for any origin (holder side; 0 with `runWorkers: false`). */
+  /** Leases this replica holds right now. */
   get heldLeaseCount(): number {
-    return this.holder.size;
+    return this.leases.size;
   }
 
   /** True when Redis answers PING within `commandTimeoutMs` (feeds `/readyz`). */
   async isReady(): Promise<boolean> {
-    if (this.closed || !this.connected()) return false;
+    if (this.closed || this.producer.status !== 'ready') return false;
     try {
       return (await this.producer.ping()) === 'PONG';
     } catch {
@@ -215,11 +177,7 @@ export class BullmqProviderQueue implements ProviderQueue {
     return this.producer.status === 'ready';
   }
 
-  /**
-   * Fails this replica's waiting requests (removing their jobs), releases its leases, hands the leases
-   * it holds for other replicas back to the head of their queues, and closes workers, queues,
-   * connections and timers. Idempotent.
-   */
+  /** Fails waiting requests (their jobs leave Redis), releases held leases, unregisters, closes connections and timers. Idempotent. */
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
@@ -227,8 +185,7 @@ export class BullmqProviderQueue implements ProviderQueue {
 
   /**
    * Test hook that behaves like SIGKILL as far as Redis can tell: drops every connection and timer
-   * without removing, releasing or handing off anything, so locks and the liveness key expire on
-   * their own. Pending `acquireLease` calls reject with `queue_unavailable`.
+   * without leaving, releasing or unregistering anything. Pending `acquireLease` calls reject.
    */
   async simulateCrash(): Promise<void> {
     this.closed = true;
@@ -236,66 +193,38 @@ export class BullmqProviderQueue implements ProviderQueue {
       for (const timer of this.timers) clearInterval(timer);
       this.producer.disconnect();
       this.subscriber.disconnect();
-      this.workerConnection?.disconnect();
-      await Promise.all([...this.providers.values()].map((s) => s.worker?.close(true).catch(() => undefined)));
-      this.holder.finishAll('abandon');
-      await Promise.all([...this.providers.values()].map((s) => s.queue.close().catch(() => undefined)));
-      for (const waiter of [...this.waiters]) this.settleReject(waiter, shutdownError());
-      for (const lease of this.leaseByJob.values()) lease.released = true;
-      this.leaseByJob.clear();
+      for (const waiter of [...this.waiters.values()]) this.settle(waiter, shutdownError());
+      for (const lease of this.leases.values()) lease.released = true;
+      this.leases.clear();
     })();
     return this.closing;
   }
 
-  // ---- admission (origin side) ----
+  // ---- admission ----
 
   private async admit(request: LeaseRequest): Promise<Lease> {
     if (this.closed) throw shutdownError();
     if (request.signal?.aborted) throw abortedError();
     const usable = this.usable(request.candidates.map((c) => c.providerId));
     if (usable.length === 0) throw noProviderError(request.modelGroupKey);
-    if (!this.connected()) {
+    if (this.producer.status !== 'ready') {
       await withTimeout(this.firstConnection, this.opts.commandTimeoutMs).catch(() => undefined);
       if (!this.connected()) throw unavailable('Redis is not connected');
     }
-    let counts: Map<string, ProviderCounts>;
-    let barrier: boolean;
-    try {
-      await withTimeout(this.connectionCheck, this.opts.commandTimeoutMs);
-      [counts, barrier] = await this.readCountsAndBarrier(usable.map((p) => p.providerId));
-    } catch (e) {
+    await withTimeout(this.connectionCheck, this.opts.commandTimeoutMs).catch((e: unknown) => {
       throw unavailable(e);
-    }
-    const best = chooseProvider(usable, counts);
-    const bestCounts = best && counts.get(best.providerId);
-    let target: QueueProvider | undefined;
-    if (best && bestCounts && bestCounts.inFlight < best.maxConcurrency) {
-      target = best;
-    } else {
-      target = chooseProvider(
-        usable.filter((p) => (counts.get(p.providerId)?.queued ?? 0) < p.maxQueued),
-        counts,
-      );
-    }
-    if (!target) {
-      throw new AdmissionError('queue_full', `Every provider of model "${request.modelGroupKey}" has a full queue.`, 1);
-    }
-    const chosen = target;
+    });
     const startedAt = Date.now();
     return new Promise<Lease>((resolve, reject) => {
-      const onAbort = () => this.runOp(waiter, () => this.leaveOnAbort(waiter));
-      const timer = setTimeout(() => this.runOp(waiter, () => this.leaveOnDeadline(waiter)), request.maxWaitMs);
+      const onAbort = () => void this.step(waiter, () => this.leave(waiter, 'abort'));
+      const timer = setTimeout(() => void this.step(waiter, () => this.leave(waiter, 'deadline')), request.maxWaitMs);
       const waiter: Waiter = {
         request,
-        candidateIds: request.candidates.map((c) => c.providerId),
         startedAt,
-        hardLimitAt: startedAt + request.maxWaitMs + this.opts.grantPollMs + this.opts.hardLeaseLimitMs,
-        providerId: chosen.providerId,
-        jobId: undefined,
+        provider: usable[0],
+        jobId: '',
         settled: false,
         busy: false,
-        pendingGrant: undefined,
-        chain: Promise.resolve(),
         resolve,
         reject,
         cleanup: () => {
@@ -304,488 +233,353 @@ export class BullmqProviderQueue implements ProviderQueue {
         },
       };
       request.signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(waiter);
-      if (barrier) return; // re-added by the poll once running leases are registered again
-      this.runOp(waiter, async () => {
-        try {
-          await this.addJob(waiter, chosen.providerId, true);
-        } catch (e) {
-          this.settleReject(waiter, unavailable(e));
-        }
-      });
+      void this.step(waiter, () => this.enqueue(waiter, usable, true));
     });
   }
 
-  /** Adds the waiter's job; the id is registered first, since the grant can arrive before the add's reply. */
-  private async addJob(waiter: Waiter, providerId: string, limitWritten: boolean): Promise<void> {
-    const slot = this.providers.get(providerId);
-    if (!slot) throw new Error(`unknown provider "${providerId}"`);
+  /** One admission script for a waiter; a grant resolves it, a place in line leaves it to grants and polls. */
+  private async enqueue(waiter: Waiter, usable: readonly ProviderSlot[], mayRewrite: boolean): Promise<void> {
+    const tag = usable[0].shardTag;
+    const candidates = usable.filter((p) => p.shardTag === tag);
     const jobId = this.nextJobId();
-    waiter.providerId = providerId;
     waiter.jobId = jobId;
-    this.waiterByJob.set(jobId, waiter);
+    // Registered before the script runs: a grant message can arrive before its reply.
+    this.waiters.set(jobId, waiter);
+    const sentAt = performance.now();
+    const data = JSON.stringify({ origin: this.replicaId, model: waiter.request.modelGroupKey });
+    let result;
     try {
-      if (!limitWritten) {
-        await this.producer.hset(this.keys.queueKey(providerId, 'meta'), 'concurrency', slot.limits.maxConcurrency);
-      }
-      await slot.queue.add('lease', { origin: this.replicaId, providerId, hardLimitAt: waiter.hardLimitAt }, { jobId });
+      result = await this.store.admit(tag, candidates.map((p) => p.providerId), jobId, data);
     } catch (e) {
-      // The add may have reached Redis: remove it later, or release it if it gets granted.
-      this.waiterByJob.delete(jobId);
-      waiter.jobId = undefined;
-      this.orphans.set(jobId, providerId);
-      throw e;
+      // The script may have run: leave (or release) that job once Redis answers.
+      this.leftovers.set(jobId, { provider: candidates[0], action: 'leave' });
+      this.settle(waiter, unavailable(e));
+      return;
     }
-  }
-
-  /**
-   * Runs one remove/add step for a waiter, one at a time. A grant message that arrives meanwhile
-   * is applied afterwards only if the step left the waiter on that same job (a removed job's grant is stale).
-   */
-  private runOp(waiter: Waiter, op: () => Promise<void>): void {
-    waiter.chain = waiter.chain.then(async () => {
-      if (waiter.settled) return;
-      waiter.busy = true;
-      try {
-        await op();
-      } catch (e) {
-        this.opts.logger.warn(`bullmq queue: waiting request step failed: ${message(e)}`);
-      } finally {
-        waiter.busy = false;
-        const pending = waiter.pendingGrant;
-        waiter.pendingGrant = undefined;
-        if (!waiter.settled && pending !== undefined && pending === waiter.jobId) this.settleGrant(waiter, pending);
-      }
-    });
-  }
-
-  /** Deadline: remove the job; if the removal finds it already granted, the lease is used (DESIGN §4 hazard). */
-  private async leaveOnDeadline(waiter: Waiter): Promise<void> {
-    const timeout = new AdmissionError(
-      'queue_timeout',
-      `No provider of model "${waiter.request.modelGroupKey}" freed a slot within ${waiter.request.maxWaitMs} ms.`,
-      1,
-    );
-    const jobId = waiter.jobId;
-    if (jobId === undefined) return this.settleReject(waiter, timeout);
-    let removed: boolean;
-    try {
-      removed = await this.removeJob(waiter.providerId, jobId);
-    } catch (e) {
-      this.orphans.set(jobId, waiter.providerId);
-      return this.settleReject(waiter, unavailable(e));
+    if (result.kind === 'unconfigured' && mayRewrite) {
+      this.waiters.delete(jobId);
+      await this.writeLimits().catch(() => undefined);
+      return this.enqueue(waiter, usable, false);
     }
-    if (removed) this.settleReject(waiter, timeout);
-    else this.settleGrant(waiter, jobId);
+    if (result.kind === 'full' || result.kind === 'unconfigured') {
+      this.settle(waiter, new AdmissionError('queue_full', `Every provider of model "${waiter.request.modelGroupKey}" has a full queue.`, 1));
+      return;
+    }
+    const provider = this.providers.get(result.providerId) ?? candidates[0];
+    waiter.provider = provider;
+    if (result.kind === 'granted') this.grantTo(waiter, provider, sentAt);
   }
 
-  /** Client abort: remove the job; if it was granted meanwhile, release that lease properly. */
-  private async leaveOnAbort(waiter: Waiter): Promise<void> {
-    const jobId = waiter.jobId;
-    const providerId = waiter.providerId;
-    this.settleReject(waiter, abortedError());
-    if (jobId === undefined) return;
+  /** A grant for a queued waiter (message or poll): confirm it in Redis, then hand the lease over. */
+  private async confirm(waiter: Waiter, providerId: string): Promise<void> {
+    const provider = this.providers.get(providerId) ?? { ...waiter.provider, providerId };
+    const sentAt = performance.now();
+    const lost = await this.store.renew(provider.shardTag, [{ providerId, jobId: waiter.jobId }], true);
+    if (lost.includes(waiter.jobId)) {
+      this.settle(waiter, unavailable('the granted lease was lost in Redis'));
+      return;
+    }
+    this.grantTo(waiter, provider, sentAt);
+  }
+
+  private grantTo(waiter: Waiter, provider: StoredProvider, renewedAt: number): void {
+    if (waiter.settled) return;
+    waiter.settled = true;
+    waiter.cleanup();
+    this.waiters.delete(waiter.jobId);
+    waiter.resolve(this.hold(waiter.jobId, provider, renewedAt, waiter.startedAt));
+  }
+
+  /** Deadline, abort or shutdown: the job leaves its queue; a grant that raced it is used (deadline) or released. */
+  private async leave(waiter: Waiter, why: 'deadline' | 'abort'): Promise<void> {
+    let outcome;
     try {
-      if (!(await this.removeJob(providerId, jobId))) await this.releaseJob(jobId, providerId);
+      outcome = await this.store.leave(waiter.provider, waiter.jobId);
     } catch {
-      this.orphans.set(jobId, providerId);
+      this.leftovers.set(waiter.jobId, { provider: waiter.provider, action: 'leave' });
+      outcome = { kind: 'left' as const };
     }
+    if (outcome.kind === 'granted') {
+      if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
+      const provider = this.providers.get(outcome.providerId) ?? { ...waiter.provider, providerId: outcome.providerId };
+      await this.releaseJob(waiter.jobId, provider);
+    }
+    const model = waiter.request.modelGroupKey;
+    this.settle(
+      waiter,
+      why === 'abort'
+        ? abortedError()
+        : new AdmissionError('queue_timeout', `No provider of model "${model}" freed a slot within ${waiter.request.maxWaitMs} ms.`, 1),
+    );
   }
 
-  /** Work conservation: leave the current queue for `target`, unless the job was granted meanwhile. */
-  private async moveTo(waiter: Waiter, target: string): Promise<void> {
-    const jobId = waiter.jobId;
-    if (jobId === undefined || waiter.providerId === target) return;
-    if (!(await this.removeJob(waiter.providerId, jobId))) return this.settleGrant(waiter, jobId);
-    this.waiterByJob.delete(jobId);
-    waiter.jobId = undefined;
-    await this.addJob(waiter, target, false); // on failure the poll re-adds it
-  }
-
-  /** The waiter's provider left the configuration: move to the least-loaded usable candidate, or fail. */
+  /** The waiter's provider was removed from the config: queue it again on its remaining candidates. */
   private async moveOffRemoved(waiter: Waiter): Promise<void> {
-    const usable = this.usable(waiter.candidateIds);
-    const jobId = waiter.jobId;
-    if (jobId !== undefined) {
-      if (!(await this.removeJob(waiter.providerId, jobId))) return this.settleGrant(waiter, jobId);
-      this.waiterByJob.delete(jobId);
-      waiter.jobId = undefined;
+    const outcome = await this.store.leave(waiter.provider, waiter.jobId).catch(() => ({ kind: 'gone' as const }));
+    if (outcome.kind === 'granted') return this.confirm(waiter, outcome.providerId);
+    this.waiters.delete(waiter.jobId);
+    const usable = this.usable(waiter.request.candidates.map((c) => c.providerId));
+    if (usable.length === 0) return this.settle(waiter, noProviderError(waiter.request.modelGroupKey));
+    await this.enqueue(waiter, usable, true);
+  }
+
+  /** Runs one step of a waiter at a time; steps of a settled waiter are skipped. */
+  private async step(waiter: Waiter, fn: () => Promise<void>): Promise<void> {
+    if (waiter.settled || waiter.busy) {
+      if (!waiter.settled) setTimeout(() => void this.step(waiter, fn), 5);
+      return;
     }
-    if (usable.length === 0) return this.settleReject(waiter, noProviderError(waiter.request.modelGroupKey));
-    const counts = await this.readCounts(usable.map((p) => p.providerId), false);
-    const target = chooseProvider(usable, counts) ?? usable[0];
-    await this.addJob(waiter, target.providerId, false);
+    waiter.busy = true;
+    try {
+      await fn();
+    } catch (e) {
+      this.settle(waiter, unavailable(e));
+    } finally {
+      waiter.busy = false;
+    }
   }
 
-  /** Re-adds a job lost with Redis state or a failed add, on its provider or the best usable candidate. */
-  private async readd(waiter: Waiter, counts: Map<string, ProviderCounts>): Promise<void> {
-    if (waiter.jobId !== undefined) return;
-    const usable = this.usable(waiter.candidateIds);
-    if (usable.length === 0) return this.settleReject(waiter, noProviderError(waiter.request.modelGroupKey));
-    const target = usable.some((p) => p.providerId === waiter.providerId)
-      ? waiter.providerId
-      : (chooseProvider(usable, counts) ?? usable[0]).providerId;
-    await this.addJob(waiter, target, false);
-  }
-
-  private settleGrant(waiter: Waiter, jobId: string): void {
+  private settle(waiter: Waiter, error: AdmissionError): void {
     if (waiter.settled) return;
     waiter.settled = true;
     waiter.cleanup();
-    this.waiters.delete(waiter);
-    this.waiterByJob.delete(jobId);
-    const held: HeldLease = { jobId, providerId: waiter.providerId, hardLimitAt: waiter.hardLimitAt, released: false };
-    this.leaseByJob.set(jobId, held);
-    waiter.resolve({
-      providerId: waiter.providerId,
-      queueWaitMs: Date.now() - waiter.startedAt,
-      release: async () => {
-        if (held.released) return;
-        held.released = true;
-        this.leaseByJob.delete(held.jobId);
-        await this.releaseJob(held.jobId, held.providerId);
-      },
-    });
-  }
-
-  private settleReject(waiter: Waiter, error: AdmissionError): void {
-    if (waiter.settled) return;
-    waiter.settled = true;
-    waiter.cleanup();
-    this.waiters.delete(waiter);
-    if (waiter.jobId !== undefined) this.waiterByJob.delete(waiter.jobId);
+    this.waiters.delete(waiter.jobId);
     waiter.reject(error);
   }
 
-  /** Removes a job that is not active; false when it is locked, i.e. granted. */
-  private async removeJob(providerId: string, jobId: string): Promise<boolean> {
-    const slot = this.providers.get(providerId);
-    if (!slot) return true;
-    return (await slot.queue.remove(jobId)) === 1;
+  private onGrantMessage(payload: string): void {
+    const sep = payload.lastIndexOf('|');
+    const jobId = payload.slice(0, sep);
+    const providerId = this.store.keys.providerOf(payload.slice(sep + 1));
+    const waiter = this.waiters.get(jobId);
+    if (waiter) {
+      void this.step(waiter, () => this.confirm(waiter, providerId));
+    } else if (!this.leases.has(jobId) && !this.closed && !this.leftovers.has(jobId)) {
+      // A grant nobody waits for any more (the waiter settled on a Redis error): give the slot back.
+      const provider = this.providers.get(providerId) ?? { providerId, shardTag: DEFAULT_SHARD_TAG };
+      void this.releaseJob(jobId, provider);
+    }
   }
 
-  /** Releases a lease: release key (recovered by polling) + message (fast path); never throws. */
-  private async releaseJob(jobId: string, providerId: string): Promise<void> {
-    this.holder.finish(jobId, 'released');
+  // ---- leases held ----
+
+  private hold(jobId: string, provider: StoredProvider, renewedAt: number, startedAt: number): Lease {
+    const controller = new AbortController();
+    const held: HeldLease = { jobId, provider, label: jobId, renewedAt, grantedAt: performance.now(), controller, released: false };
+    this.leases.set(jobId, held);
+    return {
+      providerId: provider.providerId,
+      queueWaitMs: Date.now() - startedAt,
+      signal: controller.signal,
+      release: async () => {
+        if (held.released) return;
+        held.released = true;
+        this.leases.delete(jobId);
+        await this.releaseJob(jobId, provider);
+      },
+    };
+  }
+
+  private async releaseJob(jobId: string, provider: StoredProvider): Promise<void> {
     try {
-      const results = await this.producer
-        .pipeline()
-        .set(this.keys.releaseKey(jobId), '1', 'PX', RELEASE_KEY_TTL_MS)
-        .publish(this.keys.releaseChannel, jobId)
-        .exec();
-      const failed = results?.find(([error]) => error);
-      if (failed) throw failed[0];
-      this.pendingReleases.delete(jobId);
+      await this.store.release(provider, jobId);
+      this.leftovers.delete(jobId);
     } catch {
-      this.pendingReleases.set(jobId, providerId);
+      // Not renewed any more, so never lost: released again once Redis answers.
+      this.leftovers.set(jobId, { provider, action: 'release' });
     }
   }
 
-  // ---- messages and polls ----
-
-  private onMessage(channel: string, payload: string): void {
-    if (channel === this.keys.releaseChannel) {
-      this.holder.finish(payload, 'released');
-    } else if (channel === this.keys.freedChannel) {
-      void this.onFreed(payload);
-    } else if (channel === this.keys.grantChannel(this.replicaId)) {
-      let grant: GrantMessage;
-      try {
-        grant = JSON.parse(payload) as GrantMessage;
-      } catch {
-        return;
+  /** Renews every held lease (one script per shard tag) and this replica's liveness; retries leftovers. */
+  private async renewAll(): Promise<void> {
+    if (this.closed || this.producer.status !== 'ready') return;
+    await this.store.refreshLiveness(this.replicaId, this.opts.leaseTtlMs);
+    const byTag = new Map<string, HeldLease[]>();
+    for (const lease of this.leases.values()) {
+      const list = byTag.get(lease.provider.shardTag) ?? [];
+      list.push(lease);
+      byTag.set(lease.provider.shardTag, list);
+    }
+    for (const [tag, list] of byTag) {
+      const sentAt = performance.now();
+      const lost = new Set(await this.store.renew(tag, list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId })), false));
+      for (const lease of list) {
+        if (lease.released) continue;
+        if (lost.has(lease.jobId)) this.fence(lease, 'Redis no longer has it');
+        else lease.renewedAt = sentAt;
       }
-      this.onGrant(grant.jobId, grant.providerId);
     }
-  }
-
-  /** A holder activated one of this replica's jobs (by message or found by the poll). */
-  private onGrant(jobId: string, providerId: string): void {
-    if (this.leaseByJob.has(jobId)) return; // re-grant after a holder death: already in use
-    const waiter = this.waiterByJob.get(jobId);
-    if (waiter && !waiter.settled && waiter.jobId === jobId) {
-      if (waiter.busy) waiter.pendingGrant = jobId;
-      else this.settleGrant(waiter, jobId);
-      return;
-    }
-    // Nobody here uses it (aborted, timed out, closed, or already released): free the slot.
-    void this.releaseJob(jobId, providerId);
-  }
-
-  /** A provider freed a slot: move this replica's oldest waiters that list it and sit elsewhere. */
-  private async onFreed(providerId: string): Promise<void> {
-    const slot = this.providers.get(providerId);
-    if (!slot || slot.removed || this.closed || this.freedChecks.has(providerId)) return;
-    const movable = () =>
-      [...this.waiters]
-        .filter((w) => !w.settled && !w.busy && w.jobId !== undefined && w.providerId !== providerId && w.candidateIds.includes(providerId))
-        .sort((a, b) => a.startedAt - b.startedAt);
-    if (movable().length === 0) return;
-    this.freedChecks.add(providerId);
-    try {
-      const c = (await this.readCounts([providerId], false)).get(providerId) ?? { inFlight: 0, queued: 0 };
-      let free = slot.limits.maxConcurrency - c.inFlight - c.queued;
-      for (const waiter of movable()) {
-        if (free-- <= 0) break;
-        this.runOp(waiter, () => this.moveTo(waiter, providerId));
+    for (const [jobId, { provider, action }] of [...this.leftovers]) {
+      if (action === 'leave') {
+        const outcome = await this.store.leave(provider, jobId);
+        if (outcome.kind === 'granted') await this.store.release(this.providers.get(outcome.providerId) ?? provider, jobId);
+      } else {
+        await this.store.release(provider, jobId);
       }
-    } catch {
-      // Redis unreachable: the poll retries.
-    } finally {
-      this.freedChecks.delete(providerId);
+      this.leftovers.delete(jobId);
     }
   }
 
   /**
-   * One round trip for every waiting request of this replica: a lock on its job means granted (a lost
-   * grant message), a missing job is re-added (Redis lost state, or a holder freed it), and a waiting
-   * request moves to a candidate with a free slot and an empty queue (work conservation).
+   * Fencing (docs/architecture.md, "Fencing"): a lease whose last successful renewal was sent more
+   * than `leaseTtlMs - fenceMarginMs` ago may be freed by Redis at any moment, so its upstream call
+   * is aborted now; so is a lease past `hardLeaseLimitMs`.
    */
+  private fenceOverdue(): void {
+    const now = performance.now();
+    const limit = this.opts.leaseTtlMs - this.opts.fenceMarginMs;
+    for (const lease of [...this.leases.values()]) {
+      if (now - lease.renewedAt > limit) this.fence(lease, `not renewed for ${Math.round(now - lease.renewedAt)} ms (limit ${limit} ms)`);
+      else if (now - lease.grantedAt > this.opts.hardLeaseLimitMs) this.fence(lease, `held longer than the hard lease limit of ${this.opts.hardLeaseLimitMs} ms`);
+    }
+  }
+
+  private fence(lease: HeldLease, reason: string): void {
+    if (lease.released) return;
+    lease.released = true;
+    this.leases.delete(lease.jobId);
+    this.opts.logger.warn(`redis queue: lease ${lease.label} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`);
+    lease.controller.abort(new AdmissionError('queue_unavailable', `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`, 1));
+    void this.releaseJob(lease.jobId, lease.provider);
+  }
+
+  // ---- waiters' recovery and dead replicas ----
+
   private async pollWaiters(): Promise<void> {
-    if (this.closed || this.polling || this.producer.status !== 'ready') return;
-    this.polling = true;
-    try {
-      await this.retryLeftovers();
-      const waiting = [...this.waiters].filter((w) => !w.settled && !w.busy).sort((a, b) => a.startedAt - b.startedAt);
-      if (waiting.length === 0) return;
-      const providerIds = [...new Set(waiting.flatMap((w) => this.usable(w.candidateIds).map((p) => p.providerId)))];
-      const pipeline = this.producer.pipeline().pttl(this.keys.barrierKey);
-      const snapshot = waiting.map((w) => ({ waiter: w, jobId: w.jobId, providerId: w.providerId }));
-      for (const { jobId, providerId } of snapshot) {
-        pipeline.exists(jobId ? this.keys.lockKey(providerId, jobId) : this.keys.barrierKey);
-        pipeline.exists(jobId ? this.keys.queueKey(providerId, jobId) : this.keys.barrierKey);
-      }
-      this.queueCountCommands(pipeline, providerIds);
-      const results = await pipeline.exec();
-      if (!results || results.some(([error]) => error)) return;
-      const barrier = Number(results[0][1]) > 0;
-      const counts = this.parseCounts(providerIds, results.slice(1 + 2 * snapshot.length));
-      snapshot.forEach(({ waiter, jobId }, i) => {
-        if (waiter.settled || waiter.busy || waiter.jobId !== jobId) return;
-        const locked = results[1 + 2 * i][1] === 1;
-        const exists = results[2 + 2 * i][1] === 1;
-        if (jobId !== undefined && locked) return this.onGrant(jobId, waiter.providerId);
-        if (jobId !== undefined && !exists) {
-          this.waiterByJob.delete(jobId);
-          waiter.jobId = undefined;
-        }
-        if (waiter.jobId === undefined) {
-          if (!barrier) this.runOp(waiter, () => this.readd(waiter, counts));
-          return;
-        }
-        const sibling = this.usable(waiter.candidateIds).find((p) => {
-          if (p.providerId === waiter.providerId) return false;
-          const c = counts.get(p.providerId);
-          return c !== undefined && c.inFlight + c.queued < p.maxConcurrency;
-        });
-        const siblingCounts = sibling && counts.get(sibling.providerId);
-        if (sibling && siblingCounts) {
-          siblingCounts.queued++;
-          this.runOp(waiter, () => this.moveTo(waiter, sibling.providerId));
+    if (this.closed || this.producer.status !== 'ready') return;
+    const byTag = new Map<string, Waiter[]>();
+    for (const waiter of this.waiters.values()) {
+      if (waiter.settled || waiter.busy || waiter.jobId === '') continue;
+      const list = byTag.get(waiter.provider.shardTag) ?? [];
+      list.push(waiter);
+      byTag.set(waiter.provider.shardTag, list);
+    }
+    for (const [tag, list] of byTag) {
+      const states = await this.store.poll(tag, list.map((w) => ({ providerId: w.provider.providerId, jobId: w.jobId })));
+      list.forEach((waiter, i) => {
+        const state = states[i];
+        if (state.kind === 'granted') void this.step(waiter, () => this.confirm(waiter, state.providerId));
+        if (state.kind === 'gone') {
+          // Lost with Redis state: queue it again.
+          void this.step(waiter, async () => {
+            this.waiters.delete(waiter.jobId);
+            const usable = this.usable(waiter.request.candidates.map((c) => c.providerId));
+            if (usable.length === 0) return this.settle(waiter, noProviderError(waiter.request.modelGroupKey));
+            await this.enqueue(waiter, usable, true);
+          });
         }
       });
-    } catch {
-      // Redis unreachable: next round.
-    } finally {
-      this.polling = false;
     }
   }
 
-  /** Releases that failed and jobs whose removal failed, retried once Redis answers. */
-  private async retryLeftovers(): Promise<void> {
-    for (const [jobId, providerId] of [...this.pendingReleases]) await this.releaseJob(jobId, providerId);
-    for (const [jobId, providerId] of [...this.orphans]) {
-      if (!(await this.removeJob(providerId, jobId))) await this.releaseJob(jobId, providerId);
-      this.orphans.delete(jobId);
-    }
-  }
-
-  private async pollHolder(): Promise<void> {
-    if (this.closed || this.holderPolling) return;
-    this.holderPolling = true;
+  /**
+   * Frees the leases and waiting jobs of replicas that died: liveness key expired AND no Redis
+   * connection left. A stalled replica keeps its connections, so its slots stay taken until it
+   * resumes and fences itself; where `CLIENT LIST` is refused, liveness alone decides.
+   */
+  private async sweepDead(): Promise<void> {
+    if (this.closed || this.producer.status !== 'ready') return;
+    const expired = await this.store.expiredReplicas(this.replicaId);
+    if (expired.length === 0) return;
+    let connected = new Set<string>();
     try {
-      await this.holder.poll();
-    } finally {
-      this.holderPolling = false;
+      connected = await this.store.connectedReplicas();
+    } catch (e) {
+      if (!this.clientListRefused) {
+        this.opts.logger.warn(`redis queue: CLIENT LIST refused (${message(e)}); a stalled replica's slots are freed once its liveness expires`);
+      }
+      this.clientListRefused = true;
     }
+    const dead = expired.filter((id) => !connected.has(id));
+    if (dead.length === 0) return;
+    let removed = 0;
+    for (const [tag, ids] of this.providersByTag()) removed += await this.store.sweep(tag, dead, ids);
+    await this.store.unregister(dead);
+    this.opts.logger.warn(`redis queue: replica(s) ${dead.join(', ')} died; freed ${removed} lease(s) and waiting job(s)`);
   }
 
   // ---- connection life cycle ----
 
   /**
-   * Runs on every (re)connect before admissions resume: detects a Redis restart by `run_id`, writes
-   * liveness and every global concurrency again, re-registers running leases if their jobs were
-   * lost (behind the barrier key), and wakes the queues.
+   * Runs on every (re)connect before admissions resume: detects a Redis that lost its state
+   * (`run_id` changed), raises the barrier so live holders register their leases before any new
+   * grant, writes every limit again and renews (re-registers) this replica's leases.
    */
   private async onProducerReady(): Promise<void> {
-    const info = await this.producer.info('server');
-    const runId = /run_id:(\w+)/.exec(info)?.[1];
+    const runId = await this.store.serverRunId();
     const restarted = this.runId !== undefined && runId !== this.runId;
     this.runId = runId;
-    this.graceUntil = Math.max(
-      this.graceUntil,
-      Date.now() + (restarted ? this.opts.originTtlMs : 2 * this.opts.originRefreshMs),
-    );
-    await this.refreshLiveness();
-    const limitsLost = await this.applyLimits();
     if (restarted) {
-      this.opts.logger.warn(`bullmq queue: Redis restarted (run_id ${runId}); re-registering running leases`);
-      await this.reregisterLeases(limitsLost);
+      this.opts.logger.warn(`redis queue: Redis restarted (run_id ${runId}); no grants for ${this.opts.restartBarrierMs} ms while running leases register again`);
+      for (const tag of this.providersByTag().keys()) await this.store.raiseBarrier(tag, this.opts.restartBarrierMs);
     }
-    await Promise.all([...this.providers.values()].map((s) => s.queue.resume()));
-    if (this.outage) this.opts.logger.info('bullmq queue: Redis reachable again');
+    await this.writeLimits();
+    await this.renewAll();
+    if (this.outage) this.opts.logger.info('redis queue: Redis reachable again');
     this.outage = false;
   }
 
-  /** Re-adds leases whose jobs Redis lost, before any new admission (barrier key), so the limit keeps counting them. */
-  private async reregisterLeases(limitsLost: boolean): Promise<void> {
-    const leases = [...this.leaseByJob.values()].filter((l) => !l.released);
-    const check = this.producer.pipeline();
-    for (const lease of leases) check.exists(this.keys.queueKey(lease.providerId, lease.jobId));
-    const exists = leases.length > 0 ? await check.exec() : [];
-    const lost = leases.filter((_, i) => exists?.[i]?.[1] === 0);
-    if (limitsLost || lost.length > 0) {
-      await this.producer.set(this.keys.barrierKey, this.replicaId, 'PX', this.opts.restartBarrierMs, 'NX');
+  /**
+   * Writes every provider's limits (one script per shard tag). Where Redis had none while this replica
+   * holds leases there, Redis lost its state: the script raises the barrier before it grants anything,
+   * and this replica's leases are registered again at once.
+   */
+  private async writeLimits(): Promise<void> {
+    let lostState = false;
+    for (const [tag] of this.providersByTag()) {
+      const limits = [...this.providers.values()].filter((p) => p.shardTag === tag && !p.removed).map((p) => p.limits);
+      if (limits.length === 0) continue;
+      const holding = [...this.leases.values()].some((l) => l.provider.shardTag === tag);
+      const missing = await this.store.configure(tag, limits, holding ? this.opts.restartBarrierMs : 0);
+      if (missing && holding) lostState = true;
     }
-    for (const lease of lost) {
-      const slot = this.providers.get(lease.providerId);
-      if (!slot) continue;
-      const jobId = this.nextJobId();
-      // Registered before the add: its grant may arrive before the add's reply, and an unknown grant is released.
-      this.leaseByJob.delete(lease.jobId);
-      lease.jobId = jobId;
-      this.leaseByJob.set(jobId, lease);
-      await slot.queue.add('lease', { origin: this.replicaId, providerId: lease.providerId, hardLimitAt: lease.hardLimitAt }, { jobId });
+    if (lostState) {
+      this.opts.logger.warn('redis queue: Redis lost the limits while leases were held; registering them again behind the barrier');
+      await this.renewAll();
     }
   }
 
-  /** Writes every provider's global concurrency; true when some was missing (Redis lost its state). */
-  private async applyLimits(): Promise<boolean> {
-    const slots = [...this.providers];
-    if (slots.length === 0) return false;
-    const pipeline = this.producer.pipeline();
-    for (const [id, slot] of slots) {
-      pipeline.hexists(this.keys.queueKey(id, 'meta'), 'concurrency');
-      pipeline.hset(this.keys.queueKey(id, 'meta'), 'concurrency', slot.limits.maxConcurrency);
+  private providersByTag(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const slot of this.providers.values()) {
+      const list = out.get(slot.shardTag) ?? [];
+      list.push(slot.providerId);
+      out.set(slot.shardTag, list);
     }
-    const results = await pipeline.exec();
-    const failed = results?.find(([error]) => error);
-    if (failed) throw failed[0];
-    return slots.some((_, i) => results?.[2 * i][1] === 0);
-  }
-
-  private async refreshLiveness(): Promise<void> {
-    if (this.closed) return;
-    await this.producer.set(this.keys.originKey(this.replicaId), '1', 'PX', this.opts.originTtlMs);
+    return out;
   }
 
   private onRedisError(source: string, error: Error): void {
     if (this.closed) return;
     if (this.markOutage(`${source}: ${error.message}`)) return;
-    this.opts.logger.info(`bullmq queue: ${source}: ${error.message}`);
+    this.opts.logger.info(`redis queue: ${source}: ${error.message}`);
   }
 
-  /** Logs the first error of an outage only (workers repeat connection errors while Redis is down). */
+  /** Logs the first error of an outage only. */
   private markOutage(reason: string): boolean {
     if (this.closed) return true;
     if (this.producer.status === 'ready') return false;
-    if (!this.outage) this.opts.logger.warn(`bullmq queue: Redis unreachable (${reason}); pool routes answer queue_unavailable`);
+    if (!this.outage) this.opts.logger.warn(`redis queue: Redis unreachable (${reason}); pool routes answer queue_unavailable`);
     this.outage = true;
     return true;
   }
 
-  // ---- queues, workers and counts ----
-
-  private createSlot(limits: QueueProvider): ProviderSlot {
-    const name = this.keys.queueName(limits.providerId);
-    const queue = new Queue<LeaseJobData>(name, {
-      connection: this.producer,
-      prefix: this.opts.prefix,
-      skipVersionCheck: true,
-      streams: { events: { maxLen: 100 } },
-      defaultJobOptions: { removeOnComplete: true, removeOnFail: true, attempts: 1 },
-    });
-    queue.on('error', (e: Error) => this.onRedisError(`queue ${limits.providerId}`, e));
-    let worker: Worker<LeaseJobData> | undefined;
-    if (this.workerConnection) {
-      worker = new Worker<LeaseJobData>(name, (job: Job<LeaseJobData>, token?: string) => this.holder.hold(job, token), {
-        connection: this.workerConnection,
-        prefix: this.opts.prefix,
-        skipVersionCheck: true,
-        concurrency: WORKER_CONCURRENCY,
-        lockDuration: this.opts.lockDurationMs,
-        stalledInterval: this.opts.stalledIntervalMs,
-        maxStalledCount: this.opts.maxStalledCount,
-        runRetryDelay: 500,
-        removeOnComplete: { count: 0 },
-        removeOnFail: { count: 0 },
-      });
-      worker.on('error', (e: Error) => this.onRedisError(`worker ${limits.providerId}`, e));
-      worker.on('completed', (job: Job<LeaseJobData>) => {
-        if (!this.closed) void this.producer.publish(this.keys.freedChannel, job.data.providerId).catch(() => undefined);
-      });
-    }
-    return { limits, queue, worker, removed: false };
+  /** Runs a periodic task unless its previous run is still going; errors wait for the next round. */
+  private loop(name: string, fn: () => Promise<void>): void {
+    if (this.busyLoops.has(name) || this.closed) return;
+    this.busyLoops.add(name);
+    fn()
+      .catch(() => undefined)
+      .finally(() => this.busyLoops.delete(name));
   }
 
-  private usable(ids: readonly string[]): QueueProvider[] {
-    const out: QueueProvider[] = [];
+  private usable(ids: readonly string[]): ProviderSlot[] {
+    const out: ProviderSlot[] = [];
     for (const id of ids) {
       const slot = this.providers.get(id);
-      if (slot && !slot.removed) out.push(slot.limits);
+      if (slot && !slot.removed) out.push(slot);
     }
     return out;
-  }
-
-  private queueCountCommands(pipeline: ReturnType<Redis['pipeline']>, ids: readonly string[]): void {
-    for (const id of ids) {
-      pipeline.llen(this.keys.queueKey(id, 'active'));
-      pipeline.llen(this.keys.queueKey(id, 'wait'));
-      pipeline.zcard(this.keys.queueKey(id, 'prioritized'));
-    }
-  }
-
-  private parseCounts(ids: readonly string[], results: [Error | null, unknown][]): Map<string, ProviderCounts> {
-    const out = new Map<string, ProviderCounts>();
-    ids.forEach((id, i) => {
-      const [active, wait, prioritized] = results.slice(3 * i, 3 * i + 3).map(([, v]) => Number(v));
-      out.set(id, { inFlight: active, queued: wait + prioritized });
-    });
-    return out;
-  }
-
-  /** Counts of `ids` in one round trip; `writeLimits` also writes each global concurrency first. */
-  private async readCounts(ids: readonly string[], writeLimits: boolean): Promise<Map<string, ProviderCounts>> {
-    const pipeline = this.producer.pipeline();
-    if (writeLimits) this.queueLimitCommands(pipeline, ids);
-    this.queueCountCommands(pipeline, ids);
-    const results = await pipeline.exec();
-    if (!results) throw new Error('empty pipeline reply');
-    const failed = results.find(([error]) => error);
-    if (failed) throw failed[0];
-    return this.parseCounts(ids, results.slice(writeLimits ? ids.length : 0));
-  }
-
-  /** Admission round trip: global concurrency written again (invariant 7), counts, restart barrier. */
-  private async readCountsAndBarrier(ids: readonly string[]): Promise<[Map<string, ProviderCounts>, boolean]> {
-    const pipeline = this.producer.pipeline();
-    this.queueLimitCommands(pipeline, ids);
-    pipeline.pttl(this.keys.barrierKey);
-    this.queueCountCommands(pipeline, ids);
-    const results = await pipeline.exec();
-    if (!results) throw new Error('empty pipeline reply');
-    const failed = results.find(([error]) => error);
-    if (failed) throw failed[0];
-    const barrier = Number(results[ids.length][1]) > 0;
-    return [this.parseCounts(ids, results.slice(ids.length + 1)), barrier];
-  }
-
-  private queueLimitCommands(pipeline: ReturnType<Redis['pipeline']>, ids: readonly string[]): void {
-    for (const id of ids) {
-      const slot = this.providers.get(id);
-      if (slot) pipeline.hset(this.keys.queueKey(id, 'meta'), 'concurrency', slot.limits.maxConcurrency);
-      else pipeline.ping();
-    }
   }
 
   private nextJobId(): string {
@@ -796,47 +590,27 @@ export class BullmqProviderQueue implements ProviderQueue {
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
     const settle = (p: Promise<unknown>) => withTimeout(p, this.opts.commandTimeoutMs).catch(() => undefined);
-    // Waiting requests fail; their jobs leave Redis (or, if granted meanwhile, are released).
-    const leaving: Promise<void>[] = [];
-    for (const waiter of [...this.waiters]) {
-      const { jobId, providerId } = waiter;
-      this.settleReject(waiter, shutdownError());
-      if (jobId !== undefined) {
-        leaving.push(
-          (async () => {
-            if (!(await this.removeJob(providerId, jobId))) await this.releaseJob(jobId, providerId);
-          })(),
-        );
-      }
+    const leaving: Promise<unknown>[] = [];
+    for (const waiter of [...this.waiters.values()]) {
+      const { jobId, provider } = waiter;
+      this.settle(waiter, shutdownError());
+      if (jobId === '') continue;
+      leaving.push(
+        this.store.leave(provider, jobId).then(async (outcome) => {
+          if (outcome.kind === 'granted') await this.store.release(this.providers.get(outcome.providerId) ?? provider, jobId);
+        }),
+      );
     }
-    for (const lease of [...this.leaseByJob.values()]) {
+    for (const lease of [...this.leases.values()]) {
       lease.released = true;
-      leaving.push(this.releaseJob(lease.jobId, lease.providerId));
+      leaving.push(this.store.release(lease.provider, lease.jobId));
     }
-    this.leaseByJob.clear();
+    this.leases.clear();
+    for (const [jobId, { provider }] of this.leftovers) leaving.push(this.store.leave(provider, jobId).then(() => this.store.release(provider, jobId)));
     await Promise.all(leaving.map(settle));
-    // Leases held for other replicas go back to the head of their queues for another worker.
-    const workers = [...this.providers.values()].flatMap((s) => (s.worker ? [s.worker] : []));
-    const redisUp = this.connected() && (await this.producer.ping().then(() => true, () => false));
-    // With Redis down nothing can be handed off or completed: do not wait for it.
-    if (!redisUp) for (const c of [this.producer, this.subscriber, this.workerConnection]) c?.disconnect();
-    const closingWorkers = Promise.all(workers.map((w) => w.close(!redisUp).catch(() => undefined)));
-    this.holder.finishAll('handoff');
-    const bound = Math.max(2000, 2 * this.opts.commandTimeoutMs);
-    const closedInTime = await withTimeout(closingWorkers, bound).then(
-      () => true,
-      () => false,
-    );
-    if (!closedInTime) {
-      // Redis is gone: worker commands wait for a reconnect that may never come. Cut the connections.
-      this.opts.logger.warn('bullmq queue: workers did not close in time (Redis unreachable?); disconnecting');
-      this.workerConnection?.disconnect();
-      await withTimeout(closingWorkers, bound).catch(() => undefined);
-    }
-    await Promise.all([...this.providers.values()].map((s) => s.queue.close().catch(() => undefined)));
-    await settle(this.producer.del(this.keys.originKey(this.replicaId)));
-    await Promise.all([this.producer, this.subscriber, this.workerConnection].map((c) => c && settle(c.quit())));
-    for (const c of [this.producer, this.subscriber, this.workerConnection]) c?.disconnect();
+    await settle(this.store.forgetReplica(this.replicaId));
+    await Promise.all([this.producer, this.subscriber].map((c) => settle(c.quit())));
+    for (const c of [this.producer, this.subscriber]) c.disconnect();
   }
 }
 

@@ -157,6 +157,7 @@ export class MemoryProviderQueue implements ProviderQueue {
     return {
       providerId,
       queueWaitMs: Date.now() - startedAt,
+      signal: NEVER_ABORTED,
       release: async () => {
         if (released) return;
         released = true;
@@ -208,6 +209,9 @@ export class MemoryProviderQueue implements ProviderQueue {
     this.providers.get(target.providerId)!.waiting.push(waiter);
   }
 }
+
+/** One process holds its leases for sure: nothing can take them away, so this never aborts. */
+const NEVER_ABORTED = new AbortController().signal;
 
 function abortedError(): AdmissionError {
   return new AdmissionError('client_aborted', 'The client closed the request while it waited for a provider.');

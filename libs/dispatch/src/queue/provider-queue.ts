@@ -6,6 +6,12 @@ export interface QueueProvider {
   readonly providerId: string;
   readonly maxConcurrency: number;
   readonly maxQueued: number;
+  /**
+   * Redis Cluster hash tag of the provider's keys (Redis backend only). Providers that can be
+   * candidates of one request must share it; `providerShardTags` computes it from the config.
+   * @defaultValue one tag for every provider
+   */
+  readonly shardTag?: string;
 }
 
 /** A request for one lease on one of `candidates`, all serving the same model group. */
@@ -29,6 +35,11 @@ export interface Lease {
   readonly providerId: string;
   /** Time from `acquireLease` to the grant, in ms. */
   readonly queueWaitMs: number;
+  /**
+   * Aborts when the lease can no longer be proven (Redis backend fencing, docs/architecture.md
+   * "Fencing"): the holder must stop its upstream call at once. Never aborts on the memory backend.
+   */
+  readonly signal: AbortSignal;
   release(): Promise<void>;
 }
 

@@ -1,3 +1,5 @@
+import { DEFAULT_SHARD_TAG } from '../queue/lease-keys';
+import type { StoredProvider } from '../queue/lease-store';
 import { EdgeConfig, isPoolCategory, modelNames, resolveProviderAdapter } from '@iop/validate';
 import type { QueueProvider } from '../queue/provider-queue';
 import type { DirectTarget, PoolCandidate, Route } from './route';
@@ -95,4 +97,14 @@ export function queueProviders(config: EdgeConfig): QueueProvider[] {
     }
   }
   return out;
+}
+
+/**
+ * Where the Redis backend keeps the counts of `providerIds`: each id with the shard tag that
+ * `queueProviders` gives it (an unknown id gets the default tag and reads 0/0). For readers that
+ * hold no queue, such as the status exporter (docs/architecture.md, "Key layout").
+ */
+export function leaseAddresses(config: EdgeConfig, providerIds: readonly string[]): StoredProvider[] {
+  const tags = new Map(queueProviders(config).map((p) => [p.providerId, p.shardTag ?? DEFAULT_SHARD_TAG]));
+  return providerIds.map((providerId) => ({ providerId, shardTag: tags.get(providerId) ?? DEFAULT_SHARD_TAG }));
 }

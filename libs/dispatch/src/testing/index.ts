@@ -1,2 +1,3 @@
 export * from './redis-server';
 export { waitUntil } from './wait-until';
+export { seedLeases } from './seed-leases';

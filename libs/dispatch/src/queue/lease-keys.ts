@@ -1,0 +1,73 @@
+/**
+ * Redis key and channel layout of the Redis `ProviderQueue` backend (docs/architecture.md,
+ * "Lease protocol"). Every key of one provider, and of every provider that can be a candidate of
+ * the same request, shares one hash tag (`{<shardTag>}`), so an admission script touches one Redis
+ * Cluster slot; providers of unrelated pools may live on other shards.
+ *
+ * | key (after `<prefix>:{<tag>}:`) | type | meaning |
+ * |---|---|---|
+ * | `provider.<id>:wait` | list (BullMQ) | waiting jobs, newest at the head: `queued` = LLEN |
+ * | `provider.<id>:active` | list (BullMQ) | jobs holding a lease: `in_flight` = LLEN |
+ * | `provider.<id>:<jobId>` | hash (BullMQ job) | `name`, `data`, `opts`, `timestamp`, `origin`, `seq`, `cands` |
+ * | `provider.<id>:leases` | sorted set | lease job id → expiry (Redis time, ms), renewed by its holder |
+ * | `provider.<id>:limits` | hash | `max_concurrency`, `max_queued` as admission decides on them |
+ * | `provider.<id>:wanted` | sorted set | `provider.<other>\|jobId` → arrival seq: jobs queued on a sibling that list this provider |
+ * | `seq` | string | arrival counter of the tag (orders waiters across siblings) |
+ * | `granted` | hash | jobId → queue name, from a grant until the origin confirms it (lost-message recovery) |
+ * | `barrier` | string, PX | set after Redis lost its state: no grants until live holders registered their leases again |
+ *
+ * Replica keys (outside any tag): `<prefix>:replica:<id>` (string, PX: liveness), `<prefix>:replicas`
+ * (set of replica ids), channel `<prefix>:grant:<replica>` (`jobId|queueName`), and every Redis
+ * connection of a replica is named `<prefix>:replica:<id>` so that a replica whose process died is
+ * told apart from one that is only stalled (`CLIENT LIST`).
+ */
+export class LeaseKeys {
+  /**
+   * @param prefix `queue.prefix`, no trailing `:`. A prefix that holds its own `{…}` puts every key on one slot.
+   */
+  constructor(readonly prefix: string) {}
+
+  /** BullMQ queue name of a provider (BullMQ forbids `:` in names, so the id is URI-encoded). */
+  queueName(providerId: string): string {
+    return `provider.${encodeURIComponent(providerId)}`;
+  }
+
+  /** Provider id of a queue name made by `queueName`. */
+  providerOf(queueName: string): string {
+    return decodeURIComponent(queueName.slice('provider.'.length));
+  }
+
+  /** Key prefix of one shard tag: BullMQ's `prefix` option for the queues of that tag. */
+  tagBase(shardTag: string): string {
+    return `${this.prefix}:{${shardTag}}`;
+  }
+
+  /** A key of a provider queue: `wait`, `active`, `leases`, `limits`, `wanted`, or a job id. */
+  queueKey(shardTag: string, providerId: string, type: string): string {
+    return `${this.tagBase(shardTag)}:${this.queueName(providerId)}:${type}`;
+  }
+
+  livenessKey(replicaId: string): string {
+    return `${this.prefix}:replica:${replicaId}`;
+  }
+
+  /** Also the name of every Redis connection of that replica. */
+  connectionName(replicaId: string): string {
+    return this.livenessKey(replicaId);
+  }
+
+  get replicasKey(): string {
+    return `${this.prefix}:replicas`;
+  }
+
+  grantChannelPrefix(): string {
+    return `${this.prefix}:grant:`;
+  }
+
+  grantChannel(replicaId: string): string {
+    return `${this.grantChannelPrefix()}${replicaId}`;
+  }
+}
+
+/** The shard tag used when a provider has none: every provider on one slot (a single Redis needs no more). */
+export const DEFAULT_SHARD_TAG = 'pools';

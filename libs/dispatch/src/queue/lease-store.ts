@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ADMIT, CONFIGURE, LEAVE, POLL, RELEASE, RENEW, SWEEP } from './lease-scripts';
+import { LeaseKeys } from './lease-keys';
+import type { ProviderCounts, QueueProvider } from './provider-queue';
+
+/** A provider as the lease store addresses it: its id and the shard tag its keys live under. */
+export interface StoredProvider {
+  readonly providerId: string;
+  readonly shardTag: string;
+}
+
+/** What one admission script decided. */
+export type AdmitResult =
+  | { kind: 'granted'; providerId: string }
+  | { kind: 'queued'; providerId: string }
+  | { kind: 'full' }
+  | { kind: 'unconfigured'; providerId: string };
+
+/** What a waiter's job became: granted (on which provider), still waiting, or gone with Redis state. */
+export type WaiterState = { kind: 'granted'; providerId: string } | { kind: 'waiting' } | { kind: 'gone' };
+
+class Script {
+  readonly sha: string;
+  constructor(readonly name: string, readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+}
+
+const SCRIPTS = {
+  admit: new Script('admit', ADMIT),
+  release: new Script('release', RELEASE),
+  leave: new Script('leave', LEAVE),
+  renew: new Script('renew', RENEW),
+  poll: new Script('poll', POLL),
+  sweep: new Script('sweep', SWEEP),
+  configure: new Script('configure', CONFIGURE),
+};
+
+/**
+ * Every Redis command of the Redis `ProviderQueue` backend goes through this class (docs/architecture.md,
+ * "Lease protocol"): the scripts of `lease-scripts.ts`, the one count reader, replica liveness and the
+ * connection list. It holds no state of its own beyond the connection and the key layout.
+ * Every method rejects with the Redis error (connection lost, command timeout) and never retries.
+ */
+export class LeaseStore {
+  readonly keys: LeaseKeys;
+
+  /**
+   * @param client a connection with no offline queue (commands fail at once while Redis is down).
+   * @param leaseTtlMs lifetime of a lease in Redis between renewals, in ms.
+   */
+  constructor(
+    private readonly client: Redis,
+    prefix: string,
+    private readonly leaseTtlMs: number,
+  ) {
+    this.keys = new LeaseKeys(prefix);
+  }
+
+  /** One admission decision for `candidates` (all of one shard tag); see `ADMIT`. */
+  async admit(shardTag: string, candidateIds: readonly string[], jobId: string, data: string): Promise<AdmitResult> {
+    const names = candidateIds.map((id) => this.keys.queueName(id));
+    const reply = (await this.run(SCRIPTS.admit, shardTag, [String(this.leaseTtlMs), jobId, data, String(names.length), ...names])) as string[];
+    const [kind, name] = reply;
+    if (kind === 'full') return { kind };
+    if (kind === 'granted' || kind === 'queued' || kind === 'unconfigured') return { kind, providerId: this.keys.providerOf(name) };
+    throw new Error(`admission script answered ${String(kind)}`);
+  }
+
+  /** Ends a lease and hands its slot on. Resolves true when the lease still existed. */
+  async release(p: StoredProvider, jobId: string): Promise<boolean> {
+    const n = await this.run(SCRIPTS.release, p.shardTag, [this.keys.queueName(p.providerId), jobId, String(this.leaseTtlMs), this.keys.grantChannelPrefix()]);
+    return n === 1;
+  }
+
+  /** Takes a waiting job out of its queue; tells when it was granted meanwhile (use or release that lease). */
+  async leave(p: StoredProvider, jobId: string): Promise<WaiterState | { kind: 'left' }> {
+    const [kind, name] = (await this.run(SCRIPTS.leave, p.shardTag, [this.keys.queueName(p.providerId), jobId])) as string[];
+    if (kind === 'left') return { kind };
+    if (kind === 'granted') return { kind, providerId: this.keys.providerOf(name) };
+    return { kind: 'gone' };
+  }
+
+  /**
+   * Renews leases of one shard tag (expiry = Redis time + lease TTL); `confirm` also accepts fresh
+   * grants. Resolves the job ids Redis no longer had (lost: the holder must stop using them).
+   */
+  async renew(shardTag: string, leases: readonly { providerId: string; jobId: string }[], confirm: boolean): Promise<string[]> {
+    const args = leases.flatMap((l) => [this.keys.queueName(l.providerId), l.jobId]);
+    return (await this.run(SCRIPTS.renew, shardTag, [String(this.leaseTtlMs), confirm ? '1' : '0', ...args])) as string[];
+  }
+
+  /** States of waiting jobs of one shard tag, after filling free slots of their providers. */
+  async poll(shardTag: string, waiting: readonly { providerId: string; jobId: string }[]): Promise<WaiterState[]> {
+    const args = waiting.flatMap((w) => [this.keys.queueName(w.providerId), w.jobId]);
+    const reply = (await this.run(SCRIPTS.poll, shardTag, [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), ...args])) as string[];
+    return reply.map((s) => (s.startsWith('g:') ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) } : s === 'w' ? { kind: 'waiting' } : { kind: 'gone' }));
+  }
+
+  /** Frees the leases and waiting jobs of dead replicas on the given providers of one tag; resolves how many. */
+  async sweep(shardTag: string, deadReplicaIds: readonly string[], providerIds: readonly string[]): Promise<number> {
+    const names = providerIds.map((id) => this.keys.queueName(id));
+    const args = [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), String(deadReplicaIds.length), ...deadReplicaIds, ...names];
+    return Number(await this.run(SCRIPTS.sweep, shardTag, args));
+  }
+
+  /**
+   * Writes the limits of providers of one tag and fills slots a raised limit freed. Resolves true when
+   * some provider had none (a new deployment, or Redis lost its state); then, with `barrierMs` > 0,
+   * the barrier is raised before anything is granted.
+   */
+  async configure(shardTag: string, providers: readonly QueueProvider[], barrierMs: number): Promise<boolean> {
+    const args = providers.flatMap((p) => [this.keys.queueName(p.providerId), String(p.maxConcurrency), String(p.maxQueued)]);
+    const missing = await this.run(SCRIPTS.configure, shardTag, [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), String(barrierMs), ...args]);
+    return missing === 1;
+  }
+
+  /** Sets the restart barrier of a tag for `ms` unless one stands: no grants until it expires. */
+  async raiseBarrier(shardTag: string, ms: number): Promise<void> {
+    await this.client.set(`${this.keys.tagBase(shardTag)}:barrier`, '1', 'PX', ms, 'NX');
+  }
+
+  /**
+   * Counts of providers, the same definition admission decides on: in_flight = LLEN active,
+   * queued = LLEN wait (BullMQ's own `getJobCounts('active', 'wait')`). One pipeline.
+   */
+  counts(providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
+    return readLeaseCounts(this.client, this.keys.prefix, providers);
+  }
+
+  /** Marks a replica alive for `ttlMs` and registers it for the sweep (two commands, one round trip). */
+  async refreshLiveness(replicaId: string, ttlMs: number): Promise<void> {
+    const results = await this.client.multi().set(this.keys.livenessKey(replicaId), '1', 'PX', ttlMs).sadd(this.keys.replicasKey, replicaId).exec();
+    const failed = results?.find(([error]) => error);
+    if (failed) throw failed[0];
+  }
+
+  /** Unregisters a replica that closed cleanly. */
+  async forgetReplica(replicaId: string): Promise<void> {
+    await this.client.multi().del(this.keys.livenessKey(replicaId)).srem(this.keys.replicasKey, replicaId).exec();
+  }
+
+  /** Registered replicas (other than `self`) whose liveness key has expired. */
+  async expiredReplicas(self: string): Promise<string[]> {
+    const ids = (await this.client.smembers(this.keys.replicasKey)).filter((id) => id !== self);
+    if (ids.length === 0) return [];
+    const alive = await this.client.mget(ids.map((id) => this.keys.livenessKey(id)));
+    return ids.filter((_, i) => alive[i] === null);
+  }
+
+  /**
+   * Replica ids that still have a Redis connection (by connection name), from `CLIENT LIST`.
+   * A stalled process (SIGSTOP, a frozen VM) keeps its connections; a dead one does not.
+   * @throws when CLIENT is refused (e.g. an ACL): the caller then goes by liveness keys alone.
+   */
+  async connectedReplicas(): Promise<Set<string>> {
+    const list = (await this.client.call('CLIENT', 'LIST', 'TYPE', 'normal')) as string;
+    const marker = this.keys.connectionName('');
+    const out = new Set<string>();
+    for (const match of list.matchAll(/ name=(\S+)/g)) {
+      if (match[1].startsWith(marker)) out.add(match[1].slice(marker.length));
+    }
+    return out;
+  }
+
+  /** Drops a replica from the registry once its leftovers are swept. */
+  async unregister(replicaIds: readonly string[]): Promise<void> {
+    if (replicaIds.length > 0) await this.client.srem(this.keys.replicasKey, ...replicaIds);
+  }
+
+  /** `run_id` of the Redis server, to detect a restart that lost state. */
+  async serverRunId(): Promise<string | undefined> {
+    const info = await this.client.info('server');
+    return /run_id:(\w+)/.exec(info)?.[1];
+  }
+
+  private async run(script: Script, shardTag: string, args: string[]): Promise<unknown> {
+    const base = this.keys.tagBase(shardTag);
+    const keys = [`${base}:seq`];
+    try {
+      return await this.client.evalsha(script.sha, keys.length, ...keys, base, ...args);
+    } catch (e) {
+      if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
+      return this.client.eval(script.lua, keys.length, ...keys, base, ...args);
+    }
+  }
+}
+
+/**
+ * Reads the live counts of providers straight from Redis, for processes that hold no leases (the
+ * status exporter, tests) as well as for the gateway: `inFlight` = `LLEN active`, `queued` = `LLEN wait`,
+ * the numbers admission decides on. Read-only; a provider with no keys reads 0/0. One pipeline.
+ * @param prefix `queue.prefix` (no trailing `:`).
+ * @throws the Redis error when any command fails (connection lost, wrong key type).
+ */
+export async function readLeaseCounts(redis: Pick<Redis, 'pipeline'>, prefix: string, providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
+  const keys = new LeaseKeys(prefix);
+  const out = new Map<string, ProviderCounts>();
+  if (providers.length === 0) return out;
+  const pipeline = redis.pipeline();
+  for (const p of providers) {
+    pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'active'));
+    pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'wait'));
+  }
+  const results = (await pipeline.exec()) ?? [];
+  const numbers = results.map(([error, value], i) => {
+    if (error) throw error;
+    if (typeof value !== 'number') throw new Error(`readLeaseCounts: reply ${i} is not a number`);
+    return value;
+  });
+  if (numbers.length !== providers.length * 2) throw new Error('readLeaseCounts: the pipeline was aborted');
+  providers.forEach((p, i) => out.set(p.providerId, { inFlight: numbers[2 * i], queued: numbers[2 * i + 1] }));
+  return out;
+}
