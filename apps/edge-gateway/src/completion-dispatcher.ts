@@ -100,6 +100,10 @@ export async function dispatchCompletion(
         ? await acquire(deps.queue!, route.modelGroupKey, candidates, config, attempt.signal)
         : undefined;
       const candidate = candidates.find((c) => c.providerId === lease?.providerId) ?? candidates[0];
+      // Fencing (docs/architecture.md, "Fencing"): a lease the queue can no longer prove stops the call at once.
+      const current = attempt;
+      const onLeaseLost = () => current.abort(admissionToApiError(lease?.signal.reason));
+      lease?.signal.addEventListener('abort', onLeaseLost, { once: true });
       try {
         if (lease) {
           outcome.queueWaitMs = lease.queueWaitMs;
@@ -120,6 +124,7 @@ export async function dispatchCompletion(
         if (candidates.length === 0) throw err;
         attempt = new AbortController();
       } finally {
+        lease?.signal.removeEventListener('abort', onLeaseLost);
         await lease?.release();
       }
     }
