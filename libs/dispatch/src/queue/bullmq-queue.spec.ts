@@ -1,7 +1,14 @@
-import { startRedis, uniquePrefix, type TestRedis } from '../testing';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { scanKeys, startRedis, uniquePrefix, type TestRedis } from '../testing';
+import type { AdmissionError } from './admission-error';
 import { BullmqProviderQueue } from './bullmq-queue';
 import type { BullmqProviderQueueOptions } from './bullmq-options';
-import { describeProviderQueueContract } from './provider-queue.contract';
+import { DEFAULT_SHARD_TAG } from './lease-keys';
+import { readLeaseCounts } from './lease-store';
+import { MemoryProviderQueue } from './memory-queue';
+import { describeProviderQueueContract, waitUntil } from './provider-queue.contract';
+import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from './provider-queue';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -18,3 +25,317 @@ function makeQueue(prefix: string, extra: Partial<BullmqProviderQueueOptions> = 
 }
 
 describeProviderQueueContract('bullmq', async () => makeQueue(uniquePrefix('contract')));
+
+const provider = (providerId: string, maxConcurrency: number, maxQueued = 1000): QueueProvider => ({ providerId, maxConcurrency, maxQueued });
+const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
+  modelGroupKey: 'llama',
+  candidates,
+  maxWaitMs: 10_000,
+  ...extra,
+});
+
+/** Fires `n` acquireLease calls at once over `queues` (round robin); resolves granted leases, queued promises and refusals. */
+async function burst(queues: ProviderQueue[], n: number, candidates: QueueProvider[], maxWaitMs = 20_000) {
+  const granted: Lease[] = [];
+  const refused: string[] = [];
+  const all = Array.from({ length: n }, (_, i) =>
+    queues[i % queues.length].acquireLease(request(candidates, { maxWaitMs })).then(
+      (lease) => void granted.push(lease),
+      (e: AdmissionError) => void refused.push(e.code),
+    ),
+  );
+  return { granted, refused, all };
+}
+
+describe('BullmqProviderQueue admission is one atomic step', () => {
+  const open: ProviderQueue[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((q) => q.close()));
+  });
+
+  /** Providers a (max 2) and b (max 3), max_queued 50, one model; `n` requests at once; counts once all are placed. */
+  async function placement(queues: ProviderQueue[], n: number) {
+    const a = provider('a', 2, 50);
+    const b = provider('b', 3, 50);
+    await Promise.all(queues.map((q) => q.configure([a, b])));
+    const { granted, refused } = await burst(queues, n, [a, b]);
+    const admitted = Math.min(n, 105);
+    await waitUntil(() => refused.length === n - admitted, 5000, `${n - admitted} refusals`);
+    await waitUntil(async () => {
+      const c = await queues[0].counts(['a', 'b']);
+      return c.get('a')!.inFlight + c.get('a')!.queued + c.get('b')!.inFlight + c.get('b')!.queued === admitted;
+    }, 5000, 'every admitted request to be counted');
+    const counts = Object.fromEntries([...(await queues[0].counts(['a', 'b']))]);
+    const result = { counts, granted: granted.length, refused: [...refused] };
+    for (const q of queues) await q.close();
+    return result;
+  }
+
+  it('gives a burst of 120 into one replica exactly what the memory backend gives: 2+50, 3+50, 15 × queue_full', async () => {
+    const memory = await placement([new MemoryProviderQueue()], 120);
+    const q = makeQueue(uniquePrefix('burst120'));
+    open.push(q);
+    const redisResult = await placement([q], 120);
+    expect(memory.counts).toEqual({ a: { inFlight: 2, queued: 50 }, b: { inFlight: 3, queued: 50 } });
+    expect(redisResult.counts).toEqual(memory.counts);
+    expect(redisResult.refused).toEqual(Array(15).fill('queue_full'));
+    expect(redisResult.granted).toBe(5);
+  });
+
+  it('places a burst of 30 least-loaded as the memory backend does (10 and 15 queued), on one replica and across three', async () => {
+    const memory = await placement([new MemoryProviderQueue()], 30);
+    expect(memory.counts).toEqual({ a: { inFlight: 2, queued: 10 }, b: { inFlight: 3, queued: 15 } });
+    const one = makeQueue(uniquePrefix('burst30'));
+    open.push(one);
+    expect((await placement([one], 30)).counts).toEqual(memory.counts);
+    const prefix = uniquePrefix('burst30x3');
+    const three = [makeQueue(prefix), makeQueue(prefix), makeQueue(prefix)];
+    open.push(...three);
+    expect((await placement(three, 30)).counts).toEqual(memory.counts);
+  });
+
+  it('admits exactly 1 running + 1 queued of 6 simultaneous requests over 3 replicas (max_concurrency 1, max_queued 1)', async () => {
+    const prefix = uniquePrefix('tiny');
+    const queues = [makeQueue(prefix), makeQueue(prefix), makeQueue(prefix)];
+    open.push(...queues);
+    const p = provider('p', 1, 1);
+    await Promise.all(queues.map((q) => q.configure([p])));
+    const { granted, refused } = await burst(queues, 6, [p]);
+    await waitUntil(() => refused.length === 4, 5000, '4 refusals');
+    expect(refused).toEqual(Array(4).fill('queue_full'));
+    expect(granted).toHaveLength(1);
+    expect((await queues[0].counts(['p'])).get('p')).toEqual({ inFlight: 1, queued: 1 });
+    await granted[0].release();
+    await waitUntil(() => granted.length === 2, 5000, 'the queued request to be granted');
+    await granted[1].release();
+  });
+});
+
+describe('BullmqProviderQueue keeps BullMQ as the queue', () => {
+  it('matches BullMQ getJobCounts and getJobs: leases are active jobs, waiting requests are waiting jobs in FIFO order', async () => {
+    const prefix = uniquePrefix('pin');
+    const q = makeQueue(prefix);
+    const a = provider('a', 2);
+    await q.configure([a]);
+    const leases = [await q.acquireLease(request([a])), await q.acquireLease(request([a]))];
+    const waiting = [0, 1, 2].map(() => q.acquireLease(request([a])));
+    await waitUntil(async () => (await q.counts(['a'])).get('a')?.queued === 3, 5000, '3 waiting');
+    const bull = new Queue(q.keys.queueName('a'), { connection: { url: redis.url }, prefix: q.keys.tagBase(DEFAULT_SHARD_TAG) });
+    try {
+      expect(await bull.getJobCounts('active', 'wait', 'prioritized', 'paused', 'delayed')).toEqual({ active: 2, wait: 3, prioritized: 0, paused: 0, delayed: 0 });
+      const jobs = await bull.getWaiting();
+      expect(jobs.map((j) => j.name)).toEqual(['lease', 'lease', 'lease']);
+      // BullMQ lists waiting jobs oldest first: the order they are granted in.
+      const ids = jobs.map((j) => Number(j.id!.split('.').pop()));
+      expect(ids).toEqual([...ids].sort((x, y) => x - y));
+      expect(jobs[0].data).toMatchObject({ origin: q.replicaId, model: 'llama' });
+      expect((await bull.getActive()).map((j) => j.name)).toEqual(['lease', 'lease']);
+      await leases[0].release();
+      const next = await waiting[0];
+      expect(await bull.getJobCounts('active', 'wait')).toEqual({ active: 2, wait: 2 });
+      await Promise.all([leases[1].release(), next.release()]);
+      for (const w of waiting.slice(1)) await (await w).release();
+      expect(await bull.getJobCounts('active', 'wait')).toEqual({ active: 0, wait: 0 });
+    } finally {
+      await bull.close();
+      await q.close();
+    }
+  });
+});
+
+describe('BullmqProviderQueue fencing and dead replicas', () => {
+  const open: BullmqProviderQueue[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((q) => q.close()));
+  });
+  const busyWait = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      // a blocked event loop, as a long synchronous task would cause
+    }
+  };
+
+  it('frees the slots of a replica that died within 3 s, and serves a request waiting on another replica', async () => {
+    const prefix = uniquePrefix('crash');
+    const [dying, alive] = [makeQueue(prefix), makeQueue(prefix)];
+    open.push(dying, alive);
+    const p = provider('p', 2);
+    await Promise.all([dying.configure([p]), alive.configure([p])]);
+    await dying.acquireLease(request([p]));
+    await dying.acquireLease(request([p]));
+    let granted: Lease | undefined;
+    const waiting = alive.acquireLease(request([p])).then((l) => (granted = l));
+    await waitUntil(async () => (await alive.counts(['p'])).get('p')?.queued === 1, 5000, 'a waiting request');
+    const killedAt = Date.now();
+    await dying.simulateCrash();
+    await waiting;
+    const recoveredMs = Date.now() - killedAt;
+    expect(recoveredMs).toBeLessThanOrEqual(3000);
+    await waitUntil(async () => (await alive.counts(['p'])).get('p')?.inFlight === 1, 3000, 'only the new lease in flight');
+    await granted!.release();
+  });
+
+  it('loses no lease when its event loop is blocked for 1 s', async () => {
+    const prefix = uniquePrefix('block');
+    const warnings: string[] = [];
+    const q = makeQueue(prefix, { logger: { ...silent, warn: (m) => warnings.push(m) } });
+    open.push(q);
+    const p = provider('p', 1);
+    await q.configure([p]);
+    const lease = await q.acquireLease(request([p]));
+    await new Promise((r) => setTimeout(r, 600));
+    busyWait(1000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(lease.signal.aborted).toBe(false);
+    expect(warnings).toEqual([]);
+    expect((await q.counts(['p'])).get('p')).toEqual({ inFlight: 1, queued: 0 });
+    await lease.release();
+  });
+
+  it('aborts a lease it could not renew in time, with a warning naming the provider, before Redis frees the slot', async () => {
+    const prefix = uniquePrefix('fence');
+    const warnings: string[] = [];
+    const q = makeQueue(prefix, { logger: { ...silent, warn: (m) => warnings.push(m) } });
+    const other = makeQueue(prefix);
+    open.push(q, other);
+    const p = provider('gpu-a-llama', 1);
+    await Promise.all([q.configure([p]), other.configure([p])]);
+    const lease = await q.acquireLease(request([p]));
+    let abortedAt: number | undefined;
+    lease.signal.addEventListener('abort', () => (abortedAt = Date.now()));
+    busyWait(2500);
+    // The stalled holder's connections stay open, so Redis keeps the slot: nobody else is granted it meanwhile.
+    expect((await other.counts([p.providerId])).get(p.providerId)?.inFlight).toBe(1);
+    await waitUntil(() => abortedAt !== undefined, 1000, 'the lease to be fenced');
+    expect(warnings.some((w) => w.includes('"gpu-a-llama"') && w.includes('aborting its upstream call'))).toBe(true);
+    await waitUntil(async () => (await other.counts([p.providerId])).get(p.providerId)?.inFlight === 0, 3000, 'the fenced lease to be released');
+    await lease.release();
+  });
+
+  it('costs at most 25 Redis commands per pooled request, scripts and their inner commands counted', async () => {
+    const own = await startRedis({ forceOwn: true });
+    const q = new BullmqProviderQueue({ redisUrl: own.url, prefix: uniquePrefix('cost'), logger: silent });
+    const admin = new Redis(own.url);
+    try {
+      const [a, b] = [provider('a', 4), provider('b', 4)];
+      await q.configure([a, b]);
+      await (await q.acquireLease(request([a, b]))).release();
+      await admin.config('RESETSTAT');
+      const n = 200;
+      for (let i = 0; i < n; i++) await (await q.acquireLease(request([a, b]))).release();
+      const stats = await admin.info('commandstats');
+      const calls = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter(([, name]) => name !== 'info' && name !== 'config');
+      const total = calls.reduce((sum, [, , c]) => sum + Number(c), 0);
+      process.stdout.write(`Redis commands per pooled request (2 candidates, no wait): ${(total / n).toFixed(1)}\n`);
+      expect(total / n).toBeLessThanOrEqual(25);
+    } finally {
+      await q.close();
+      admin.disconnect();
+      await own.stop();
+    }
+  });
+});
+
+describe('BullmqProviderQueue when Redis fails', () => {
+  let own: TestRedis;
+  const open: BullmqProviderQueue[] = [];
+  beforeEach(async () => {
+    own = await startRedis({ forceOwn: true });
+  });
+  afterEach(async () => {
+    try {
+      await Promise.all(open.splice(0).map((q) => q.close()));
+    } finally {
+      await own.stop();
+    }
+  }, 15_000);
+  const make = (prefix: string, extra: Partial<BullmqProviderQueueOptions> = {}) => {
+    const q = new BullmqProviderQueue({ redisUrl: own.url, prefix, logger: silent, ...extra });
+    open.push(q);
+    return q;
+  };
+
+  it('answers queue_unavailable within 1 s while Redis is down and recovers without a restart', async () => {
+    const a = provider('a', 1);
+    const queue = make(uniquePrefix('outage'));
+    await queue.configure([a]);
+    await (await queue.acquireLease(request([a]))).release();
+    await own.kill();
+    const started = Date.now();
+    const error = await queue.acquireLease(request([a])).catch((e: unknown) => e);
+    expect((error as AdmissionError).code).toBe('queue_unavailable');
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await queue.isReady()).toBe(false);
+    await expect(queue.counts(['a'])).rejects.toMatchObject({ code: 'queue_unavailable' });
+    await own.start();
+    await waitUntil(() => queue.isReady(), 10_000, 'the queue to reconnect');
+    const lease = await queue.acquireLease(request([a], { maxWaitMs: 5000 }));
+    expect((await queue.counts(['a'])).get('a')).toEqual({ inFlight: 1, queued: 0 });
+    await lease.release();
+  });
+
+  it('closes without hanging while Redis is down, failing its waiting requests', async () => {
+    const a = provider('a', 1);
+    const queue = make(uniquePrefix('close-down'));
+    await queue.configure([a]);
+    const lease = await queue.acquireLease(request([a]));
+    const waiting = queue.acquireLease(request([a])).catch((e: unknown) => e);
+    await waitUntil(async () => (await queue.counts(['a'])).get('a')?.queued === 1, 5000, 'a waiting request');
+    await own.kill();
+    await waitUntil(async () => !(await queue.isReady()), 2000, 'the outage to be seen');
+    const started = Date.now();
+    await queue.close();
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(((await waiting) as AdmissionError).code).toBe('queue_unavailable');
+    await lease.release();
+  }, 15_000);
+
+  it('keeps the limit after Redis restarts without persistence while leases are held and a request waits', async () => {
+    const a = provider('a', 2);
+    const prefix = uniquePrefix('restart');
+    const warnings: string[] = [];
+    const opts = { logger: { ...silent, warn: (m: string) => warnings.push(m) } };
+    const first = make(prefix, opts);
+    const second = make(prefix, opts);
+    await first.configure([a]);
+    await second.configure([a]);
+    const held = [await first.acquireLease(request([a])), await first.acquireLease(request([a]))];
+    await own.kill();
+    await own.start();
+    await waitUntil(async () => (await first.isReady()) && (await second.isReady()), 10_000, 'both replicas to reconnect');
+    await waitUntil(async () => (await second.counts(['a']).catch(() => undefined))?.get('a')?.inFlight === 2, 5000, 'the running leases to be registered again').catch((e: Error) => {
+      throw new Error(`${e.message}; warnings: ${warnings.join(' | ')}`);
+    });
+    expect(warnings.some((w) => w.includes('Redis restarted'))).toBe(true);
+    let extra: Lease | undefined;
+    const waiting = second.acquireLease(request([a], { maxWaitMs: 10_000 })).then((l) => (extra = l));
+    await waitUntil(async () => (await second.counts(['a'])).get('a')?.queued === 1, 5000, 'the new request to queue');
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(extra).toBeUndefined();
+    expect(held.every((l) => !l.signal.aborted)).toBe(true);
+    expect((await second.counts(['a'])).get('a')).toEqual({ inFlight: 2, queued: 1 });
+    await held[0].release();
+    await waiting;
+    expect(extra?.providerId).toBe('a');
+    await extra!.release();
+    await held[1].release();
+    await waitUntil(async () => (await first.counts(['a'])).get('a')?.inFlight === 0, 5000, 'every lease released');
+  }, 30_000);
+
+  it('closes cleanly: waiting requests fail, leases are released, no key of a job is left in Redis', async () => {
+    const a = provider('a', 1);
+    const prefix = uniquePrefix('close');
+    const queue = make(prefix);
+    await queue.configure([a]);
+    await queue.acquireLease(request([a]));
+    const waiting = queue.acquireLease(request([a])).catch((e: AdmissionError) => e.code);
+    await waitUntil(async () => (await queue.counts(['a'])).get('a')?.queued === 1, 5000, 'a waiting request');
+    await queue.close();
+    expect(await waiting).toBe('queue_unavailable');
+    const keys = await scanKeys(own.url, prefix);
+    expect(keys.filter((k) => /provider\.a:[^:]+\.\d+$/.test(k))).toEqual([]);
+    const reader = new Redis(own.url);
+    expect(await readLeaseCounts(reader, prefix, [{ providerId: 'a', shardTag: DEFAULT_SHARD_TAG }])).toEqual(new Map([['a', { inFlight: 0, queued: 0 }]]));
+    reader.disconnect();
+  });
+});
