@@ -14,9 +14,16 @@ export const USAGE = `usage:
   serve            run the gateway (default command)
   --config FILE    edge.yaml to load (required)
   --listen         overrides gateway.listen
-  --redis          overrides queue.redis_url (and selects the redis backend)
+  --redis URL      selects the redis queue backend at URL, even over queue.backend: memory;
+                   beats REDIS_URL, which beats queue.redis_url
   --demo-upstream  also start the bundled OpenAI-compatible demo upstream on HOST:PORT
-  validate FILE    check a config file: prints every problem and exits 1, or a summary and exits 0`;
+  validate FILE    check a config file: prints every problem and exits 1, or a summary and exits 0
+
+environment:
+  REDIS_URL        like --redis (a redis:// or rediss:// URL; empty = unset): selects the redis
+                   backend, even over queue.backend: memory
+  LOG_LEVEL        pino level (default info); the startup log says which queue backend runs and why
+  IOP_SHUTDOWN_GRACE_MS  longest SIGTERM waits for in-flight requests (default 30000)`;
 
 /** @throws Error with a usage message for unknown flags or a missing --config/FILE. */
 export function parseGatewayArgs(argv: string[]): GatewayCommand {

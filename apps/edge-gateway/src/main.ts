@@ -16,7 +16,19 @@ import {
   type ResponseAffinity,
 } from '@iop/dispatch';
 import { startFakeUpstream } from '@iop/fake-upstream';
-import { ConfigRuntime, formatProblems, isRedisUrl, loadConfigFile, parseListenAddress, redactUrl, resolveQueueBackend, type EdgeConfig } from '@iop/validate';
+import {
+  ConfigRuntime,
+  describeQueueBackend,
+  formatProblems,
+  loadConfigFile,
+  parseListenAddress,
+  QueueBackendError,
+  redactUrl,
+  resolveQueueBackend,
+  type EdgeConfig,
+  type QueueBackendChoice,
+  type QueueBackendOverrides,
+} from '@iop/validate';
 import { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import pino from 'pino';
@@ -62,26 +74,33 @@ function validate(file: string): number {
 
 async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promise<number> {
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'edge-gateway' } });
+  // `--redis` is also what `${REDIS_URL}` in the file expands to.
   const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
   const loaded = loadConfigFile(cmd.config, env);
   if (!loaded.ok) {
     process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
     return 1;
   }
-  // Command-line overrides apply to the first file and to every reloaded one.
-  const withOverrides = (c: EdgeConfig): EdgeConfig =>
-    cmd.redis ? { ...c, queue: { ...c.queue, redis_url: cmd.redis, backend: c.queue.backend ?? 'redis' } } : c;
-  const initial = withOverrides(loaded.config);
+  const initial = loaded.config;
+
+  // The backend is chosen once, by the rule of README "Configuration" (`queue.backend`): a URL from
+  // --redis or REDIS_URL selects redis over the file. A reload changes limits and providers, not the backend.
+  const overrides: QueueBackendOverrides = { redis: cmd.redis };
+  let choice: QueueBackendChoice;
+  try {
+    choice = resolveQueueBackend(initial, process.env, overrides);
+  } catch (err) {
+    if (!(err instanceof QueueBackendError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return 2;
+  }
+  const chosen = { queue: choice.backend, redis: choice.redisUrl === undefined ? undefined : redactUrl(choice.redisUrl), source: choice.source };
+  if (choice.backend === 'memory' && initial.queue.redis_url) logger.warn(chosen, describeQueueBackend(choice));
+  else logger.info(chosen, describeQueueBackend(choice));
 
   const demo = cmd.demoUpstream ? await startFakeUpstream({ ...parseListenAddress(cmd.demoUpstream), name: 'demo', models: [] }) : undefined;
   if (demo) logger.info({ url: demo.url }, 'demo upstream listening');
 
-  // The backend is chosen once; a reload changes limits and providers, not the backend.
-  const choice = resolveQueueBackend(initial, env);
-  if (choice.redisUrl !== undefined && !isRedisUrl(choice.redisUrl)) {
-    process.stderr.write(`REDIS_URL: "${redactUrl(choice.redisUrl)}" is not a redis:// or rediss:// URL\n`);
-    return 2;
-  }
   const redisError = (what: string) => (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: redis unavailable`);
   // Health and affinity share one fail-fast connection; the queue keeps its own.
   const redis = choice.backend === 'redis' ? new Redis(choice.redisUrl!, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
@@ -96,9 +115,8 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     env,
     logger,
     onRejected: () => metrics.countReloadFailure(),
-    transform: withOverrides,
     apply: async (next) => {
-      warnRestartOnly(initial, next.config, logger);
+      warnRestartOnly(initial, next.config, (c) => resolveQueueBackend(c, process.env, overrides), logger);
       await queue.configure(queueProviders(next.config));
       await health.refresh(queueProviders(next.config).map((p) => p.providerId));
     },
@@ -186,18 +204,21 @@ function listen(server: Server, host: string, port: number): Promise<Server> {
 }
 
 /**
- * Settings a reload cannot change in a running process (the queue's Redis, its key prefix, the
- * backend, the listen address): a change is logged as needing a restart; the process keeps the old ones.
+ * Settings a reload cannot change in a running process (the queue backend and its Redis, the key
+ * prefix, the listen address): a change is logged as needing a restart; the process keeps the old
+ * ones. The backend and URL are compared as resolved (`resolve`), so a file change that --redis or
+ * REDIS_URL overrides anyway is not reported.
  */
-function warnRestartOnly(initial: EdgeConfig, next: EdgeConfig, logger: pino.Logger): void {
+function warnRestartOnly(initial: EdgeConfig, next: EdgeConfig, resolve: (c: EdgeConfig) => QueueBackendChoice, logger: pino.Logger): void {
+  const [before, after] = [resolve(initial), resolve(next)];
   const fixed: Array<[string, unknown, unknown]> = [
     ['gateway.listen', initial.gateway.listen, next.gateway.listen],
-    ['queue.backend', initial.queue.backend, next.queue.backend],
-    ['queue.redis_url', initial.queue.redis_url, next.queue.redis_url],
+    ['queue.backend', before.backend, after.backend],
+    ['queue.redis_url', before.redisUrl, after.redisUrl],
     ['queue.prefix', initial.queue.prefix, next.queue.prefix],
   ];
-  for (const [key, before, after] of fixed) {
-    if (before !== after) logger.warn({ key }, `${key} changed: it takes effect only after a restart; this process keeps the value it started with`);
+  for (const [key, was, now] of fixed) {
+    if (was !== now) logger.warn({ key }, `${key} changed: it takes effect only after a restart; this process keeps the value it started with`);
   }
 }
 

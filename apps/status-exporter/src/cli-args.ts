@@ -9,10 +9,15 @@ export const USAGE = `usage:
 
   --config FILE    edge.yaml to load (required; the same file as the gateways)
   --listen         overrides status.listen (default 127.0.0.1:9464)
-  --redis          overrides queue.redis_url (the gateways' Redis; REDIS_URL works too)
+  --redis URL      the gateways' Redis: selects the redis backend at URL, even over
+                   queue.backend: memory; beats REDIS_URL, which beats queue.redis_url
 
 serves GET /status, GET /metrics, GET /healthz and a dashboard on GET /;
-POSTs the snapshot to status.push_url every status.interval_ms when set.`;
+POSTs the snapshot to status.push_url every status.interval_ms when set.
+
+environment:
+  REDIS_URL        like --redis (empty = unset)
+  LOG_LEVEL        pino level (default info); the startup log says which Redis is read and why`;
 
 /** @throws Error with a usage message for unknown flags or a missing --config. */
 export function parseExporterArgs(argv: string[]): ExporterCommand {

@@ -3,7 +3,7 @@
  * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
  */
-import { formatProblems, loadConfigFile, parseListenAddress, type EdgeConfig } from '@iop/validate';
+import { formatProblems, loadConfigFile, parseListenAddress } from '@iop/validate';
 import pino from 'pino';
 import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
@@ -21,16 +21,14 @@ async function main(): Promise<number> {
     return 0;
   }
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'status-exporter' } });
+  // As in the gateway, `--redis` is also what `${REDIS_URL}` in the file expands to.
   const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
   const loaded = loadConfigFile(cmd.config, env);
   if (!loaded.ok) {
     process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
     return 1;
   }
-  // --redis wins over queue.redis_url, as in the gateway, for the first file and every reload.
-  const transform = (c: EdgeConfig): EdgeConfig =>
-    cmd.redis ? { ...c, queue: { ...c.queue, redis_url: cmd.redis, backend: c.queue.backend ?? 'redis' } } : c;
-  const config = transform(loaded.config);
+  const config = loaded.config;
 
   let listen: { host: string; port: number };
   try {
@@ -41,7 +39,7 @@ async function main(): Promise<number> {
   }
   let exporter: RunningExporter;
   try {
-    exporter = await startExporter({ config, configHash: loaded.hash, configFile: cmd.config, transform, env, ...listen, logger });
+    exporter = await startExporter({ config, configHash: loaded.hash, configFile: cmd.config, env: process.env, redis: cmd.redis, ...listen, logger });
   } catch (err) {
     if (err instanceof ExporterRefusal) {
       process.stderr.write(`${err.message}\n`);

@@ -3,7 +3,15 @@ export * from './adapter-resolution';
 export { type ConfigProblem, ConfigError, formatProblems } from './config-problem';
 export { type LoadResult, parseConfigText, loadConfigFile } from './load-config';
 export { type SemanticProblem, checkSemantics } from './semantic-rules';
-export { type QueueBackendChoice, DEFAULT_REDIS_URL, resolveQueueBackend } from './queue-backend';
+export {
+  type QueueBackendChoice,
+  type QueueBackendOverrides,
+  type RedisUrlSource,
+  DEFAULT_REDIS_URL,
+  QueueBackendError,
+  describeQueueBackend,
+  resolveQueueBackend,
+} from './queue-backend';
 export { edgeConfigJsonSchema } from './json-schema';
 export { type LoadedConfig, type ReloadResult, type ConfigRuntimeOptions, type RuntimeLogger, ConfigRuntime } from './config-runtime';
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';

@@ -45,7 +45,10 @@ export const gatewaySchema = z.strictObject({
 });
 
 export const queueSchema = z.strictObject({
-  /** @defaultValue redis when redis_url or REDIS_URL is set, else memory (resolved by loadConfig). */
+  /**
+   * @defaultValue redis when redis_url is set, else memory. A URL from `--redis` or `REDIS_URL`
+   * selects redis whatever this says (resolveQueueBackend; README "Configuration").
+   */
   backend: z.enum(['redis', 'memory']).optional(),
   redis_url: z.string().refine(isRedisUrl, 'write a redis:// or rediss:// URL').optional(),
   /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */

@@ -27,13 +27,15 @@ export function writeTempConfig(yaml: string): string {
 
 /**
  * Starts `node dist/apps/edge-gateway/main.js serve --config FILE --listen 127.0.0.1:0` and waits
- * for its "listening on" line.
+ * for its "listening on" line. `REDIS_URL` is blank unless `env` sets it: any `REDIS_URL` selects
+ * the redis backend (README "Configuration"), and a test runner's own one (README "Tests") must not
+ * switch a memory-backend test.
  * @throws Error with the process output when it exits or does not listen within `timeoutMs`.
  */
 export async function spawnGateway(configFile: string, opts: { env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<GatewayProcess> {
   if (!existsSync(GATEWAY_MAIN)) throw new Error(`${GATEWAY_MAIN} is missing: run "npx nx run edge-gateway:build" first`);
   const child = spawn(process.execPath, [GATEWAY_MAIN, 'serve', '--config', configFile, '--listen', '127.0.0.1:0', ...(opts.args ?? [])], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+    env: { ...process.env, LOG_LEVEL: 'warn', REDIS_URL: '', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
