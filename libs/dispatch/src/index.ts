@@ -9,6 +9,7 @@ export * from './health/memory-health-store';
 export * from './health/redis-health-store';
 export * from './queue/lease-keys';
 export * from './queue/bullmq-options';
+export * from './queue/redis-connection';
 export * from './queue/bullmq-queue';
 export { readLeaseCounts, type StoredProvider } from './queue/lease-store';
 export * from './affinity/response-affinity';

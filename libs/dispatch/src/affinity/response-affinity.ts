@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { LeaseKeys } from '../queue/lease-keys';
+import type { RedisClient } from '../queue/redis-connection';
 
 /**
  * Which provider produced a Responses API response, so a follow-up with `previous_response_id`
@@ -43,7 +44,7 @@ export class MemoryResponseAffinity implements ResponseAffinity {
 }
 
 /**
- * Affinity shared by every replica: `<prefix>:affinity:<responseId>` = provider id, PX `ttlMs`.
+ * Affinity shared by every replica: `LeaseKeys.affinityKey(responseId)` = provider id, PX `ttlMs`.
  * A Redis outage makes lookups miss (reported through `onError`), never fail the request.
  */
 export class RedisResponseAffinity implements ResponseAffinity {
@@ -52,15 +53,19 @@ export class RedisResponseAffinity implements ResponseAffinity {
    * @param ttlMs how long a mapping lives, in ms. @defaultValue 3_600_000 (1 h)
    */
   constructor(
-    private readonly redis: Redis,
-    private readonly prefix: string,
+    private readonly redis: RedisClient,
+    prefix: string,
     private readonly ttlMs = 3_600_000,
     private readonly onError: (err: unknown) => void = () => undefined,
-  ) {}
+  ) {
+    this.keys = new LeaseKeys(prefix);
+  }
+
+  private readonly keys: LeaseKeys;
 
   async get(responseId: string): Promise<string | undefined> {
     try {
-      return (await this.redis.get(`${this.prefix}:affinity:${responseId}`)) ?? undefined;
+      return (await this.redis.get(this.keys.affinityKey(responseId))) ?? undefined;
     } catch (err) {
       this.onError(err);
       return undefined;
@@ -69,7 +74,7 @@ export class RedisResponseAffinity implements ResponseAffinity {
 
   async set(responseId: string, providerId: string): Promise<void> {
     try {
-      await this.redis.set(`${this.prefix}:affinity:${responseId}`, providerId, 'PX', this.ttlMs);
+      await this.redis.set(this.keys.affinityKey(responseId), providerId, 'PX', this.ttlMs);
     } catch (err) {
       this.onError(err);
     }

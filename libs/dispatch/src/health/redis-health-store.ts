@@ -1,5 +1,6 @@
 import type { HealthSettings } from '@iop/validate';
-import type { Redis } from 'ioredis';
+import { LeaseKeys } from '../queue/lease-keys';
+import type { RedisClient } from '../queue/redis-connection';
 import type { HealthStore } from './provider-health';
 
 /**
@@ -27,7 +28,7 @@ return state`;
 
 /**
  * Provider health shared by every replica through Redis (issue 5: replicas agree; health expires
- * when no replica refreshes it). Keys: `<prefix>:health:<providerId>` (hash, PX `ttlMs`).
+ * when no replica refreshes it). Keys: `LeaseKeys.healthKey` (hash, PX `ttlMs`), all on one cluster slot.
  * A Redis outage leaves the cache as it was and is reported through `onError`.
  */
 export class RedisHealthStore implements HealthStore {
@@ -38,15 +39,19 @@ export class RedisHealthStore implements HealthStore {
    * @param ttlMs lifetime of a record without updates, in ms (e.g. 3 × `health.interval_ms`).
    */
   constructor(
-    private readonly redis: Redis,
-    private readonly prefix: string,
+    private readonly redis: RedisClient,
+    prefix: string,
     private readonly settings: () => Pick<HealthSettings, 'unhealthy_after' | 'healthy_after'>,
     private readonly ttlMs: () => number,
     private readonly onError: (err: unknown) => void = () => undefined,
-  ) {}
+  ) {
+    this.keys = new LeaseKeys(prefix);
+  }
+
+  private readonly keys: LeaseKeys;
 
   private key(providerId: string): string {
-    return `${this.prefix}:health:${providerId}`;
+    return this.keys.healthKey(providerId);
   }
 
   async record(providerId: string, ok: boolean): Promise<void> {

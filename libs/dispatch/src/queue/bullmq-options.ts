@@ -14,6 +14,11 @@ export interface BullmqProviderQueueOptions {
   /** Key prefix shared by every replica of one deployment (`queue.prefix`); no `:` at the end. */
   readonly prefix: string;
   /**
+   * `redisUrl` is a seed node of a Redis Cluster (`queue.cluster`); providers spread over shards by shard tag.
+   * @defaultValue false
+   */
+  readonly cluster?: boolean;
+  /**
    * This replica's id in job ids, grants and connection names; unique per process.
    * @defaultValue a random UUID
    */
@@ -95,6 +100,7 @@ export function resolveBullmqOptions(options: BullmqProviderQueueOptions): Resol
   const resolved: ResolvedBullmqOptions = {
     redisUrl: options.redisUrl,
     prefix: options.prefix,
+    cluster: options.cluster ?? false,
     replicaId: options.replicaId ?? randomUUID(),
     leaseTtlMs,
     renewIntervalMs: options.renewIntervalMs ?? Math.max(1, Math.floor(leaseTtlMs / 4)),

@@ -1,9 +1,9 @@
-import { Redis, type RedisOptions } from 'ioredis';
 import { AdmissionError } from './admission-error';
 import { resolveBullmqOptions, type BullmqProviderQueueOptions, type ResolvedBullmqOptions } from './bullmq-options';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from './lease-keys';
 import { LeaseStore, type StoredProvider } from './lease-store';
 import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from './provider-queue';
+import { connectRedis, type RedisClient } from './redis-connection';
 
 /** A provider this replica was configured with. */
 interface ProviderSlot extends StoredProvider {
@@ -60,8 +60,8 @@ export class BullmqProviderQueue implements ProviderQueue {
   private readonly opts: ResolvedBullmqOptions;
   private readonly store: LeaseStore;
   /** Fail-fast connection (no offline queue) for every command and script. */
-  private readonly producer: Redis;
-  private readonly subscriber: Redis;
+  private readonly producer: RedisClient;
+  private readonly subscriber: RedisClient;
   private readonly providers = new Map<string, ProviderSlot>();
   private readonly waiters = new Map<string, Waiter>();
   private readonly leases = new Map<string, HeldLease>();
@@ -84,14 +84,9 @@ export class BullmqProviderQueue implements ProviderQueue {
     this.opts = resolveBullmqOptions(options);
     this.replicaId = this.opts.replicaId;
     const connectionName = `${this.opts.prefix}:replica:${this.replicaId}`;
-    const base: RedisOptions = { connectionName, retryStrategy: (times) => Math.min(times * 100, 1000) };
-    this.producer = new Redis(this.opts.redisUrl, {
-      ...base,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: this.opts.commandTimeoutMs,
-    });
-    this.subscriber = new Redis(this.opts.redisUrl, { ...base, maxRetriesPerRequest: null });
+    const target = { url: this.opts.redisUrl, cluster: this.opts.cluster, connectionName };
+    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: this.opts.commandTimeoutMs });
+    this.subscriber = connectRedis(target);
     this.store = new LeaseStore(this.producer, this.opts.prefix, this.opts.leaseTtlMs);
     this.producer.on('error', (e: Error) => this.onRedisError('commands', e));
     this.subscriber.on('error', (e: Error) => this.onRedisError('subscriber', e));

@@ -16,10 +16,12 @@
  * | `granted` | hash | jobId → queue name, from a grant until the origin confirms it (lost-message recovery) |
  * | `barrier` | string, PX | set after Redis lost its state: no grants until live holders registered their leases again |
  *
- * Replica keys (outside any tag): `<prefix>:replica:<id>` (string, PX: liveness), `<prefix>:replicas`
- * (set of replica ids), channel `<prefix>:grant:<replica>` (`jobId|queueName`), and every Redis
- * connection of a replica is named `<prefix>:replica:<id>` so that a replica whose process died is
- * told apart from one that is only stalled (`CLIENT LIST`).
+ * Replica keys, on one slot of their own: `<prefix>:{replicas}:<id>` (string, PX: liveness),
+ * `<prefix>:{replicas}:all` (set of replica ids). Channel `<prefix>:grant:<replica>` carries
+ * `jobId|queueName`. Every Redis connection of a replica is named `<prefix>:replica:<id>`, so that a
+ * replica whose process died is told apart from one that is only stalled (`CLIENT LIST`).
+ * Health records: `<prefix>:{health}:<providerId>` (hash); response affinity:
+ * `<prefix>:affinity:<responseId>` (string, single-key, any slot).
  */
 export class LeaseKeys {
   /**
@@ -48,16 +50,26 @@ export class LeaseKeys {
   }
 
   livenessKey(replicaId: string): string {
+    return `${this.prefix}:{replicas}:${replicaId}`;
+  }
+
+  /** The name of every Redis connection of that replica (`CLIENT SETNAME`). */
+  connectionName(replicaId: string): string {
     return `${this.prefix}:replica:${replicaId}`;
   }
 
-  /** Also the name of every Redis connection of that replica. */
-  connectionName(replicaId: string): string {
-    return this.livenessKey(replicaId);
+  get replicasKey(): string {
+    return `${this.prefix}:{replicas}:all`;
   }
 
-  get replicasKey(): string {
-    return `${this.prefix}:replicas`;
+  /** A provider's shared health record (read by every replica and the exporter). */
+  healthKey(providerId: string): string {
+    return `${this.prefix}:{health}:${providerId}`;
+  }
+
+  /** Which provider produced a Responses API answer (`previous_response_id` affinity). */
+  affinityKey(responseId: string): string {
+    return `${this.prefix}:affinity:${responseId}`;
   }
 
   grantChannelPrefix(): string {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { ADMIT, CONFIGURE, LEAVE, POLL, RELEASE, RENEW, SWEEP } from './lease-scripts';
 import { LeaseKeys } from './lease-keys';
 import type { ProviderCounts, QueueProvider } from './provider-queue';
+import { masterNodes, type RedisClient } from './redis-connection';
 
 /** A provider as the lease store addresses it: its id and the shard tag its keys live under. */
 export interface StoredProvider {
@@ -51,7 +51,7 @@ export class LeaseStore {
    * @param leaseTtlMs lifetime of a lease in Redis between renewals, in ms.
    */
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     prefix: string,
     private readonly leaseTtlMs: number,
   ) {
@@ -155,11 +155,14 @@ export class LeaseStore {
    * @throws when CLIENT is refused (e.g. an ACL): the caller then goes by liveness keys alone.
    */
   async connectedReplicas(): Promise<Set<string>> {
-    const list = (await this.client.call('CLIENT', 'LIST', 'TYPE', 'normal')) as string;
+    // On a cluster every replica connects to every master: one that still has a connection anywhere is alive.
+    const lists = await Promise.all(masterNodes(this.client).map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'normal') as Promise<string>));
     const marker = this.keys.connectionName('');
     const out = new Set<string>();
-    for (const match of list.matchAll(/ name=(\S+)/g)) {
-      if (match[1].startsWith(marker)) out.add(match[1].slice(marker.length));
+    for (const list of lists) {
+      for (const match of list.matchAll(/ name=(\S+)/g)) {
+        if (match[1].startsWith(marker)) out.add(match[1].slice(marker.length));
+      }
     }
     return out;
   }
@@ -169,10 +172,10 @@ export class LeaseStore {
     if (replicaIds.length > 0) await this.client.srem(this.keys.replicasKey, ...replicaIds);
   }
 
-  /** `run_id` of the Redis server, to detect a restart that lost state. */
-  async serverRunId(): Promise<string | undefined> {
-    const info = await this.client.info('server');
-    return /run_id:(\w+)/.exec(info)?.[1];
+  /** `run_id` of the Redis server (of every master of a cluster, sorted), to detect a restart that lost state. */
+  async serverRunId(): Promise<string> {
+    const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
+    return infos.map((info) => /run_id:(\w+)/.exec(info)?.[1] ?? '?').sort().join(',');
   }
 
   private async run(script: Script, shardTag: string, args: string[]): Promise<unknown> {
@@ -194,22 +197,28 @@ export class LeaseStore {
  * @param prefix `queue.prefix` (no trailing `:`).
  * @throws the Redis error when any command fails (connection lost, wrong key type).
  */
-export async function readLeaseCounts(redis: Pick<Redis, 'pipeline'>, prefix: string, providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
+export async function readLeaseCounts(redis: RedisClient, prefix: string, providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
   const keys = new LeaseKeys(prefix);
   const out = new Map<string, ProviderCounts>();
-  if (providers.length === 0) return out;
-  const pipeline = redis.pipeline();
-  for (const p of providers) {
-    pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'active'));
-    pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'wait'));
-  }
-  const results = (await pipeline.exec()) ?? [];
-  const numbers = results.map(([error, value], i) => {
-    if (error) throw error;
-    if (typeof value !== 'number') throw new Error(`readLeaseCounts: reply ${i} is not a number`);
-    return value;
-  });
-  if (numbers.length !== providers.length * 2) throw new Error('readLeaseCounts: the pipeline was aborted');
-  providers.forEach((p, i) => out.set(p.providerId, { inFlight: numbers[2 * i], queued: numbers[2 * i + 1] }));
-  return out;
+  // One pipeline per shard tag: a cluster pipeline must stay on one slot.
+  const byTag = new Map<string, StoredProvider[]>();
+  for (const p of providers) byTag.set(p.shardTag, [...(byTag.get(p.shardTag) ?? []), p]);
+  await Promise.all(
+    [...byTag.values()].map(async (group) => {
+      const pipeline = redis.pipeline();
+      for (const p of group) {
+        pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'active'));
+        pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'wait'));
+      }
+      const results = (await pipeline.exec()) ?? [];
+      const numbers = results.map(([error, value], i) => {
+        if (error) throw error;
+        if (typeof value !== 'number') throw new Error(`readLeaseCounts: reply ${i} is not a number`);
+        return value;
+      });
+      if (numbers.length !== group.length * 2) throw new Error('readLeaseCounts: the pipeline was aborted');
+      group.forEach((p, i) => out.set(p.providerId, { inFlight: numbers[2 * i], queued: numbers[2 * i + 1] }));
+    }),
+  );
+  return new Map(providers.map((p) => [p.providerId, out.get(p.providerId)!]));
 }

@@ -85,10 +85,11 @@ export async function scanKeys(url: string, prefix: string): Promise<string[]> {
   }
 }
 
-async function spawnRedis(port: number): Promise<ChildProcess> {
+/** Spawns `redis-server` without persistence on `port` (plus `extraArgs`) and waits for PING. */
+export async function spawnRedis(port: number, extraArgs: readonly string[] = []): Promise<ChildProcess> {
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...extraArgs],
     { stdio: 'ignore' },
   );
   const failed = new Promise<never>((_, reject) => {
@@ -128,7 +129,8 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-function freePort(): Promise<number> {
+/** A TCP port of 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

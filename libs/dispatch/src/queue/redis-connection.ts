@@ -1,0 +1,50 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+/** A connection to a single Redis or to a Redis Cluster; both speak the same commands here. */
+export type RedisClient = Redis | Cluster;
+
+/** How to reach Redis (`queue.redis_url`, `queue.cluster`) and how the connection behaves. */
+export interface RedisConnectionOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…` (TLS); for a cluster, any one seed node. */
+  readonly url: string;
+  /** Treat `url` as a seed node of a Redis Cluster and follow its slot map. @defaultValue false */
+  readonly cluster?: boolean;
+  /** `CLIENT SETNAME` of every connection (also of each cluster node's). */
+  readonly connectionName?: string;
+  /** Fail commands at once while disconnected instead of queueing them. @defaultValue false */
+  readonly failFast?: boolean;
+  /** Longest a command may take before it rejects, in ms. @defaultValue none */
+  readonly commandTimeoutMs?: number;
+}
+
+/**
+ * Opens a connection to a single Redis or a Redis Cluster (docs/architecture.md, "Redis and Redis
+ * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s. The caller
+ * must attach an `error` listener. Never logs the URL.
+ * @throws TypeError when `url` is not a URL.
+ */
+export function connectRedis(opts: RedisConnectionOptions): RedisClient {
+  const retryStrategy = (times: number) => Math.min(times * 100, 1000);
+  const common: RedisOptions = {
+    connectionName: opts.connectionName,
+    ...(opts.failFast ? { enableOfflineQueue: false, maxRetriesPerRequest: 0 } : { maxRetriesPerRequest: null }),
+    ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
+  };
+  if (!opts.cluster) return new Redis(opts.url, { ...common, retryStrategy });
+  const url = new URL(opts.url);
+  return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], {
+    enableOfflineQueue: !opts.failFast,
+    clusterRetryStrategy: retryStrategy,
+    redisOptions: {
+      ...common,
+      username: url.username ? decodeURIComponent(url.username) : undefined,
+      password: url.password ? decodeURIComponent(url.password) : undefined,
+      tls: url.protocol === 'rediss:' ? {} : undefined,
+    },
+  });
+}
+
+/** The master nodes to ask node-local questions (`CLIENT LIST`, `INFO`): every master of a cluster, or the one server. */
+export function masterNodes(client: RedisClient): Redis[] {
+  return client instanceof Cluster ? client.nodes('master') : [client];
+}

@@ -1,0 +1,83 @@
+import { execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Cluster } from 'ioredis';
+import { freePort, spawnRedis } from './redis-server';
+
+/** A real Redis Cluster of `redis-server --cluster-enabled yes` processes on 127.0.0.1, for one test file. */
+export interface TestRedisCluster {
+  /** One seed node per master, `redis://127.0.0.1:<port>`. */
+  readonly urls: readonly string[];
+  /** Ports of the masters, in start order. */
+  readonly ports: readonly number[];
+  /** Stops every node (SIGTERM) and removes the cluster's files. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `masters` (default 3) cluster-enabled `redis-server`s without persistence, joins them with
+ * `redis-cli --cluster create` (no replicas) and resolves once `CLUSTER INFO` says `cluster_state:ok`
+ * and every slot is served.
+ * @throws Error naming the Debian package when `redis-server` or `redis-cli` is missing.
+ */
+export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'iop-cluster-'));
+  const ports: number[] = [];
+  while (ports.length < masters) {
+    const port = await freePort();
+    // The cluster bus listens on port + 10000.
+    if (port + 10000 < 65536 && !ports.includes(port)) ports.push(port);
+  }
+  const nodes: ChildProcess[] = [];
+  const stop = async () => {
+    await Promise.all(
+      nodes.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      nodes.push(
+        await spawnRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000', '--dir', dir]),
+      );
+    }
+    await promisify(execFile)('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 }).catch(
+      (e: NodeJS.ErrnoException) => {
+        throw e.code === 'ENOENT' ? new Error('redis-cli not found: install the Debian package redis-tools (comes with redis-server)') : e;
+      },
+    );
+    await waitForClusterOk(ports);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { urls: ports.map((p) => `redis://127.0.0.1:${p}`), ports, stop };
+}
+
+async function waitForClusterOk(ports: readonly number[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const client = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { lazyConnect: true, clusterRetryStrategy: () => null });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const infos = await Promise.all(client.nodes('master').map((n) => n.cluster('INFO') as Promise<string>));
+      if (infos.length === ports.length && infos.every((i) => i.includes('cluster_state:ok'))) return;
+    } catch {
+      // not formed yet
+    } finally {
+      client.disconnect();
+    }
+    if (Date.now() > deadline) throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok within 20 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
