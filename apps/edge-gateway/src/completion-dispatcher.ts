@@ -12,7 +12,7 @@ import type { Response } from 'express';
 import type { Logger } from 'pino';
 import type { ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
 import type { AdapterRegistry } from './adapters/adapter-registry';
-import { ApiError, modelNotFound, UpstreamError, upstreamTimeout } from './errors';
+import { ApiError, countsAgainstProvider, modelNotFound, upstreamTimeout } from './errors';
 import { admissionToApiError } from './http/admission-errors';
 import { sendUpstream } from './http/send-upstream';
 
@@ -59,7 +59,11 @@ interface CallTarget {
  * the client (connection error, 5xx, no first byte in time) is retried once on another healthy
  * candidate, after its first lease is released, so a retry never holds two slots. Direct routes
  * never touch the queue and are never retried. The client's disconnect aborts the upstream call.
- * @throws ApiError for everything answered before the first byte (404, 429, 502, 503, 504).
+ * Only an `UpstreamError` that `countsAgainstProvider` is recorded in `deps.health` or retried;
+ * any other error (the client's 4xx, a fault of the gateway itself) leaves every provider's health
+ * as it was, and its lease is released all the same.
+ * @throws ApiError for everything answered before the first byte (404, 429, 502, 503, 504); any
+ *   other error as it was raised (the error middleware answers it 500 `internal_error`).
  */
 export async function dispatchCompletion(
   deps: DispatcherDeps,
@@ -113,8 +117,10 @@ export async function dispatchCompletion(
         await callUpstream(deps, endpoint, body, res, target, config, attempt, outcome);
         return;
       } catch (err) {
-        if (!(err instanceof UpstreamError) || err.status < 500) throw err;
-        // Connection errors, 5xx and first-byte timeouts count against the provider (passive health).
+        // Only what the upstream did (unreachable, reset, 5xx, no first byte in time) counts against
+        // the provider and may fail over (README "Provider health", "Failover"). The client's 4xx and
+        // the gateway's own errors are answered as they are: never booked, never retried elsewhere.
+        if (!countsAgainstProvider(err)) throw err;
         void deps.health?.record(candidate.providerId, false);
         if (tries > 0 || res.headersSent || clientGone) throw err;
         outcome.failedOver = [...(outcome.failedOver ?? []), candidate.providerId];

@@ -24,8 +24,27 @@ export class ApiError extends Error {
   }
 }
 
-/** An upstream failure before the first byte (502 `upstream_error`, 504 `upstream_timeout`) or an upstream 4xx passed on. */
-export class UpstreamError extends ApiError {}
+/**
+ * Something an upstream did, and nothing else: it could not be reached, reset the connection, sent
+ * no first byte in time, answered 5xx or an unusable body (502 `upstream_error`, 504
+ * `upstream_timeout`), or answered a 4xx that is passed on to the client. Created only where the
+ * gateway handles an upstream's connection or bytes (the adapters, the first-byte timer). Every
+ * other error, including the gateway's own faults and the client's 4xx, is not an UpstreamError,
+ * so it never counts against a provider's health and never fails over (README "Provider health").
+ */
+export class UpstreamError extends ApiError {
+  /**
+   * True when this failure counts against the provider's health and allows one failover:
+   * 5xx-class failures (unreachable, reset, 5xx, first-byte timeout). An upstream 4xx passed on is
+   * the client's answer: false.
+   */
+  get countsAgainstProvider(): boolean {
+    return this.status >= 500;
+  }
+}
+
+/** True for an {@link UpstreamError} that counts against its provider (see `countsAgainstProvider`); false for anything else. */
+export const countsAgainstProvider = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.countsAgainstProvider;
 
 export const invalidRequest = (message: string, param: string | null = null) =>
   new ApiError(400, 'invalid_request_error', message, 'invalid_request_error', param);
@@ -42,4 +61,5 @@ export const requestTooLarge = (limitBytes: number) =>
 export const upstreamError = (message: string, status = 502) => new UpstreamError(status, 'upstream_error', message, 'server_error');
 export const upstreamTimeout = (ms: number) =>
   new UpstreamError(504, 'upstream_timeout', `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`, 'server_error');
+/** The gateway's own fault (a bug): a fixed message, never the error's text or stack; the cause goes to the log. */
 export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle the request; see its logs.', 'server_error');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { invalidRequest } from '../errors';
 import type { ChatRequest, ResponsesRequest } from '../adapters/adapter';
+import { findTooDeep, MAX_BODY_DEPTH } from './json-depth';
 
 const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 
@@ -36,6 +37,12 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidRequest('The request body must be a JSON object.');
   }
+  // Before the schema and before admission: nothing downstream ever sees a body it cannot serialise (README "Errors").
+  const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
+  if (tooDeep) {
+    const where = tooDeep.field === null ? '' : ` (in '${tooDeep.field}')`;
+    throw invalidRequest(`The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep${where}; the gateway accepts at most ${MAX_BODY_DEPTH}.`, tooDeep.field);
+  }
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
@@ -43,7 +50,16 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
 }
 
-/** @throws ApiError 400 `invalid_request_error` naming the first bad parameter. */
+/**
+ * Checks a parsed `POST /v1/chat/completions` body: a JSON object, nested at most `MAX_BODY_DEPTH`
+ * levels, with `model` and `messages` of the right shape; unknown fields pass through.
+ * @throws ApiError 400 `invalid_request_error` naming the first bad parameter (for a body nested
+ *   too deep, the top-level field under which it goes past the limit).
+ */
 export const parseChatRequest = (body: unknown): ChatRequest => parseWith(chatRequestSchema, body) as ChatRequest;
-/** @throws ApiError 400 `invalid_request_error` naming the first bad parameter. */
+/**
+ * Checks a parsed `POST /v1/responses` body: a JSON object, nested at most `MAX_BODY_DEPTH`
+ * levels, with `model` (and `input`, `instructions`, `stream` when present) of the right shape.
+ * @throws ApiError 400 `invalid_request_error` as {@link parseChatRequest}.
+ */
 export const parseResponsesRequest = (body: unknown): ResponsesRequest => parseWith(responsesRequestSchema, body) as ResponsesRequest;

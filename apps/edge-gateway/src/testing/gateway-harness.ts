@@ -1,9 +1,10 @@
-import { MemoryHealthStore, MemoryProviderQueue, MemoryResponseAffinity, queueProviders, type ProviderQueue } from '@iop/dispatch';
+import { MemoryHealthStore, MemoryProviderQueue, MemoryResponseAffinity, queueProviders, type HealthStore, type ProviderQueue } from '@iop/dispatch';
 import { parseConfigText, type EdgeConfig } from '@iop/validate';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import pino from 'pino';
-import { AdapterRegistry } from '../adapters/adapter-registry';
+import type { AdapterFactory } from '../adapters/adapter';
+import { AdapterRegistry, createAdapter } from '../adapters/adapter-registry';
 import { createApp } from '../app';
 import { ProviderProber } from '../health/provider-prober';
 
@@ -14,30 +15,36 @@ export interface TestGateway {
   baseURL: string;
   config: EdgeConfig;
   queue: ProviderQueue;
-  /** Present when started with `{ health: true }`: the in-process health store and its prober. */
-  health?: MemoryHealthStore;
+  /**
+   * Present when started with `{ health: true }` (an in-process store and its prober) or with
+   * `{ health: store }` (that store, no prober: the test decides what is observed).
+   */
+  health?: HealthStore;
   prober?: ProviderProber;
   close(): Promise<void>;
 }
 
 /**
  * Parses `yaml` (with `${VAR}` from `env`) and starts a real listening gateway on 127.0.0.1:0.
+ * `opts.health`: `true` for a `MemoryHealthStore` probed every `health.interval_ms`, or a store of
+ * the test's own (e.g. a `RedisHealthStore`) that nothing probes. `opts.adapterFactory` builds the
+ * adapters (default: the real ones, `createAdapter`).
  * @throws Error listing the config problems when the YAML is invalid.
  */
 export async function startTestGateway(
   yaml: string,
   env: Record<string, string> = {},
   queue: ProviderQueue = new MemoryProviderQueue(),
-  opts: { health?: boolean } = {},
+  opts: { health?: boolean | HealthStore; adapterFactory?: AdapterFactory } = {},
 ): Promise<TestGateway> {
   const loaded = parseConfigText(yaml, env, 'test.yaml');
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
   const config = loaded.config;
   await queue.configure(queueProviders(config));
-  const adapters = new AdapterRegistry();
+  const adapters = new AdapterRegistry(opts.adapterFactory ?? createAdapter);
   const logger = pino({ level: 'silent' });
-  const health = opts.health ? new MemoryHealthStore(() => config.health) : undefined;
-  const prober = health ? new ProviderProber({ config: () => config, adapters, health, logger }) : undefined;
+  const health = opts.health === true ? new MemoryHealthStore(() => config.health) : opts.health || undefined;
+  const prober = health && opts.health === true ? new ProviderProber({ config: () => config, adapters, health, logger }) : undefined;
   prober?.start();
   const app = createApp({ config: () => config, queue, adapters, logger, health, affinity: new MemoryResponseAffinity() });
   const server: Server = await new Promise((resolve) => {

@@ -1,6 +1,6 @@
 import type { HttpAdapterConfig } from '@iop/validate';
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
-import { ApiError, UpstreamError, upstreamError } from '../../errors';
+import { ApiError, invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
 
 /**
@@ -51,10 +51,16 @@ export class OpenAiCompatAdapter implements Adapter {
   }
 
   /**
-   * @throws UpstreamError 502 when the upstream cannot be reached or answers 5xx; an upstream 4xx is
-   *   passed on with its status and OpenAI error body so clients see the real cause.
+   * Serialises `body` (the gateway's own work: its failure is never the upstream's), then sends it.
+   * Only what the upstream does becomes an UpstreamError (README "Provider health").
+   * @throws ApiError 400 `invalid_request_error` when `body` cannot be serialised as JSON (a body
+   *   past the depth limit that escaped the route's check); UpstreamError 502 when the upstream
+   *   cannot be reached, answers 5xx or resets the connection before its answer is complete; an
+   *   upstream 4xx is passed on with its status and OpenAI error body so clients see the real cause;
+   *   the abort reason of `ctx.signal` when it fired.
    */
   private async post(path: string, body: unknown, ctx: DispatchContext): Promise<UpstreamResponse> {
+    const payload = serializeBody(body);
     let res: Dispatcher.ResponseData;
     try {
       res = await this.dispatcher.request({
@@ -62,7 +68,7 @@ export class OpenAiCompatAdapter implements Adapter {
         path: this.basePath + path,
         method: 'POST',
         headers: this.headers,
-        body: JSON.stringify(body),
+        body: payload,
         signal: ctx.signal,
       });
     } catch (err) {
@@ -75,9 +81,41 @@ export class OpenAiCompatAdapter implements Adapter {
     }
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('text/event-stream')) {
-      return { kind: 'sse', status: res.statusCode, body: res.body };
+      return { kind: 'sse', status: res.statusCode, body: upstreamStream(res.body, ctx.signal) };
     }
-    return { kind: 'json', status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+    try {
+      return { kind: 'json', status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+    } catch (err) {
+      if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
+      throw upstreamError(`The upstream at ${this.baseUrl} closed the connection before its answer was complete (${describe(err)}).`);
+    }
+  }
+}
+
+/**
+ * `JSON.stringify(body)`. Bodies come from JSON.parse and pass the route's depth check
+ * (`MAX_BODY_DEPTH`), so this cannot fail for a client's body; if it ever does, it is the request's
+ * fault, answered as such and never booked against the provider.
+ * @throws ApiError 400 `invalid_request_error` when `body` cannot be serialised (too deep, cyclic).
+ */
+function serializeBody(body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch {
+    throw invalidRequest('The request body cannot be serialised as JSON (is it nested too deep?).');
+  }
+}
+
+/**
+ * The upstream's SSE body, chunks passed on as they come; a read that fails (reset, socket closed)
+ * becomes an UpstreamError 502, or the abort reason when `signal` fired. Stopping early closes the body.
+ */
+async function* upstreamStream(body: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
+  try {
+    yield* body;
+  } catch (err) {
+    if (signal.aborted) throw signal.reason ?? err;
+    throw upstreamError(`The upstream stream failed before it finished (${describe(err)}).`);
   }
 }
 
