@@ -5,6 +5,7 @@
  */
 import {
   BullmqProviderQueue,
+  connectRedis,
   MemoryHealthStore,
   MemoryProviderQueue,
   MemoryResponseAffinity,
@@ -29,7 +30,6 @@ import {
   type QueueBackendChoice,
   type QueueBackendOverrides,
 } from '@iop/validate';
-import { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import pino from 'pino';
 import { AdapterRegistry } from './adapters/adapter-registry';
@@ -103,10 +103,11 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
 
   const redisError = (what: string) => (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: redis unavailable`);
   // Health and affinity share one fail-fast connection; the queue keeps its own.
-  const redis = choice.backend === 'redis' ? new Redis(choice.redisUrl!, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
+  const cluster = initial.queue.cluster;
+  const redis = choice.backend === 'redis' ? connectRedis({ url: choice.redisUrl!, cluster, failFast: true }) : undefined;
   redis?.on('error', () => undefined);
   const queue: ProviderQueue = redis
-    ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, prefix: initial.queue.prefix, logger })
+    ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, cluster, prefix: initial.queue.prefix, logger })
     : new MemoryProviderQueue();
   await queue.configure(queueProviders(initial));
   const adapters = new AdapterRegistry();

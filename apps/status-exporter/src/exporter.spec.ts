@@ -1,4 +1,4 @@
-import { seedLeases, startRedis, type TestRedis } from '@iop/dispatch/testing';
+import { seedLeases, startRedis, startRedisCluster, type TestRedis } from '@iop/dispatch/testing';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
 import { parseConfigText } from '@iop/validate';
@@ -113,4 +113,27 @@ describe('status exporter HTTP endpoints (DESIGN §6), counts from a real Redis'
     const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
     expect(resource(s, 'llama-a').in_flight).toBe(1);
   });
+});
+
+describe('status exporter on a real 3-master Redis Cluster', () => {
+  it('reports the counts of pools spread over the shards (queue.cluster)', async () => {
+    const cluster = await startRedisCluster(3);
+    const closers: (() => Promise<unknown>)[] = [];
+    try {
+      const prefix = configPrefix('exporter-cluster');
+      const yaml = exporterYaml({ prefix, redisUrl: cluster.urls[1], cluster: true });
+      // Both providers serve `llama`: one pool, one shard tag (the smallest id of the pool).
+      closers.push(await seedLeases(cluster.urls[0], prefix, 'llama-a', 2, 1, { shardTag: 'pool.llama-a' }));
+      closers.push(await seedLeases(cluster.urls[2], prefix, 'llama-b', 1, 0, { shardTag: 'pool.llama-a' }));
+      const loaded = config(yaml);
+      const exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env: {}, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
+      closers.push(() => exporter.close());
+      const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+      expect(resource(s, 'llama-a')).toMatchObject({ state: 'ready', max_concurrency: 3, in_flight: 2, queued: 1 });
+      expect(resource(s, 'llama-b')).toMatchObject({ state: 'ready', max_concurrency: 2, in_flight: 1, queued: 0 });
+    } finally {
+      for (const close of closers.reverse()) await close();
+      await cluster.stop();
+    }
+  }, 60_000);
 });

@@ -1,6 +1,5 @@
-import { leaseAddresses, readLeaseCounts, RedisHealthStore } from '@iop/dispatch';
+import { connectRedis, leaseAddresses, readLeaseCounts, RedisHealthStore } from '@iop/dispatch';
 import { ConfigRuntime, describeQueueBackend, QueueBackendError, redactUrl, resolveQueueBackend, type EdgeConfig, type QueueBackendChoice } from '@iop/validate';
-import { Redis } from 'ioredis';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
@@ -70,7 +69,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   }
   logger.info({ queue: choice.backend, redis: redactUrl(choice.redisUrl), source: choice.source }, describeQueueBackend(choice));
 
-  const redis = new Redis(choice.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, disconnectTimeout: 200 });
+  const redis = connectRedis({ url: choice.redisUrl, cluster: config.queue.cluster, failFast: true });
   let redisDown = false;
   redis.on('error', (err: Error) => {
     if (!redisDown) logger.warn({ err: err.message }, 'status-exporter: Redis connection error');
@@ -78,7 +77,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   });
   redis.on('ready', () => (redisDown = false));
   // Give Redis a moment so the first scrape has counts; never block the start on it.
-  await Promise.race([redis.connect().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+  await Promise.race([new Promise((r) => redis.once('ready', r)), new Promise((r) => setTimeout(r, 2000).unref())]);
 
   const runtime = new ConfigRuntime(opts.configFile ?? '', { config, hash: opts.configHash ?? '', loadedAt: new Date() }, {
     // A reload expands `${REDIS_URL}` as the first load did (`--redis` stands for it).

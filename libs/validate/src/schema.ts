@@ -54,9 +54,17 @@ export const queueSchema = z.strictObject({
   /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */
   prefix: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'use letters, digits, ".", "_", "-" or ":", starting with a letter or digit')
+    .regex(
+      /^[A-Za-z0-9{][A-Za-z0-9._:{}-]*$/,
+      'use letters, digits, ".", "_", "-", ":" or a Redis Cluster hash tag in braces, starting with a letter, digit or "{"',
+    )
     .refine((p) => !p.endsWith(':'), 'the prefix cannot end with ":" (the gateway adds it)')
     .default('iop-edge'),
+  /**
+   * `redis_url` is one seed node of a Redis Cluster: every pool's keys share a hash tag (one slot),
+   * unrelated pools spread over the shards. @defaultValue false
+   */
+  cluster: z.boolean().default(false),
   /** Longest a request waits for a lease. @defaultValue 60000 */
   max_wait_ms: positiveMs.default(60_000),
   /** Per-provider queue bound for providers without their own. @defaultValue 100 */

@@ -1,7 +1,7 @@
 import { checkSemantics, edgeConfigSchema, type EdgeConfig } from '@iop/validate';
 import { MemoryProviderQueue } from '../queue/memory-queue';
 import { entersQueue } from './admission';
-import { listModels, queueProviders, resolveRoute } from './resolve-route';
+import { listModels, poolShardTags, queueProviders, resolveRoute } from './resolve-route';
 
 /** A config parsed by the schema only, so semantically invalid files can reach run-time resolution. */
 function fleet(providerAdapter: string, adapters: Array<Record<string, unknown>>): EdgeConfig {
@@ -97,5 +97,34 @@ describe('entersQueue (DESIGN §4 admission rule)', () => {
     ['a direct route even with a modelGroupKey', direct, queue, false],
   ])('%s → %s', (_what, route, q, expected) => {
     expect(entersQueue(route, q)).toBe(expected);
+  });
+});
+
+describe('poolShardTags: Redis Cluster hash tags of provider pools', () => {
+  const cfg = (cluster: boolean) =>
+    edgeConfigSchema.parse({
+      version: 1,
+      queue: { cluster },
+      nodes: [
+        {
+          id: 'n',
+          adapters: [compat('c1')],
+          providers: [
+            { id: 'zeta', category: 'openai_compat', adapter: 'c1', models: ['llama'], max_concurrency: 1 },
+            { id: 'beta', category: 'openai_compat', adapter: 'c1', models: ['qwen', 'llama'], max_concurrency: 1 },
+            { id: 'gamma', category: 'openai_compat', adapter: 'c1', models: [{ name: 'qwen', upstream: 'Qwen/Qwen2' }], max_concurrency: 1 },
+            { id: 'solo', category: 'openai_compat', adapter: 'c1', models: ['embed'], max_concurrency: 1 },
+          ],
+        },
+      ],
+    });
+
+  it('gives providers linked by a shared model, even through a sibling, one tag, and an unrelated pool its own', () => {
+    expect(Object.fromEntries(poolShardTags(cfg(true)))).toEqual({ zeta: 'pool.beta', beta: 'pool.beta', gamma: 'pool.beta', solo: 'pool.solo' });
+  });
+
+  it('tags queue providers only with queue.cluster on (one tag for a single Redis)', () => {
+    expect(queueProviders(cfg(true)).map((p) => p.shardTag)).toEqual(['pool.beta', 'pool.beta', 'pool.beta', 'pool.solo']);
+    expect(queueProviders(cfg(false)).map((p) => p.shardTag)).toEqual([undefined, undefined, undefined, undefined]);
   });
 });

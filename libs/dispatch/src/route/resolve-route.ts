@@ -83,6 +83,7 @@ export function listModels(config: EdgeConfig): string[] {
  * ambiguous is left out, so it takes no requests.
  */
 export function queueProviders(config: EdgeConfig): QueueProvider[] {
+  const tags = config.queue.cluster ? poolShardTags(config) : undefined;
   const out: QueueProvider[] = [];
   for (const node of config.nodes) {
     for (const provider of node.providers) {
@@ -93,6 +94,7 @@ export function queueProviders(config: EdgeConfig): QueueProvider[] {
         providerId: provider.id,
         maxConcurrency: Math.max(1, provider.max_concurrency ?? 1),
         maxQueued: provider.max_queued ?? config.queue.max_queued,
+        ...(tags ? { shardTag: tags.get(provider.id) } : {}),
       });
     }
   }
@@ -107,4 +109,38 @@ export function queueProviders(config: EdgeConfig): QueueProvider[] {
 export function leaseAddresses(config: EdgeConfig, providerIds: readonly string[]): StoredProvider[] {
   const tags = new Map(queueProviders(config).map((p) => [p.providerId, p.shardTag ?? DEFAULT_SHARD_TAG]));
   return providerIds.map((providerId) => ({ providerId, shardTag: tags.get(providerId) ?? DEFAULT_SHARD_TAG }));
+}
+
+/**
+ * Redis Cluster hash tags of the pool providers (docs/architecture.md, "Redis and Redis Cluster"):
+ * providers that serve a common model, directly or through a chain of siblings, can be candidates
+ * of one request, so they share a tag (one slot, one atomic admission); unrelated pools get their own
+ * tags and spread over the shards. A tag is `pool.<smallest provider id of the group>` (URI-encoded).
+ * Pure; every enabled pool provider of the file gets an entry.
+ */
+export function poolShardTags(config: EdgeConfig): Map<string, string> {
+  const parent = new Map<string, string>();
+  const find = (id: string): string => {
+    let root = id;
+    while (parent.get(root) !== root) root = parent.get(root)!;
+    parent.set(id, root);
+    return root;
+  };
+  const union = (a: string, b: string) => {
+    const [ra, rb] = [find(a), find(b)];
+    if (ra !== rb) parent.set(ra < rb ? rb : ra, ra < rb ? ra : rb);
+  };
+  const firstByModel = new Map<string, string>();
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
+      if (!parent.has(provider.id)) parent.set(provider.id, provider.id);
+      for (const { name } of provider.models.map(modelNames)) {
+        const first = firstByModel.get(name);
+        if (first === undefined) firstByModel.set(name, provider.id);
+        else union(first, provider.id);
+      }
+    }
+  }
+  return new Map([...parent.keys()].map((id) => [id, `pool.${encodeURIComponent(find(id))}`]));
 }
