@@ -1,0 +1,233 @@
+import { freePort } from '@iop/dispatch/testing';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { findHaproxy, HAPROXY_CONFIG, haproxyServers, type HaproxyServer } from './haproxy';
+import { ManagedProcess } from './managed-process';
+
+/** The workspace root (this file is tools/fleet/src/*.ts, or bundled as dist/tools/fleet/main.js). */
+export const WORKSPACE_ROOT = path.resolve(__dirname, '../../..');
+
+/** The edge.yaml every process of the local fleet reads. */
+export const FLEET_CONFIG = 'deploy/local/edge.yaml';
+
+/** The providers of {@link FLEET_CONFIG}, each on its own fake GPU server. */
+export const FLEET_PROVIDERS = [
+  { id: 'llama-a', upstream: 'gpu-a', env: 'FLEET_UPSTREAM_A', maxConcurrency: 2 },
+  { id: 'llama-b', upstream: 'gpu-b', env: 'FLEET_UPSTREAM_B', maxConcurrency: 3 },
+] as const;
+
+/** Replicas behind HAProxy; deploy/haproxy/haproxy.cfg names gw1..gw3. */
+export const REPLICAS = 3;
+
+export interface FleetOptions {
+  /** Port of the load balancer on 127.0.0.1 (`bind` may widen it); 0 = a free one. @defaultValue 0 */
+  port?: number;
+  /** Address HAProxy binds, e.g. `0.0.0.0`. @defaultValue '127.0.0.1' */
+  bindHost?: string;
+  /** Port of the status exporter; 0 = a free one. @defaultValue 0 */
+  exporterPort?: number;
+  /** Port of HAProxy's stats page; 0 = a free one. @defaultValue 0 */
+  statsPort?: number;
+  /** Use this Redis; otherwise the fleet runs its own `redis-server` on a free port (no persistence). */
+  redisUrl?: string;
+  /** Where each process writes `<name>.log`. */
+  logDir: string;
+  /** `IOP_SHUTDOWN_GRACE_MS` of the gateways. @defaultValue 30000 */
+  shutdownGraceMs?: number;
+  /** `LOG_LEVEL` of the gateways and the exporter. @defaultValue 'info' */
+  logLevel?: string;
+  /** Workspace root holding dist/ and deploy/. @defaultValue {@link WORKSPACE_ROOT} */
+  root?: string;
+}
+
+export interface FleetReplica {
+  /** HAProxy's server name, gw1..gw3. */
+  readonly name: string;
+  readonly port: number;
+  readonly process: ManagedProcess;
+}
+
+export interface FleetUpstream {
+  readonly providerId: string;
+  readonly maxConcurrency: number;
+  /** Origin of the fake GPU server (its stats are at `/__stats`). */
+  readonly origin: string;
+  readonly process: ManagedProcess;
+}
+
+/** A running local fleet: Redis, fake GPU servers, 3 gateways, the exporter, HAProxy. */
+export interface LocalFleet {
+  /** The one URL clients use: HAProxy's, with `/v1`. */
+  readonly url: string;
+  readonly exporterUrl: string;
+  readonly statsUrl: string;
+  readonly redisUrl: string;
+  readonly replicas: readonly FleetReplica[];
+  readonly upstreams: readonly FleetUpstream[];
+  /** HAProxy's view of the replicas. */
+  servers(): Promise<HaproxyServer[]>;
+  /** Polls HAProxy until `server`'s status satisfies `ok`. @throws Error after `timeoutMs`. */
+  waitForServer(server: string, ok: (status: string) => boolean, timeoutMs?: number): Promise<void>;
+  /**
+   * One step of a rolling update: SIGTERM to the replica, wait for its drain and exit (code 0),
+   * wait until HAProxy has taken it out, start it again on its port, wait until HAProxy has it back.
+   */
+  restartReplica(index: number): Promise<void>;
+  /** Stops everything (SIGTERM, gateways drained) and closes the logs. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the local fleet of README "Running a fleet" from the built `dist/` (edge-gateway,
+ * status-exporter, fake-upstream), with {@link FLEET_CONFIG} and {@link HAPROXY_CONFIG}.
+ * Every process listens on 127.0.0.1 (HAProxy on `bindHost`).
+ * @throws Error naming what is missing (a build, haproxy, redis-server) or the process that failed.
+ */
+export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
+  const root = opts.root ?? WORKSPACE_ROOT;
+  const dist = (p: string) => {
+    const file = path.join(root, 'dist', p, 'main.js');
+    if (!existsSync(file)) throw new Error(`${file} is missing: run "npx nx run-many -t build -p edge-gateway status-exporter fake-upstream" first`);
+    return file;
+  };
+  const gatewayMain = dist('apps/edge-gateway');
+  const exporterMain = dist('apps/status-exporter');
+  const upstreamMain = dist('tools/fake-upstream');
+  const haproxy = findHaproxy();
+  mkdirSync(opts.logDir, { recursive: true });
+  const log = (name: string) => path.join(opts.logDir, `${name}.log`);
+  const started: ManagedProcess[] = [];
+  const run = async (proc: ManagedProcess) => {
+    started.push(proc);
+    await proc.start();
+    return proc;
+  };
+  const close = async () => {
+    // HAProxy first (no new requests), then the gateways drain, then what they use.
+    for (const proc of [...started].reverse()) await proc.stop('SIGTERM');
+    for (const proc of started) proc.closeLog();
+    started.length = 0;
+  };
+
+  try {
+    let redisUrl = opts.redisUrl;
+    if (!redisUrl) {
+      const port = await freePort();
+      await run(
+        new ManagedProcess({
+          name: 'redis',
+          command: 'redis-server',
+          args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+          ready: /Ready to accept connections/,
+          logFile: log('redis'),
+        }),
+      ).catch((err: Error) => {
+        throw /not found/.test(err.message) ? new Error('redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or pass a Redis URL') : err;
+      });
+      redisUrl = `redis://127.0.0.1:${port}`;
+    }
+
+    const upstreams: FleetUpstream[] = [];
+    const env: Record<string, string> = { REDIS_URL: redisUrl, LOG_LEVEL: opts.logLevel ?? 'info', IOP_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 30_000) };
+    for (const provider of FLEET_PROVIDERS) {
+      const port = await freePort();
+      const proc = await run(
+        new ManagedProcess({
+          name: provider.upstream,
+          command: process.execPath,
+          args: [upstreamMain, '--port', String(port), '--name', provider.upstream, '--models', 'llama-3.1-8b'],
+          ready: /listening on/,
+          logFile: log(provider.upstream),
+        }),
+      );
+      env[provider.env] = `http://127.0.0.1:${port}/v1`;
+      upstreams.push({ providerId: provider.id, maxConcurrency: provider.maxConcurrency, origin: `http://127.0.0.1:${port}`, process: proc });
+    }
+
+    const replicas: FleetReplica[] = [];
+    for (let i = 1; i <= REPLICAS; i++) {
+      const port = await freePort();
+      const proc = new ManagedProcess({
+        name: `gw${i}`,
+        command: process.execPath,
+        args: ['--max-semi-space-size=4', gatewayMain, 'serve', '--config', FLEET_CONFIG, '--listen', `127.0.0.1:${port}`],
+        cwd: root,
+        env,
+        ready: /edge-gateway listening on/,
+        logFile: log(`gw${i}`),
+      });
+      replicas.push({ name: `gw${i}`, port, process: await run(proc) });
+    }
+
+    const exporterPort = opts.exporterPort || (await freePort());
+    await run(
+      new ManagedProcess({
+        name: 'status-exporter',
+        command: process.execPath,
+        args: [exporterMain, '--config', FLEET_CONFIG, '--listen', `127.0.0.1:${exporterPort}`],
+        cwd: root,
+        env,
+        ready: /status-exporter listening on/,
+        logFile: log('status-exporter'),
+      }),
+    );
+
+    const lbPort = opts.port || (await freePort());
+    const statsPort = opts.statsPort || (await freePort());
+    const statsUrl = `http://127.0.0.1:${statsPort}`;
+    const lb = await run(
+      new ManagedProcess({
+        name: 'haproxy',
+        command: haproxy,
+        args: ['-db', '-f', HAPROXY_CONFIG],
+        cwd: root,
+        env: {
+          IOP_LB_BIND: `${opts.bindHost ?? '127.0.0.1'}:${lbPort}`,
+          IOP_LB_STATS_BIND: `127.0.0.1:${statsPort}`,
+          ...Object.fromEntries(replicas.map((r, i) => [`IOP_GATEWAY_${i + 1}`, `127.0.0.1:${r.port}`])),
+        },
+        logFile: log('haproxy'),
+      }),
+    );
+
+    const servers = () => haproxyServers(statsUrl);
+    const waitForServer = async (server: string, ok: (status: string) => boolean, timeoutMs = 15_000) => {
+      const deadline = Date.now() + timeoutMs;
+      let last = 'no answer';
+      for (;;) {
+        if (!lb.running) throw new Error(`haproxy exited:\n${lb.output()}`);
+        const found = (await servers().catch(() => [])).find((s) => s.backend === 'gateways' && s.server === server);
+        if (found) {
+          last = found.status;
+          if (ok(found.status)) return;
+        }
+        if (Date.now() > deadline) throw new Error(`HAProxy server ${server} is "${last}" after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    for (const r of replicas) await waitForServer(r.name, (s) => s === 'UP');
+
+    return {
+      url: `http://127.0.0.1:${lbPort}/v1`,
+      exporterUrl: `http://127.0.0.1:${exporterPort}`,
+      statsUrl,
+      redisUrl,
+      replicas,
+      upstreams,
+      servers,
+      waitForServer,
+      async restartReplica(index) {
+        const replica = replicas[index];
+        const code = await replica.process.stop('SIGTERM', (opts.shutdownGraceMs ?? 30_000) + 15_000);
+        if (code !== 0) throw new Error(`${replica.name} exited with ${code} on SIGTERM:\n${replica.process.output()}`);
+        await waitForServer(replica.name, (s) => s.startsWith('DOWN'));
+        await replica.process.start();
+        await waitForServer(replica.name, (s) => s === 'UP');
+      },
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
