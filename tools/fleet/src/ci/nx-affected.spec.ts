@@ -1,0 +1,56 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { WORKSPACE_ROOT } from '../local-fleet';
+
+/**
+ * nx.json's inputs decide what `nx affected` runs. Each case makes a scratch commit on top of HEAD
+ * that changes one file (with a private index: the working tree, the index and every ref stay as
+ * they are) and asks `nx show projects --affected --base=HEAD --head=<scratch>`.
+ */
+describe('nx affected sets (nx.json inputs)', () => {
+  let scratch: string;
+  beforeAll(() => {
+    scratch = mkdtempSync(path.join(tmpdir(), 'iop-affected-'));
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  const git = (args: string[], opts: { env?: Record<string, string>; input?: string } = {}) =>
+    execFileSync('git', args, { cwd: WORKSPACE_ROOT, encoding: 'utf8', input: opts.input, env: { ...process.env, ...opts.env } }).trim();
+
+  /** A commit whose parent is HEAD and whose tree is HEAD's with `file` appended to. */
+  const commitChanging = (file: string): string => {
+    const env = { GIT_INDEX_FILE: path.join(scratch, `index-${file.replace(/\W/g, '_')}`) };
+    git(['read-tree', 'HEAD'], { env });
+    const blob = git(['hash-object', '-w', '--stdin'], { input: `${readFileSync(path.join(WORKSPACE_ROOT, file), 'utf8')}\n# scratch change\n` });
+    git(['update-index', '--add', '--cacheinfo', `100644,${blob},${file}`], { env });
+    const tree = git(['write-tree'], { env });
+    return git(['commit-tree', tree, '-p', 'HEAD', '-m', `scratch: ${file}`], { env: { GIT_AUTHOR_NAME: 'test', GIT_AUTHOR_EMAIL: 'test@localhost', GIT_COMMITTER_NAME: 'test', GIT_COMMITTER_EMAIL: 'test@localhost' } });
+  };
+
+  const affectedBy = (file: string): string[] => {
+    const head = commitChanging(file);
+    const out = execFileSync('npx', ['nx', 'show', 'projects', '--affected', '--base=HEAD', `--head=${head}`], {
+      cwd: WORKSPACE_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_BASE: '', NX_HEAD: '' },
+    });
+    return out.trim().split('\n').filter(Boolean).sort();
+  };
+
+  it.each([
+    ['README.md', []],
+    ['docs/architecture.md', []],
+    ['examples/edge.yaml', ['edge-gateway', 'fleet', 'status-exporter']],
+    ['deploy/kubernetes/base/deployment.yaml', ['fleet']],
+    ['deploy/haproxy/haproxy.cfg', ['fleet']],
+    ['Dockerfile', ['fleet']],
+    ['.github/workflows/ci.yml', ['fleet']],
+    ['apps/edge-gateway/src/main.ts', ['bench', 'edge-gateway', 'fleet', 'status-exporter']],
+    ['libs/status/src/index.ts', ['bench', 'edge-gateway', 'fleet', 'status', 'status-exporter']],
+    ['tools/bench/src/main.ts', ['bench']],
+  ])('a change to %s affects %j', (file, expected) => {
+    expect(affectedBy(file)).toEqual(expected);
+  });
+});
