@@ -135,5 +135,5 @@ describe('status exporter on a real 3-master Redis Cluster', () => {
       for (const close of closers.reverse()) await close();
       await cluster.stop();
     }
-  }, 60_000);
+  }, 150_000);
 });

@@ -14,7 +14,7 @@ beforeAll(async () => {
   cluster = await startRedisCluster(3);
   reader = connectRedis({ url: cluster.urls[0], cluster: true });
   reader.on('error', () => undefined);
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   reader?.disconnect();
   await cluster?.stop();

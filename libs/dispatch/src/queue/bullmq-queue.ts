@@ -1,9 +1,11 @@
 import { AdmissionError } from './admission-error';
 import { resolveBullmqOptions, type BullmqProviderQueueOptions, type ResolvedBullmqOptions } from './bullmq-options';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from './lease-keys';
+import { LeaseHolder } from './lease-holder';
 import { LeaseStore, type StoredProvider } from './lease-store';
 import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from './provider-queue';
 import { connectRedis, type RedisClient } from './redis-connection';
+import { ReplicaLiveness } from './replica-liveness';
 
 /** A provider this replica was configured with. */
 interface ProviderSlot extends StoredProvider {
@@ -24,18 +26,6 @@ interface Waiter {
   resolve(lease: Lease): void;
   reject(error: AdmissionError): void;
   cleanup(): void;
-}
-
-/** A lease of this replica in use by its caller. */
-interface HeldLease {
-  readonly jobId: string;
-  readonly provider: StoredProvider;
-  readonly label: string;
-  /** `performance.now()` when the last renewal that succeeded was sent (fencing runs on this monotonic clock). */
-  renewedAt: number;
-  readonly grantedAt: number;
-  readonly controller: AbortController;
-  released: boolean;
 }
 
 /**
@@ -64,16 +54,13 @@ export class BullmqProviderQueue implements ProviderQueue {
   private readonly subscriber: RedisClient;
   private readonly providers = new Map<string, ProviderSlot>();
   private readonly waiters = new Map<string, Waiter>();
-  private readonly leases = new Map<string, HeldLease>();
-  /** Jobs whose leave or release could not reach Redis: retried once it answers. */
-  private readonly leftovers = new Map<string, { provider: StoredProvider; action: 'leave' | 'release' }>();
+  private readonly holder: LeaseHolder;
+  private readonly liveness: ReplicaLiveness;
   private readonly timers: NodeJS.Timeout[] = [];
   private connectionCheck: Promise<void> = Promise.resolve();
   private readonly firstConnection: Promise<void>;
   private markFirstConnection!: () => void;
-  private runId: string | undefined;
   private outage = false;
-  private clientListRefused = false;
   private closed = false;
   private closing: Promise<void> | undefined;
   private jobSeq = 0;
@@ -88,6 +75,8 @@ export class BullmqProviderQueue implements ProviderQueue {
     this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: this.opts.commandTimeoutMs });
     this.subscriber = connectRedis(target);
     this.store = new LeaseStore(this.producer, this.opts.prefix, this.opts.leaseTtlMs);
+    this.holder = new LeaseHolder(this.store, this.opts, this.opts.logger);
+    this.liveness = new ReplicaLiveness(this.store, this.replicaId, this.opts.leaseTtlMs, this.opts.logger);
     this.producer.on('error', (e: Error) => this.onRedisError('commands', e));
     this.subscriber.on('error', (e: Error) => this.onRedisError('subscriber', e));
     this.firstConnection = new Promise<void>((resolve) => (this.markFirstConnection = resolve));
@@ -101,8 +90,8 @@ export class BullmqProviderQueue implements ProviderQueue {
     this.subscriber.subscribe(this.store.keys.grantChannel(this.replicaId)).catch((e: unknown) => this.opts.logger.warn(`redis queue: subscribe failed: ${message(e)}`));
     this.timers.push(
       setInterval(() => this.loop('renew', () => this.renewAll()), this.opts.renewIntervalMs),
-      setInterval(() => this.fenceOverdue(), Math.max(10, Math.floor(this.opts.fenceMarginMs / 2))),
-      setInterval(() => this.loop('sweep', () => this.sweepDead()), this.opts.sweepIntervalMs),
+      setInterval(() => this.holder.fenceOverdue(), Math.max(10, Math.floor(this.opts.fenceMarginMs / 2))),
+      setInterval(() => this.loop('sweep', () => this.liveness.sweep(this.providersByTag())), this.opts.sweepIntervalMs),
       setInterval(() => this.loop('poll', () => this.pollWaiters()), this.opts.grantPollMs),
     );
   }
@@ -155,7 +144,7 @@ export class BullmqProviderQueue implements ProviderQueue {
 
   /** Leases this replica holds right now. */
   get heldLeaseCount(): number {
-    return this.leases.size;
+    return this.holder.size;
   }
 
   /** True when Redis answers PING within `commandTimeoutMs` (feeds `/readyz`). */
@@ -189,8 +178,7 @@ export class BullmqProviderQueue implements ProviderQueue {
       this.producer.disconnect();
       this.subscriber.disconnect();
       for (const waiter of [...this.waiters.values()]) this.settle(waiter, shutdownError());
-      for (const lease of this.leases.values()) lease.released = true;
-      this.leases.clear();
+      this.holder.abandon();
     })();
     return this.closing;
   }
@@ -247,7 +235,7 @@ export class BullmqProviderQueue implements ProviderQueue {
       result = await this.store.admit(tag, candidates.map((p) => p.providerId), jobId, data);
     } catch (e) {
       // The script may have run: leave (or release) that job once Redis answers.
-      this.leftovers.set(jobId, { provider: candidates[0], action: 'leave' });
+      this.holder.leaveLater(jobId, candidates[0]);
       this.settle(waiter, unavailable(e));
       return;
     }
@@ -282,7 +270,7 @@ export class BullmqProviderQueue implements ProviderQueue {
     waiter.settled = true;
     waiter.cleanup();
     this.waiters.delete(waiter.jobId);
-    waiter.resolve(this.hold(waiter.jobId, provider, renewedAt, waiter.startedAt));
+    waiter.resolve(this.holder.hold(waiter.jobId, provider, renewedAt, waiter.startedAt));
   }
 
   /** Deadline, abort or shutdown: the job leaves its queue; a grant that raced it is used (deadline) or released. */
@@ -291,13 +279,13 @@ export class BullmqProviderQueue implements ProviderQueue {
     try {
       outcome = await this.store.leave(waiter.provider, waiter.jobId);
     } catch {
-      this.leftovers.set(waiter.jobId, { provider: waiter.provider, action: 'leave' });
+      this.holder.leaveLater(waiter.jobId, waiter.provider);
       outcome = { kind: 'left' as const };
     }
     if (outcome.kind === 'granted') {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
       const provider = this.providers.get(outcome.providerId) ?? { ...waiter.provider, providerId: outcome.providerId };
-      await this.releaseJob(waiter.jobId, provider);
+      await this.holder.release(waiter.jobId, provider);
     }
     const model = waiter.request.modelGroupKey;
     this.settle(
@@ -349,93 +337,18 @@ export class BullmqProviderQueue implements ProviderQueue {
     const waiter = this.waiters.get(jobId);
     if (waiter) {
       void this.step(waiter, () => this.confirm(waiter, providerId));
-    } else if (!this.leases.has(jobId) && !this.closed && !this.leftovers.has(jobId)) {
+    } else if (!this.holder.knows(jobId) && !this.closed) {
       // A grant nobody waits for any more (the waiter settled on a Redis error): give the slot back.
       const provider = this.providers.get(providerId) ?? { providerId, shardTag: DEFAULT_SHARD_TAG };
-      void this.releaseJob(jobId, provider);
+      void this.holder.release(jobId, provider);
     }
   }
 
-  // ---- leases held ----
-
-  private hold(jobId: string, provider: StoredProvider, renewedAt: number, startedAt: number): Lease {
-    const controller = new AbortController();
-    const held: HeldLease = { jobId, provider, label: jobId, renewedAt, grantedAt: performance.now(), controller, released: false };
-    this.leases.set(jobId, held);
-    return {
-      providerId: provider.providerId,
-      queueWaitMs: Date.now() - startedAt,
-      signal: controller.signal,
-      release: async () => {
-        if (held.released) return;
-        held.released = true;
-        this.leases.delete(jobId);
-        await this.releaseJob(jobId, provider);
-      },
-    };
-  }
-
-  private async releaseJob(jobId: string, provider: StoredProvider): Promise<void> {
-    try {
-      await this.store.release(provider, jobId);
-      this.leftovers.delete(jobId);
-    } catch {
-      // Not renewed any more, so never lost: released again once Redis answers.
-      this.leftovers.set(jobId, { provider, action: 'release' });
-    }
-  }
-
-  /** Renews every held lease (one script per shard tag) and this replica's liveness; retries leftovers. */
+  /** Refreshes this replica's liveness, then renews every held lease and retries leftovers. */
   private async renewAll(): Promise<void> {
-    if (this.closed || this.producer.status !== 'ready') return;
-    await this.store.refreshLiveness(this.replicaId, this.opts.leaseTtlMs);
-    const byTag = new Map<string, HeldLease[]>();
-    for (const lease of this.leases.values()) {
-      const list = byTag.get(lease.provider.shardTag) ?? [];
-      list.push(lease);
-      byTag.set(lease.provider.shardTag, list);
-    }
-    for (const [tag, list] of byTag) {
-      const sentAt = performance.now();
-      const lost = new Set(await this.store.renew(tag, list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId })), false));
-      for (const lease of list) {
-        if (lease.released) continue;
-        if (lost.has(lease.jobId)) this.fence(lease, 'Redis no longer has it');
-        else lease.renewedAt = sentAt;
-      }
-    }
-    for (const [jobId, { provider, action }] of [...this.leftovers]) {
-      if (action === 'leave') {
-        const outcome = await this.store.leave(provider, jobId);
-        if (outcome.kind === 'granted') await this.store.release(this.providers.get(outcome.providerId) ?? provider, jobId);
-      } else {
-        await this.store.release(provider, jobId);
-      }
-      this.leftovers.delete(jobId);
-    }
-  }
-
-  /**
-   * Fencing (docs/architecture.md, "Fencing"): a lease whose last successful renewal was sent more
-   * than `leaseTtlMs - fenceMarginMs` ago may be freed by Redis at any moment, so its upstream call
-   * is aborted now; so is a lease past `hardLeaseLimitMs`.
-   */
-  private fenceOverdue(): void {
-    const now = performance.now();
-    const limit = this.opts.leaseTtlMs - this.opts.fenceMarginMs;
-    for (const lease of [...this.leases.values()]) {
-      if (now - lease.renewedAt > limit) this.fence(lease, `not renewed for ${Math.round(now - lease.renewedAt)} ms (limit ${limit} ms)`);
-      else if (now - lease.grantedAt > this.opts.hardLeaseLimitMs) this.fence(lease, `held longer than the hard lease limit of ${this.opts.hardLeaseLimitMs} ms`);
-    }
-  }
-
-  private fence(lease: HeldLease, reason: string): void {
-    if (lease.released) return;
-    lease.released = true;
-    this.leases.delete(lease.jobId);
-    this.opts.logger.warn(`redis queue: lease ${lease.label} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`);
-    lease.controller.abort(new AdmissionError('queue_unavailable', `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`, 1));
-    void this.releaseJob(lease.jobId, lease.provider);
+    if (this.closed || !this.connected()) return;
+    await this.liveness.refresh();
+    await this.holder.renew();
   }
 
   // ---- waiters' recovery and dead replicas ----
@@ -467,32 +380,6 @@ export class BullmqProviderQueue implements ProviderQueue {
     }
   }
 
-  /**
-   * Frees the leases and waiting jobs of replicas that died: liveness key expired AND no Redis
-   * connection left. A stalled replica keeps its connections, so its slots stay taken until it
-   * resumes and fences itself; where `CLIENT LIST` is refused, liveness alone decides.
-   */
-  private async sweepDead(): Promise<void> {
-    if (this.closed || this.producer.status !== 'ready') return;
-    const expired = await this.store.expiredReplicas(this.replicaId);
-    if (expired.length === 0) return;
-    let connected = new Set<string>();
-    try {
-      connected = await this.store.connectedReplicas();
-    } catch (e) {
-      if (!this.clientListRefused) {
-        this.opts.logger.warn(`redis queue: CLIENT LIST refused (${message(e)}); a stalled replica's slots are freed once its liveness expires`);
-      }
-      this.clientListRefused = true;
-    }
-    const dead = expired.filter((id) => !connected.has(id));
-    if (dead.length === 0) return;
-    let removed = 0;
-    for (const [tag, ids] of this.providersByTag()) removed += await this.store.sweep(tag, dead, ids);
-    await this.store.unregister(dead);
-    this.opts.logger.warn(`redis queue: replica(s) ${dead.join(', ')} died; freed ${removed} lease(s) and waiting job(s)`);
-  }
-
   // ---- connection life cycle ----
 
   /**
@@ -501,11 +388,8 @@ export class BullmqProviderQueue implements ProviderQueue {
    * grant, writes every limit again and renews (re-registers) this replica's leases.
    */
   private async onProducerReady(): Promise<void> {
-    const runId = await this.store.serverRunId();
-    const restarted = this.runId !== undefined && runId !== this.runId;
-    this.runId = runId;
-    if (restarted) {
-      this.opts.logger.warn(`redis queue: Redis restarted (run_id ${runId}); no grants for ${this.opts.restartBarrierMs} ms while running leases register again`);
+    if (await this.liveness.restarted()) {
+      this.opts.logger.warn(`redis queue: Redis restarted; no grants for ${this.opts.restartBarrierMs} ms while running leases register again`);
       for (const tag of this.providersByTag().keys()) await this.store.raiseBarrier(tag, this.opts.restartBarrierMs);
     }
     await this.writeLimits();
@@ -524,7 +408,7 @@ export class BullmqProviderQueue implements ProviderQueue {
     for (const [tag] of this.providersByTag()) {
       const limits = [...this.providers.values()].filter((p) => p.shardTag === tag && !p.removed).map((p) => p.limits);
       if (limits.length === 0) continue;
-      const holding = [...this.leases.values()].some((l) => l.provider.shardTag === tag);
+      const holding = this.holder.holdsOn(tag);
       const missing = await this.store.configure(tag, limits, holding ? this.opts.restartBarrierMs : 0);
       if (missing && holding) lostState = true;
     }
@@ -596,12 +480,7 @@ export class BullmqProviderQueue implements ProviderQueue {
         }),
       );
     }
-    for (const lease of [...this.leases.values()]) {
-      lease.released = true;
-      leaving.push(this.store.release(lease.provider, lease.jobId));
-    }
-    this.leases.clear();
-    for (const [jobId, { provider }] of this.leftovers) leaving.push(this.store.leave(provider, jobId).then(() => this.store.release(provider, jobId)));
+    leaving.push(...this.holder.releaseAll());
     await Promise.all(leaving.map(settle));
     await settle(this.store.forgetReplica(this.replicaId));
     await Promise.all([this.producer, this.subscriber].map((c) => settle(c.quit())));
