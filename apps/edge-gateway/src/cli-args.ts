@@ -1,4 +1,4 @@
-import { isRedisUrl, parseListenAddress } from '@iop/validate';
+import { isRedisUrl, parseListenAddress, redactUrl } from '@iop/validate';
 import { parseArgs } from 'node:util';
 
 /** The gateway's command line, parsed (see `USAGE`). */
@@ -61,5 +61,5 @@ function checkAddresses(listen: string | undefined, redis: string | undefined, d
       throw new Error(`${flag}: ${(err as Error).message}`);
     }
   }
-  if (redis !== undefined && !isRedisUrl(redis)) throw new Error(`--redis: "${redis}" is not a redis:// or rediss:// URL`);
+  if (redis !== undefined && !isRedisUrl(redis)) throw new Error(`--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
 }

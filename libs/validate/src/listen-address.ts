@@ -17,12 +17,48 @@ export function parseListenAddress(text: string): ListenAddress {
   return { host: match[1].replace(/^\[|\]$/g, ''), port };
 }
 
-/** True for a `redis://` or `rediss://` URL (`queue.redis_url`, `REDIS_URL`, `--redis`). */
+/**
+ * True for a `redis://` or `rediss://` URL (`queue.redis_url`, `REDIS_URL`, `--redis`) that a URL
+ * parser reads: a password holding `/`, `?` or `#` must be percent-encoded (`%2F`, `%3F`, `%23`).
+ */
 export function isRedisUrl(text: string): boolean {
-  return /^rediss?:\/\/[^\s]+$/.test(text);
+  if (!/^rediss?:\/\/[^\s]+$/.test(text)) return false;
+  try {
+    new URL(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
-/** `redis://user:pass@host` → `redis://***@host`: credentials never reach logs or error text (DESIGN §3). */
+/**
+ * A URL as it may be printed (logs, error text, `/status`): every credential it could carry is
+ * replaced by `***` (README "Security"):
+ * - the userinfo (`user:password@`), whatever the password holds: everything between `//` and the
+ *   **last** `@` of the URL is taken as userinfo, so a password with `@`, `/`, `?` or `#` is hidden
+ *   whole (a host never holds `@`; an `@` later in a path or query hides more, never less);
+ * - the value of every query parameter (`?token=***`, `?password=***`);
+ * - the fragment.
+ * The rest is parsed with the WHATWG URL parser and printed from its parts (scheme, host, port,
+ * path). Text that does not parse as a URL even then is printed as `<scheme>://***` (or `***`).
+ * Pure; never throws.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url);
+  if (!scheme) return '***';
+  let rest = url.slice(scheme[0].length);
+  const at = rest.lastIndexOf('@');
+  const hadUserinfo = at >= 0;
+  if (hadUserinfo) rest = rest.slice(at + 1);
+  let parsed: URL;
+  try {
+    // One non-special placeholder scheme: the host and port are kept as written (http would drop
+    // a port 80), whatever the real scheme.
+    parsed = new URL(`x-redacted://${rest}`);
+  } catch {
+    return `${scheme[1]}://***`;
+  }
+  if (parsed.username !== '' || parsed.password !== '') return `${scheme[1]}://***`;
+  const query = [...parsed.searchParams.keys()].map((key) => `${encodeURIComponent(key)}=***`).join('&');
+  return `${scheme[1]}://${hadUserinfo ? '***@' : ''}${parsed.host}${parsed.pathname}${query ? `?${query}` : ''}${parsed.hash ? '#***' : ''}`;
 }

@@ -58,7 +58,7 @@ describe('parseConfigText (DESIGN §3)', () => {
   it('lists the keys of the matching adapter type for an unknown key on an adapter', () => {
     const [problem] = problemsOf(parseConfigText(edit('timeout_ms: 120000\n    providers', 'timeout: 120000\n    providers'), env));
     expect(problem).toMatchObject({ path: 'nodes[0].adapters[1].timeout', line: 33, column: 9 });
-    expect(problem.fix).toBe('did you mean "timeout_ms"? Allowed keys here: id, type, command, timeout_ms, enabled.');
+    expect(problem.fix).toBe('did you mean "timeout_ms"? Allowed keys here: id, type, command, timeout_ms, enabled, env, max_output_bytes, prompt_format.');
   });
 
   it('reports a YAML syntax error with its line', () => {

@@ -60,7 +60,7 @@ export function resolveQueueBackend(
   ];
   for (const [source, url] of given) {
     if (url === undefined) continue;
-    if (!isRedisUrl(url)) throw new QueueBackendError(`${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL`);
+    if (!isRedisUrl(url)) throw new QueueBackendError(`${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
     const overridden = [
       ...(source === '--redis' && envUrl ? ['REDIS_URL'] : []),
       ...(fileBackend === 'memory' ? ['queue.backend: memory'] : []),

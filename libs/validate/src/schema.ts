@@ -33,15 +33,63 @@ const listen = z
 const httpUrl = z.url({ protocol: /^https?$/, error: 'write a full http:// or https:// URL' });
 const positiveMs = z.number().int().positive();
 
+/**
+ * A key a client presents as `Authorization: Bearer <key>`: printable ASCII without spaces. HTTP
+ * carries header values as ASCII and clients trim surrounding spaces, so any other key could never
+ * match (README "Security").
+ */
+const apiKey = z
+  .string()
+  .min(1, 'an API key cannot be empty')
+  .regex(
+    /^[\x21-\x7e]+$/,
+    'an API key must be printable ASCII without spaces (no accents or other non-ASCII characters, no surrounding or inner spaces): a client sends it in an HTTP header, so any other key could never match',
+  );
+
+/** A browser origin: `scheme://host[:port]`, no path, as browsers send it in `Origin`. */
+const origin = z
+  .string()
+  .regex(/^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, 'write an origin as scheme://host[:port], without a path or trailing slash, e.g. https://chat.example.com');
+
 export const gatewaySchema = z.strictObject({
   /** @defaultValue 127.0.0.1:8080 */
   listen: listen.default('127.0.0.1:8080'),
-  /** Client API keys; absent or empty = no client auth. */
-  api_keys: z.array(z.string().min(1, 'an API key cannot be empty')).default([]),
+  /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
+  api_keys: z.array(apiKey).default([]),
   /** @defaultValue 4194304 (4 MiB) */
   max_body_bytes: z.number().int().positive().default(4 * 1024 * 1024),
   /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
   request_timeout_ms: positiveMs.default(120_000),
+  /**
+   * Open client connections this process accepts at once; further connections are closed as they
+   * arrive, so slow or idle clients cannot use up the process's file descriptors. @defaultValue 4096
+   */
+  max_connections: z.number().int().positive().default(4096),
+  /**
+   * Longest a client may take to send a request's headers, in ms; a slower connection is closed
+   * (408). @defaultValue 10000
+   */
+  header_timeout_ms: positiveMs.default(10_000),
+  /**
+   * Longest a client may take to send a request's body once its headers are in, in ms; a slower
+   * connection is closed (408). @defaultValue 30000
+   */
+  body_timeout_ms: positiveMs.default(30_000),
+  /** Cross-origin (browser) access to the `/v1` API. */
+  cors: z
+    .strictObject({
+      /**
+       * Origins (`https://host[:port]`) whose pages may call the API from a browser; empty = no
+       * cross-origin access (no CORS headers, preflights refused). @defaultValue []
+       */
+      allowed_origins: z.array(origin).default([]),
+    })
+    .prefault({}),
+  /**
+   * Send `x-iop-node` and `x-iop-resource` (the node and provider that served) on answers; false
+   * drops both so clients learn nothing of the topology. @defaultValue true
+   */
+  topology_headers: z.boolean().default(true),
 });
 
 export const queueSchema = z.strictObject({
@@ -50,7 +98,7 @@ export const queueSchema = z.strictObject({
    * selects redis whatever this says (resolveQueueBackend; README "Configuration").
    */
   backend: z.enum(['redis', 'memory']).optional(),
-  redis_url: z.string().refine(isRedisUrl, 'write a redis:// or rediss:// URL').optional(),
+  redis_url: z.string().refine(isRedisUrl, 'write a redis:// or rediss:// URL; percent-encode "/", "?" or "#" in a password').optional(),
   /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */
   prefix: z
     .string()
@@ -88,6 +136,12 @@ export const statusSchema = z.strictObject({
   push_url: httpUrl.optional(),
   /** @defaultValue 5000 */
   interval_ms: positiveMs.default(5000),
+  /**
+   * Keys for `/status`, `/metrics` and the exporter's dashboard (gateway and exporter), sent as
+   * `Authorization: Bearer <key>` or as the password of HTTP Basic auth; empty = open. Probes
+   * (`/healthz`, `/readyz`) stay open. @defaultValue []
+   */
+  api_keys: z.array(apiKey).default([]),
 });
 
 const httpAdapterFields = {
@@ -112,6 +166,24 @@ export const cliAdapterSchema = z.strictObject({
   timeout_ms: positiveMs.default(120_000),
   /** @defaultValue true */
   enabled: z.boolean().default(true),
+  /**
+   * The program's environment beyond the base (`PATH`, `HOME`, `LANG`, `TZ` of the gateway, when
+   * set): name → value; values may use `${VAR}`. Nothing else of the gateway's environment is
+   * passed on. @defaultValue {}
+   */
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name has letters, digits and "_", not starting with a digit'), z.string())
+    .default({}),
+  /**
+   * Most stdout a non-streamed answer may hold, in bytes; more is a 502 and the process group is
+   * killed. Streamed answers pass in constant memory whatever their length. @defaultValue 16777216 (16 MiB)
+   */
+  max_output_bytes: z.number().int().positive().default(16 * 1024 * 1024),
+  /**
+   * How the messages are written on stdin: `text` (`Role: text` blocks, role labels inside a text
+   * escaped) or `jsonl` (one `{"role","content"}` JSON object per line). @defaultValue text
+   */
+  prompt_format: z.enum(['text', 'jsonl']).default('text'),
 });
 
 export const adapterSchema = z.discriminatedUnion('type', [httpAdapterSchema, cliAdapterSchema], {
