@@ -45,8 +45,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function cliAdapter(command: string[], timeoutMs = 10_000): CliAdapter {
-  const config: CliAdapterConfig = { id: 'test-cli', type: 'cli', command, timeout_ms: timeoutMs, enabled: true };
+function cliAdapter(command: string[], timeoutMs = 10_000, settings: Partial<CliAdapterConfig> = {}): CliAdapter {
+  const config: CliAdapterConfig = { id: 'test-cli', type: 'cli', command, timeout_ms: timeoutMs, enabled: true, env: {}, max_output_bytes: 16 * 1024 * 1024, prompt_format: 'text', ...settings };
   const adapter = new CliAdapter(config);
   adapters.push(adapter);
   return adapter;
