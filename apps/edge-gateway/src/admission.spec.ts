@@ -16,6 +16,7 @@ class RecordingQueue extends MemoryProviderQueue {
 const chat = (gateway: TestGateway, model: string, fake: Record<string, number> = {}, signal?: AbortSignal) =>
   fetch(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], fake }),
     signal,
   });

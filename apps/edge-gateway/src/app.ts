@@ -3,12 +3,14 @@ import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
 import type { DispatcherDeps } from './completion-dispatcher';
 import { notFound } from './errors';
-import { apiKeyAuth } from './http/api-key-auth';
+import { apiKeyAuth, statusKeyAuth } from './http/api-key-auth';
+import { completionBody } from './http/body-gates';
 import { errorMiddleware } from './http/error-middleware';
 import { GatewayMetrics } from './http/gateway-metrics';
 import { observeCompletions } from './http/request-observer';
 import { openAiRoutes } from './routes/openai-routes';
 import { statusRoutes } from './routes/status-routes';
+import { v1Edge } from './http/v1-edge';
 
 /** Everything the gateway's HTTP app needs; all I/O lives behind these (STYLE "pure core, thin edges"). */
 export interface AppDeps extends DispatcherDeps {
@@ -35,15 +37,12 @@ export function createApp(deps: AppDeps): Express {
   const metrics = deps.metrics ?? new GatewayMetrics();
   const auth = apiKeyAuth(() => deps.config().gateway.api_keys);
 
-  // The limit is read per request so a config refresh changes it; body-parser's 413 maps to request_too_large.
-  let jsonParser = { limit: -1, parse: express.json() };
-  const json: express.RequestHandler = (req, res, next) => {
-    const limit = deps.config().gateway.max_body_bytes;
-    if (jsonParser.limit !== limit) jsonParser = { limit, parse: express.json({ limit, type: () => true }) };
-    jsonParser.parse(req, res, next);
-  };
+  // 415 unless application/json, 413 from Content-Length at once, then the JSON body (README "Security").
+  const json = completionBody(() => deps.config().gateway.max_body_bytes);
   const observe = observeCompletions(deps.logger, metrics, () => deps.config());
 
+  // CORS and the topology headers (README "Security") before any /v1 route, preflights included.
+  app.use('/v1', v1Edge(() => deps.config().gateway));
   app.use(openAiRoutes(deps, startedAtS, { observe, auth, json }));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -54,8 +53,8 @@ export function createApp(deps: AppDeps): Express {
     const backend = deps.queue ? (deps.queue.backend === 'bullmq' ? 'redis' : 'memory') : 'none';
     res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
   });
-  // /status and /metrics (DESIGN §6) need no client key: they carry no prompt or secret.
-  app.use(statusRoutes(deps, metrics));
+  // /status and /metrics (DESIGN §6) take the status keys, not the client keys (README "Security"); probes stay open.
+  app.use(statusRoutes(deps, metrics, statusKeyAuth(() => deps.config().status.api_keys)));
   // Unknown /v1 paths still ask for the key first, so the surface is not probed without one.
   app.use('/v1', auth);
   app.use((req, _res, next) => next(notFound(`${req.method} ${req.path}`)));

@@ -80,6 +80,7 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
     try {
       const res = await fetch(`${slow.url}/v1/chat/completions`, {
         method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 5000 } }),
       });
       await expectError(res, 504, 'upstream_timeout');

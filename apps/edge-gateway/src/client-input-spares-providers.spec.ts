@@ -118,6 +118,7 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
     const holder = new AbortController();
     const held = fetch(`${gateway.url}${PATH.chat}`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 20_000 } }),
       signal: holder.signal,
     }).catch(() => undefined);
@@ -166,7 +167,7 @@ describe('client input never counts against a provider: a pool of two keeps serv
     expect(await states(gateway)).toEqual([['first', 'ready'], ['second', 'ready']]);
     const served = new Set<string | null>();
     for (let i = 0; i < 4; i++) {
-      const res = await fetch(`${gateway.url}${PATH.chat}`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) });
+      const res = await fetch(`${gateway.url}${PATH.chat}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) });
       expect(res.status).toBe(200);
       served.add(res.headers.get('x-iop-resource'));
       await res.text();

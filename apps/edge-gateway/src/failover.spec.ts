@@ -68,7 +68,7 @@ describe('failover before the first byte (issue 5)', () => {
     await gone.close();
     const gateway = await startTestGateway(twoProviders(), { FIRST: goneUrl, SECOND: good.url });
     try {
-      const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
+      const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-iop-resource')).toBe('second');
     } finally {
@@ -81,7 +81,7 @@ describe('failover before the first byte (issue 5)', () => {
     const bad2 = await startFailingUpstream(500);
     const gateway = await startTestGateway(twoProviders(), { FIRST: bad1.url, SECOND: bad2.url });
     try {
-      const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
+      const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
       expect(res.status).toBe(502);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
       expect(bad1.hits() + bad2.hits()).toBe(2);
@@ -99,6 +99,7 @@ describe('failover before the first byte (issue 5)', () => {
       other.reset();
       const res = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { chunks: 5, cut_after: 2 } }),
       });
       const text = await res.text();
@@ -117,6 +118,7 @@ describe('failover before the first byte (issue 5)', () => {
       const started = Date.now();
       const res = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { chunks: 10, chunk_gap_ms: 100 } }),
       });
       const text = await res.text();
@@ -124,6 +126,7 @@ describe('failover before the first byte (issue 5)', () => {
       expect(text).toContain('[DONE]');
       const silent = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 3000 } }),
       });
       // Both providers are silent for this request: one retry, then 504.
@@ -151,7 +154,7 @@ describe('provider health (issue 5)', () => {
       expect(status.nodes[0].resources.map((r) => [r.id, r.state])).toEqual([['first', 'unhealthy'], ['second', 'ready']]);
       second.reset();
       for (let i = 0; i < 4; i++) {
-        const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
+        const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
         expect(res.status).toBe(200);
         expect(res.headers.get('x-iop-resource')).toBe('second');
       }

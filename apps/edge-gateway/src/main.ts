@@ -37,6 +37,7 @@ import { createApp } from './app';
 import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
 import { GatewayMetrics } from './http/gateway-metrics';
+import { applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
 
 
 /** Longest a SIGTERM waits for in-flight requests before closing the rest, in ms. */
@@ -112,6 +113,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   await queue.configure(queueProviders(initial));
   const adapters = new AdapterRegistry();
   const metrics = new GatewayMetrics();
+  let httpServer: Server | undefined;
   const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: loaded.hash, loadedAt: new Date() }, {
     env,
     logger,
@@ -120,6 +122,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       warnRestartOnly(initial, next.config, (c) => resolveQueueBackend(c, process.env, overrides), logger);
       await queue.configure(queueProviders(next.config));
       await health.refresh(queueProviders(next.config).map((p) => p.providerId));
+      if (httpServer) applyServerLimits(httpServer, next.config.gateway);
     },
   });
   const config = () => runtime.current.config;
@@ -146,7 +149,10 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   });
 
   const { host, port } = parseListenAddress(cmd.listen ?? initial.gateway.listen);
-  const server = await listen(createServer(app), host, port).catch((err: Error) => {
+  // Connection cap and header/body times (README "Security"), applied again on every reload.
+  httpServer = createServer(SERVER_OPTIONS, app);
+  applyServerLimits(httpServer, initial.gateway);
+  const server = await listen(httpServer, host, port).catch((err: Error) => {
     process.stderr.write(`cannot listen on ${host}:${port}: ${err.message}\n`);
     return undefined;
   });

@@ -75,6 +75,7 @@ describe('provider pools across gateway replicas (BullMQ backend)', () => {
     const streamAbort = new AbortController();
     const res = await fetch(`${b.url}/v1/chat/completions`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'one', stream: true, messages: [{ role: 'user', content: 'x' }], fake: { chunks: 200, chunk_gap_ms: 50 } }),
       signal: streamAbort.signal,
     });

@@ -19,6 +19,7 @@ describe('streaming (DESIGN §6)', () => {
   const streamChat = (fake: Record<string, number>, signal?: AbortSignal) =>
     fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], stream: true, fake }),
       signal,
     });

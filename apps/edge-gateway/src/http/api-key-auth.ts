@@ -1,8 +1,16 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { KeySet, presentedKey } from '@iop/validate';
 import type { RequestHandler } from 'express';
-import { invalidApiKey } from '../errors';
+import { ApiError, invalidApiKey } from '../errors';
 
-const digest = (key: string) => createHash('sha256').update(key).digest();
+/** Keeps one {@link KeySet} per configured list, rebuilt when a config refresh changes it. */
+function keySets(apiKeys: () => readonly string[]): () => KeySet {
+  let current = new KeySet([]);
+  return () => {
+    const keys = apiKeys();
+    if (keys !== current.keys) current = new KeySet(keys);
+    return current;
+  };
+}
 
 /**
  * Client auth (DESIGN §3 `gateway.api_keys`): `Authorization: Bearer <key>` must match one
@@ -12,21 +20,32 @@ const digest = (key: string) => createHash('sha256').update(key).digest();
  * @throws ApiError 401 `invalid_api_key` (through `next`).
  */
 export function apiKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
-  let cachedFor: readonly string[] | undefined;
-  let digests: Buffer[] = [];
+  const current = keySets(apiKeys);
   return (req, _res, next) => {
-    const keys = apiKeys();
-    if (keys.length === 0) return next();
-    if (keys !== cachedFor) {
-      cachedFor = keys;
-      digests = keys.map(digest);
-    }
-    const header = req.headers.authorization ?? '';
-    const match = /^Bearer\s+(.+)$/i.exec(header);
-    if (!match) return next(invalidApiKey());
-    const presented = digest(match[1].trim());
-    let ok = false;
-    for (const d of digests) ok = timingSafeEqual(d, presented) || ok;
-    next(ok ? undefined : invalidApiKey());
+    const keys = current();
+    if (keys.open) return next();
+    const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    next(keys.matches(match?.[1].trim()) ? undefined : invalidApiKey());
+  };
+}
+
+/** 401 of the status routes: the answer names the setting, never a key. */
+export const invalidStatusKey = () =>
+  new ApiError(401, 'invalid_api_key', 'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.', 'invalid_request_error');
+
+/**
+ * Auth of `/status` and `/metrics` (README "Security", `status.api_keys`): `Bearer <key>` or HTTP
+ * Basic auth with the key as password; no keys configured = open. A refusal carries
+ * `WWW-Authenticate: Basic` so a browser asks for the key. Probes (`/healthz`, `/readyz`) never
+ * pass through this.
+ * @throws ApiError 401 `invalid_api_key` (through `next`).
+ */
+export function statusKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
+  const current = keySets(apiKeys);
+  return (req, res, next) => {
+    const keys = current();
+    if (keys.open || keys.matches(presentedKey(req.headers.authorization))) return next();
+    res.setHeader('www-authenticate', 'Basic realm="iop-edge status", charset="UTF-8"');
+    next(invalidStatusKey());
   };
 }

@@ -6,10 +6,12 @@ import { ApiError, internalError, invalidRequest, requestTooLarge } from '../err
  * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (DESIGN §6),
  * adding `Retry-After` where retrying helps. Body-parser failures map to 400 (invalid JSON) and
  * 413 (over `max_body_bytes`). Unknown errors are logged and answered 500 without a stack trace.
- * When the headers are already sent (mid-stream), the connection is ended instead.
+ * When the headers are already sent (mid-stream), the connection is ended instead. An error
+ * answered before the request's body was read to its end (a 413, a 415, a 401 on a large upload)
+ * closes the connection after the answer: the rest of the body is never read (README "Security").
  */
 export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): ErrorRequestHandler {
-  return (err: unknown, _req, res, _next) => {
+  return (err: unknown, req, res, _next) => {
     const apiError = toApiError(err, maxBodyBytes);
     if (apiError.status === 500) logger.error({ err }, 'unhandled error');
     if (res.headersSent) {
@@ -22,6 +24,7 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
       return;
     }
     if (apiError.retryAfterS !== undefined) res.setHeader('retry-after', String(apiError.retryAfterS));
+    if (!req.complete) res.setHeader('connection', 'close');
     res.status(apiError.status).json(apiError.toBody());
   };
 }

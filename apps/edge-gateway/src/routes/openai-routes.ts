@@ -1,8 +1,12 @@
 import { listModels } from '@iop/dispatch';
 import { Router, type RequestHandler } from 'express';
 import { dispatchCompletion, type CompletionEndpoint, type DispatcherDeps, type DispatchOutcome } from '../completion-dispatcher';
-import { methodNotAllowed, modelNotFound } from '../errors';
+import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
+import { truncateForMessage } from '../http/body-gates';
 import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
+
+/** `GET /v1/models/{id}`: everything after this prefix is the model id. */
+const MODEL_PREFIX = '/v1/models/';
 
 /** The per-request steps every OpenAI route runs before its handler, in this order. */
 export interface OpenAiRouteGates {
@@ -40,11 +44,21 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
   router.get('/v1/models', gates.auth, (_req, res) => {
     res.json({ object: 'list', data: listModels(deps.config()).map(modelObject) });
   });
-  // Model names may contain "/" (e.g. meta-llama/Llama-3.1-8B-Instruct): the id is the whole rest of the path.
-  router.get('/v1/models/*id', gates.auth, (req, res) => {
-    const id = ([] as string[]).concat(req.params.id).join('/');
-    if (!listModels(deps.config()).includes(id)) throw modelNotFound(id);
-    res.json(modelObject(id));
+  // Model names may contain "/" (e.g. meta-llama/Llama-3.1-8B-Instruct): the id is the whole rest of
+  // the path. Decoded here, after auth, so a malformed path is never answered before the key is checked.
+  router.use((req, res, next) => {
+    if (!req.path.startsWith(MODEL_PREFIX) || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+    gates.auth(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      let id: string;
+      try {
+        id = decodeURIComponent(req.path.slice(MODEL_PREFIX.length));
+      } catch {
+        return next(invalidRequest(`The path ${truncateForMessage(req.path, 200)} is not valid percent-encoding; write a model id as GET /v1/models/{id}, percent-encoding reserved characters.`, 'model'));
+      }
+      if (!listModels(deps.config()).includes(id)) return next(modelNotFound(truncateForMessage(id, 200)));
+      res.json(modelObject(id));
+    });
   });
   // A known path with the wrong method is a 405 with `Allow`, not a misleading 404.
   for (const [path, allow] of [['/v1/chat/completions', 'POST'], ['/v1/responses', 'POST'], ['/v1/models', 'GET']] as const) {

@@ -1,7 +1,7 @@
 import type { HealthStore, ProviderCounts, ProviderQueue } from '@iop/dispatch';
 import { buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { GatewayMetrics } from '../http/gateway-metrics';
 
@@ -22,9 +22,10 @@ export interface StatusRouteDeps {
  *   `counts()` (process-local for the memory backend, cluster-wide for bullmq; `null` counts when
  *   there is no queue or it cannot answer now);
  * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
- * Builds no I/O of its own: it only reads the queue when a request asks.
+ * Builds no I/O of its own: it only reads the queue when a request asks. `auth` runs first on both
+ * (`statusKeyAuth`: `status.api_keys`, README "Security").
  */
-export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics): Router {
+export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics, auth: RequestHandler = (_req, _res, next) => next()): Router {
   const router = Router();
 
   const snapshot = async (): Promise<StatusSnapshot> => {
@@ -43,11 +44,11 @@ export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics): Ro
     return buildSnapshot(config, counts, { health, configHash: info?.hash, configLoadedAt: info?.loadedAt });
   };
 
-  router.get('/status', async (_req, res) => {
+  router.get('/status', auth, async (_req, res) => {
     res.setHeader('cache-control', 'no-store');
     res.json(await snapshot());
   });
-  router.get('/metrics', async (_req, res) => {
+  router.get('/metrics', auth, async (_req, res) => {
     const text = await metrics.render(await snapshot());
     res.setHeader('cache-control', 'no-store');
     res.type(metrics.contentType).send(text);

@@ -1,0 +1,138 @@
+import type { RequestHandler } from 'express';
+import type { IncomingMessage } from 'node:http';
+import type { Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { ApiError, invalidRequest, requestTooLarge } from '../errors';
+
+/** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
+export const unsupportedMediaType = (got: string | undefined) =>
+  new ApiError(
+    415,
+    'unsupported_media_type',
+    `The request body must be JSON sent with Content-Type: application/json${got ? ` (got ${truncateForMessage(got, 100)})` : ' (none was sent)'}.`,
+    'invalid_request_error',
+  );
+
+/** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && contentType.split(';', 1)[0].trim().toLowerCase() === 'application/json';
+}
+
+/** A client-sent string quoted in a message or a log: at most `max` characters, the rest counted. */
+export function truncateForMessage(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length - max} more characters)`;
+}
+
+/**
+ * The body gate of a completion route (README "Errors", "Security"), in this order:
+ * 1. `Content-Type` must be `application/json` (any charset parameter): else `415
+ *    unsupported_media_type`, before a byte of the body is read;
+ * 2. a `Content-Length` over `gateway.max_body_bytes` is a `413 request_too_large` at once, from
+ *    the header alone;
+ * 3. the body is read ({@link readJsonBody}) and parsed into `req.body`; a body that passes the
+ *    limit while it arrives (chunked, or compressed) is a 413 as soon as it does.
+ * Every refusal here is answered before the rest of the body is read, and the connection is then
+ * closed (the error middleware sees the request incomplete). The limit is read per request so a
+ * config refresh changes it.
+ */
+export function completionBody(maxBodyBytes: () => number): RequestHandler {
+  return (req, _res, next) => {
+    const contentType = req.headers['content-type'];
+    if (!isJson(contentType)) return next(unsupportedMediaType(contentType));
+    const limit = maxBodyBytes();
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limit) return next(requestTooLarge(limit));
+    readJsonBody(req, limit).then((body) => {
+      req.body = body;
+      next();
+    }, next);
+  };
+}
+
+/** The decoder of a `Content-Encoding`, or `undefined` for none. */
+function decoder(encoding: string): Transform | undefined {
+  switch (encoding) {
+    case 'identity':
+      return undefined;
+    case 'gzip':
+    case 'x-gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      throw invalidRequest(`The request body's Content-Encoding "${truncateForMessage(encoding, 50)}" is not supported; send UTF-8 JSON, uncompressed or as gzip, deflate or br.`);
+  }
+}
+
+/**
+ * Reads a request body as UTF-8 JSON, at most `limit` bytes, counted both as received and as
+ * decoded (gzip, deflate, br), so neither a large upload nor a compression bomb is read past the
+ * limit: the moment either count passes it, reading stops and the promise rejects with a 413.
+ * An empty body is `{}`.
+ * @throws ApiError 413 `request_too_large`; 400 `invalid_request_error` for a charset other than
+ *   UTF-8, an unknown encoding, a corrupt compressed body or invalid JSON; 499 when the client
+ *   went away first.
+ */
+export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      reject(invalidRequest(`The request body's charset "${truncateForMessage(charset, 50)}" is not supported; send UTF-8 JSON.`));
+      return;
+    }
+    let decode: Transform | undefined;
+    try {
+      decode = decoder((req.headers['content-encoding'] ?? 'identity').trim().toLowerCase());
+    } catch (err) {
+      reject(err);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let decoded = 0;
+    let settled = false;
+    const stop = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onWire);
+      req.unpipe();
+      req.pause();
+      decode?.destroy();
+      reject(err);
+    };
+    const onWire = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) stop(requestTooLarge(limit));
+    };
+    const onDecoded = (chunk: Buffer) => {
+      decoded += chunk.length;
+      if (decoded > limit) return stop(requestTooLarge(limit));
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      if (settled) return;
+      settled = true;
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text.trim() === '') return resolve({});
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        reject(invalidRequest('The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.'));
+      }
+    };
+    req.on('data', onWire);
+    req.once('aborted', () => stop(new ApiError(499, 'client_closed', 'The client closed the connection.')));
+    req.once('error', () => stop(new ApiError(499, 'client_closed', 'The client closed the connection.')));
+    if (decode) {
+      decode.on('data', onDecoded);
+      decode.once('end', onEnd);
+      decode.once('error', () => stop(invalidRequest('The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.')));
+      req.pipe(decode);
+    } else {
+      req.on('data', onDecoded);
+      req.once('end', onEnd);
+    }
+  });
+}
