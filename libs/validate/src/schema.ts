@@ -61,6 +61,16 @@ export const gatewaySchema = z.strictObject({
   /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
   request_timeout_ms: positiveMs.default(120_000),
   /**
+   * A stream in which no byte moves for this long, in ms (the upstream sends nothing, or the client
+   * accepts nothing), is cut: the upstream call is aborted and the lease released. @defaultValue 60000
+   */
+  stream_idle_timeout_ms: positiveMs.default(60_000),
+  /**
+   * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams are
+   * passed through in constant memory and are not capped. @defaultValue 67108864 (64 MiB)
+   */
+  max_response_bytes: z.number().int().positive().default(64 * 1024 * 1024),
+  /**
    * Open client connections this process accepts at once; further connections are closed as they
    * arrive, so slow or idle clients cannot use up the process's file descriptors. @defaultValue 4096
    */
@@ -128,6 +138,12 @@ export const healthSchema = z.strictObject({
   unhealthy_after: z.number().int().positive().default(3),
   /** Consecutive successes before it is healthy again. @defaultValue 2 */
   healthy_after: z.number().int().positive().default(2),
+  /**
+   * A provider turned unhealthy by failing requests (whatever its probe says) sits out this long,
+   * in ms, then takes one trial request: a success brings it back, a failure starts another
+   * cooldown. @defaultValue 30000
+   */
+  cooldown_ms: positiveMs.default(30_000),
 });
 
 export const statusSchema = z.strictObject({
