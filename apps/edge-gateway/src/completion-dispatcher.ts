@@ -15,6 +15,7 @@ import type { AdapterRegistry } from './adapters/adapter-registry';
 import { ApiError, countsAgainstProvider, modelNotFound, upstreamTimeout } from './errors';
 import { admissionToApiError } from './http/admission-errors';
 import { sendUpstream } from './http/send-upstream';
+import { watchUsage, type TokenUsage } from './http/token-usage';
 
 /** The OpenAI endpoint a request came in on; picks the adapter method. */
 export type CompletionEndpoint = 'chat' | 'responses';
@@ -41,6 +42,14 @@ export interface DispatchOutcome {
   firstByteAt?: number;
   /** Providers tried before the one that answered (failover). */
   failedOver?: string[];
+  /** `performance.now()` when the request started waiting for its lease (pooled requests). */
+  queuedAt?: number;
+  /** `performance.now()` when the call to the upstream that answered started. */
+  upstreamStartedAt?: number;
+  /** Type of the adapter that answered (`vllm`, `ollama`, `openai_compat`, `cli`). */
+  adapterType?: string;
+  /** Tokens the upstream reported in its `usage`, once the answer is done. */
+  usage?: TokenUsage;
 }
 
 /** A target the dispatcher calls: a pool candidate, or a direct route's adapter. */
@@ -100,6 +109,7 @@ export async function dispatchCompletion(
       if (candidates.length === 0) {
         throw admissionToApiError({ code: 'no_available_provider', message: `No healthy provider can serve model "${body.model}" right now.`, retryAfterS: 5 });
       }
+      if (entersQueue(route, deps.queue)) outcome.queuedAt = performance.now();
       const lease = entersQueue(route, deps.queue)
         ? await acquire(deps.queue!, route.modelGroupKey, candidates, config, attempt.signal)
         : undefined;
@@ -168,6 +178,8 @@ async function callUpstream(
 ): Promise<void> {
   outcome.nodeId = target.nodeId;
   outcome.resourceId = target.resourceId;
+  outcome.adapterType = target.adapter.type;
+  outcome.upstreamStartedAt = performance.now();
   res.setHeader('x-iop-node', target.nodeId);
   res.setHeader('x-iop-resource', target.resourceId);
   const adapter = deps.adapters.get(target.nodeId, target.adapter);
@@ -189,6 +201,7 @@ async function callUpstream(
     } catch (err) {
       throw explain(err);
     }
+    upstream = watchUsage(upstream, (usage) => (outcome.usage = usage));
     if (endpoint === 'responses' && deps.affinity && outcome.routeKind === 'pool') {
       upstream = rememberResponseId(upstream, (id) => void deps.affinity!.set(id, target.resourceId));
     }

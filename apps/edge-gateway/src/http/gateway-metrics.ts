@@ -14,6 +14,11 @@ export type RouteKindLabel = 'pool' | 'direct' | 'none';
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 /** Queue-wait buckets, in seconds: 1 ms … 60 s (`queue.max_wait_ms` default). */
 const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** OpenTelemetry GenAI semantic conventions: advised buckets of `gen_ai.client.token.usage` and `gen_ai.client.operation.duration`. */
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+const OPERATION_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+/** `gen_ai.operation.name` of both completion endpoints (chat-style generation). */
+export const GEN_AI_OPERATION = 'chat';
 
 /**
  * The gateway's own Prometheus registry (DESIGN §5 "the gateway adds request counters and
@@ -25,6 +30,16 @@ const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
  *   (includes the queue wait; for a non-streamed answer that is the whole upstream call);
  * - `iop_edge_config_reload_failures_total`: rejected config reloads (issue 5);
  * - `iop_edge_requests_in_flight`: completion requests being served by this replica now;
+ * - per provider (`provider` = the provider id, or the adapter id of a legacy route), once a
+ *   request reached one: `iop_edge_provider_queue_wait_seconds{provider,model}`,
+ *   `iop_edge_provider_time_to_first_byte_seconds{provider,model}`, and the tokens the upstream
+ *   reported in its `usage`, `iop_edge_tokens_total{provider,model,type}` (`type` = `input` or
+ *   `output`, the values of `gen_ai.token.type`);
+ * - the OpenTelemetry GenAI client metrics under their Prometheus names:
+ *   `gen_ai_client_token_usage` (tokens per request) and `gen_ai_client_operation_duration_seconds`
+ *   (the upstream call, start to last byte), labelled `gen_ai_operation_name`,
+ *   `gen_ai_provider_name` (the adapter type), `gen_ai_request_model` (the model label), `provider`
+ *   (and `gen_ai_token_type`, or `error_type` = the HTTP status of a failed call);
  * - the resource gauges of `/status` (`iop_edge_resource_*`), refreshed per scrape.
  * `model` is the request's model when the config serves it, else `other`; labels never carry
  * prompts, keys or any other client text.
@@ -37,6 +52,11 @@ export class GatewayMetrics {
   private readonly firstByte = new Histogram({ name: 'iop_edge_time_to_first_byte_seconds', help: 'Completion request arrival to the upstream\'s first byte in hand (queue wait included), in seconds.', labelNames: ['model', 'route'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly reloadFailures = new Counter({ name: 'iop_edge_config_reload_failures_total', help: 'Config reloads rejected (invalid file or failed apply); the running config stayed.', registers: [this.registry] });
   private readonly inFlight = new Gauge({ name: 'iop_edge_requests_in_flight', help: 'Completion requests being served by this replica now.', registers: [this.registry] });
+  private readonly providerQueueWait = new Histogram({ name: 'iop_edge_provider_queue_wait_seconds', help: 'Time a pooled request waited for a lease, by the provider that granted it, in seconds.', labelNames: ['provider', 'model'] as const, buckets: QUEUE_WAIT_BUCKETS, registers: [this.registry] });
+  private readonly providerFirstByte = new Histogram({ name: 'iop_edge_provider_time_to_first_byte_seconds', help: 'Completion request arrival to the first byte of the provider that answered (queue wait included), in seconds.', labelNames: ['provider', 'model'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly tokens = new Counter({ name: 'iop_edge_tokens_total', help: 'Tokens the upstream reported in its usage, by provider, model and type (input, output).', labelNames: ['provider', 'model', 'type'] as const, registers: [this.registry] });
+  private readonly tokenUsage = new Histogram({ name: 'gen_ai_client_token_usage', help: 'OpenTelemetry gen_ai.client.token.usage: tokens per request as the upstream reported them.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type', 'provider'] as const, buckets: TOKEN_BUCKETS, registers: [this.registry] });
+  private readonly operationDuration = new Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'OpenTelemetry gen_ai.client.operation.duration: the call to the upstream that answered, start to last byte, in seconds.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'provider', 'error_type'] as const, buckets: OPERATION_DURATION_BUCKETS, registers: [this.registry] });
   private readonly resources = new ResourceGauges(this.registry);
   private knownModels: { config: EdgeConfig; names: ReadonlySet<string> } | undefined;
 
@@ -60,6 +80,21 @@ export class GatewayMetrics {
     this.duration.observe({ model: label, route }, (performance.now() - startedAt) / 1000);
     if (outcome?.firstByteAt !== undefined) this.firstByte.observe({ model: label, route }, (outcome.firstByteAt - startedAt) / 1000);
     if (outcome?.queueWaitMs !== undefined) this.queueWait.observe({ model: label }, outcome.queueWaitMs / 1000);
+    const provider = outcome?.resourceId;
+    if (outcome === undefined || provider === undefined) return;
+    const byProvider = { provider, model: label };
+    if (outcome.queueWaitMs !== undefined) this.providerQueueWait.observe(byProvider, outcome.queueWaitMs / 1000);
+    if (outcome.firstByteAt !== undefined) this.providerFirstByte.observe(byProvider, (outcome.firstByteAt - startedAt) / 1000);
+    const genAi = { gen_ai_operation_name: GEN_AI_OPERATION, gen_ai_provider_name: outcome.adapterType ?? 'unknown', gen_ai_request_model: label, provider };
+    if (outcome.upstreamStartedAt !== undefined) {
+      this.operationDuration.observe(status >= 400 ? { ...genAi, error_type: String(status) } : genAi, (performance.now() - outcome.upstreamStartedAt) / 1000);
+    }
+    if (outcome.usage) {
+      for (const type of ['input', 'output'] as const) {
+        this.tokens.inc({ ...byProvider, type }, outcome.usage[type]);
+        this.tokenUsage.observe({ ...genAi, gen_ai_token_type: type }, outcome.usage[type]);
+      }
+    }
   }
 
   /** Counts one rejected config reload (`iop_edge_config_reload_failures_total`). */
@@ -77,7 +112,8 @@ export class GatewayMetrics {
     return this.registry.contentType;
   }
 
-  private modelLabel(config: EdgeConfig, model: unknown): string {
+  /** The `model` label of `model`: itself when the config serves it, else `other`. */
+  modelLabel(config: EdgeConfig, model: unknown): string {
     if (this.knownModels?.config !== config) this.knownModels = { config, names: new Set(listModels(config)) };
     return typeof model === 'string' && this.knownModels.names.has(model) ? model : OTHER_MODEL;
   }

@@ -8,7 +8,6 @@ import { WORKSPACE_ROOT } from '../local-fleet';
 import { copyFrom, parseStages, reproduceRuntimeStage, type RuntimeImage } from './runtime-stage';
 
 // dockerfilelint ships no types; `run(configDir, text)` returns its findings.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const dockerfilelint = require('dockerfilelint') as { run(configDir: string, content: string): { line: number; title: string; description: string }[] };
 
 const DOCKERFILE = readFileSync(path.join(WORKSPACE_ROOT, 'Dockerfile'), 'utf8');
