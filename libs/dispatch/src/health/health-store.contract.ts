@@ -1,17 +1,34 @@
-import type { HealthStore } from './provider-health';
+import type { HealthStore, HealthTransition } from './provider-health';
 
-/** The behaviour both health stores share (issue 5 "provider health"), thresholds 3 failures / 2 successes. */
-export function describeHealthStoreContract(name: string, make: () => Promise<{ stores: [HealthStore, HealthStore]; cleanup(): Promise<void> }>): void {
+/** A pair of stores over one shared state (two replicas), and what each reported. */
+export interface HealthStorePair {
+  stores: [HealthStore, HealthStore];
+  /** Transitions reported by each store, in order (`providerId: from → to`). */
+  transitions: [string[], string[]];
+  cleanup(): Promise<void>;
+}
+
+/** Settings every contract store is built with: 3 failures / 2 successes, cooldown 200 ms. */
+export const CONTRACT_SETTINGS = { unhealthy_after: 3, healthy_after: 2, cooldown_ms: 200 };
+
+/** A transition listener that appends `id: from → to` to `into`. */
+export const collectTransitions = (into: string[]) => (id: string, t: HealthTransition) => into.push(`${id}: ${t.from} → ${t.to}`);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The behaviour both health stores share (README "Provider health"), with {@link CONTRACT_SETTINGS}. */
+export function describeHealthStoreContract(name: string, make: () => Promise<HealthStorePair>): void {
   describe(`HealthStore contract: ${name}`, () => {
-    it('turns a provider unhealthy after 3 consecutive failures and healthy after 2 successes', async () => {
+    it('turns a provider unhealthy after 3 consecutive probe failures and healthy after 2 probe successes', async () => {
       const { stores, cleanup } = await make();
       const [store] = stores;
       try {
         await store.record('p', false);
         await store.record('p', false);
         expect(store.unhealthy().has('p')).toBe(false);
-        await store.record('p', false);
+        await store.record('p', false, 'HTTP 503');
         expect(store.unhealthy().has('p')).toBe(true);
+        expect(store.views().get('p')).toMatchObject({ state: 'unhealthy', reason: '3 probes failed: HTTP 503' });
         await store.record('p', true);
         expect(store.unhealthy().has('p')).toBe(true);
         await store.record('p', true);
@@ -21,7 +38,7 @@ export function describeHealthStoreContract(name: string, make: () => Promise<{ 
       }
     });
 
-    it('resets the failure run on a success', async () => {
+    it('resets the probe failure run on a probe success', async () => {
       const { stores, cleanup } = await make();
       const [store] = stores;
       try {
@@ -40,6 +57,99 @@ export function describeHealthStoreContract(name: string, make: () => Promise<{ 
         await store.record('b', true);
         await store.refresh(['a', 'b']);
         expect([...store.unhealthy()]).toEqual(['a']);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('turns a provider unhealthy on failing requests while its probe passes, and a passing probe never brings it back', async () => {
+      const { stores, cleanup } = await make();
+      const [store] = stores;
+      try {
+        for (let i = 0; i < 3; i++) {
+          await store.record('p', true);
+          await store.recordRequest('p', false, 'upstream_timeout');
+        }
+        expect(store.unhealthy().has('p')).toBe(true);
+        expect(store.views().get('p')).toMatchObject({ state: 'unhealthy', reason: '3 requests failed: upstream_timeout' });
+        for (let i = 0; i < 5; i++) await store.record('p', true);
+        expect(store.unhealthy().has('p')).toBe(true);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a request that succeeds resets the failed-request run', async () => {
+      const { stores, cleanup } = await make();
+      const [store] = stores;
+      try {
+        for (const ok of [false, false, true, false, false]) await store.recordRequest('p', ok);
+        expect(store.unhealthy().has('p')).toBe(false);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('after the cooldown gives exactly one trial (across replicas); its success brings the provider back', async () => {
+      const { stores, transitions, cleanup } = await make();
+      const [a, b] = stores;
+      try {
+        for (let i = 0; i < 3; i++) await a.recordRequest('p', false, 'upstream_error');
+        await b.refresh(['p']);
+        expect(a.trialsDue().has('p')).toBe(false);
+        expect(await a.claimTrial('p', 5000)).toBe(false);
+        await sleep(250);
+        await b.refresh(['p']);
+        expect(a.views().get('p')?.state).toBe('half_open');
+        expect(a.trialsDue().has('p')).toBe(true);
+        expect(a.unhealthy().has('p')).toBe(true);
+        const claims = await Promise.all([a.claimTrial('p', 5000), b.claimTrial('p', 5000)]);
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        const winner = claims[0] ? a : b;
+        expect(winner.views().get('p')?.state).toBe('trial');
+        await winner.recordRequest('p', true);
+        expect(winner.unhealthy().has('p')).toBe(false);
+        await a.refresh(['p']);
+        await b.refresh(['p']);
+        expect(a.unhealthy().has('p')).toBe(false);
+        expect(b.unhealthy().has('p')).toBe(false);
+        // Every transition reported once, by the replica that made it.
+        expect([...transitions[0], ...transitions[1]].sort()).toEqual(['p: healthy → unhealthy', 'p: half_open → trial', 'p: trial → healthy'].sort());
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a failed trial starts another cooldown', async () => {
+      const { stores, cleanup } = await make();
+      const [store] = stores;
+      try {
+        for (let i = 0; i < 3; i++) await store.recordRequest('p', false);
+        await sleep(250);
+        expect(await store.claimTrial('p', 5000)).toBe(true);
+        await store.recordRequest('p', false, 'upstream_timeout');
+        expect(store.views().get('p')).toMatchObject({ state: 'unhealthy', reason: 'trial request failed: upstream_timeout' });
+        expect(store.trialsDue().has('p')).toBe(false);
+        await sleep(250);
+        expect(store.trialsDue().has('p')).toBe(true);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('backs a provider off for the seconds asked, shared by replicas, without touching its health', async () => {
+      const { stores, cleanup } = await make();
+      const [a, b] = stores;
+      try {
+        await a.backOff('p', 1, 'upstream 429');
+        await b.refresh(['p']);
+        for (const store of [a, b]) {
+          expect(store.unhealthy().has('p')).toBe(true);
+          expect(store.views().get('p')).toMatchObject({ state: 'backoff', reason: 'upstream 429' });
+        }
+        await sleep(1100);
+        expect(a.unhealthy().has('p')).toBe(false);
+        expect(b.unhealthy().has('p')).toBe(false);
       } finally {
         await cleanup();
       }

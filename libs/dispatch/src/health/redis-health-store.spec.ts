@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { startRedis, uniquePrefix, type TestRedis } from '../testing';
-import { describeHealthStoreContract } from './health-store.contract';
+import { collectTransitions, CONTRACT_SETTINGS, describeHealthStoreContract } from './health-store.contract';
+import { LeaseKeys } from '../queue/lease-keys';
 import { RedisHealthStore } from './redis-health-store';
 
 let redis: TestRedis;
@@ -23,8 +24,11 @@ async function connect(): Promise<Redis> {
 describeHealthStoreContract('redis', async () => {
   const prefix = uniquePrefix('health');
   const [a, b] = await Promise.all([connect(), connect()]);
+  const transitions: [string[], string[]] = [[], []];
+  const store = (conn: Redis, seen: string[]) => new RedisHealthStore(conn, prefix, () => CONTRACT_SETTINGS, () => 10_000, undefined, collectTransitions(seen));
   return {
-    stores: [new RedisHealthStore(a, prefix, settings, () => 10_000), new RedisHealthStore(b, prefix, settings, () => 10_000)],
+    stores: [store(a, transitions[0]), store(b, transitions[1])],
+    transitions,
     cleanup: async () => {
       a.disconnect();
       b.disconnect();
@@ -44,6 +48,22 @@ describe('RedisHealthStore across replicas', () => {
       await a.record('p', false);
       await b.refresh(['p']);
       expect(b.unhealthy().has('p')).toBe(true);
+    } finally {
+      ca.disconnect();
+      cb.disconnect();
+    }
+  });
+
+  it('loses no update when replicas write at once (compare-and-set)', async () => {
+    const prefix = uniquePrefix('health-cas');
+    const [ca, cb] = await Promise.all([connect(), connect()]);
+    const lenient = () => ({ unhealthy_after: 1000, healthy_after: 2 });
+    const a = new RedisHealthStore(ca, prefix, lenient, () => 10_000);
+    const b = new RedisHealthStore(cb, prefix, lenient, () => 10_000);
+    try {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).recordRequest('p', false)));
+      const record = JSON.parse((await ca.hget(new LeaseKeys(prefix).healthKey('p'), 'rec')) ?? '{}') as { requestFailures: number };
+      expect(record.requestFailures).toBe(20);
     } finally {
       ca.disconnect();
       cb.disconnect();

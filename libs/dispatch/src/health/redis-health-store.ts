@@ -1,88 +1,179 @@
-import type { HealthSettings } from '@iop/validate';
 import { LeaseKeys } from '../queue/lease-keys';
 import type { RedisClient } from '../queue/redis-connection';
-import type { HealthStore } from './provider-health';
+import {
+  HealthCache,
+  INITIAL_HEALTH,
+  nextHealth,
+  type HealthEvent,
+  type HealthStore,
+  type HealthThresholds,
+  type HealthTransitionListener,
+  type HealthView,
+  type ProviderHealth,
+} from './provider-health';
 
 /**
- * One atomic health transition in Redis (same rule as `nextHealth`): the record is a hash
- * `{state, failures, successes}` that every replica updates, with a TTL so it expires when no
- * replica refreshes it (a provider nobody observes falls back to healthy).
- * KEYS[1] record; ARGV ok(1|0), unhealthy_after, healthy_after, ttl_ms. Returns the new state.
+ * Compare-and-set of one health record: the hash `{v, rec, state}` (`rec` the JSON of a
+ * `ProviderHealth`, `v` its version) is replaced only if its version is still `ARGV[1]`, so every
+ * replica applies the one rule (`nextHealth`) to the record as it is and none overwrites another's
+ * update. On a conflict the current version and record come back and the caller recomputes.
+ * KEYS[1] record; ARGV expected version, new record JSON, its state, TTL ms.
+ * Returns {1, new version} or {0, version, record JSON}.
  */
-const RECORD_SCRIPT = `
-local state = redis.call('HGET', KEYS[1], 'state') or 'healthy'
-local failures = tonumber(redis.call('HGET', KEYS[1], 'failures') or '0')
-local successes = tonumber(redis.call('HGET', KEYS[1], 'successes') or '0')
-if ARGV[1] == '1' then
-  successes = successes + 1
-  failures = 0
-  if state == 'unhealthy' and successes >= tonumber(ARGV[3]) then state = 'healthy' end
-else
-  failures = failures + 1
-  successes = 0
-  if state == 'healthy' and failures >= tonumber(ARGV[2]) then state = 'unhealthy' end
-end
-redis.call('HSET', KEYS[1], 'state', state, 'failures', failures, 'successes', successes)
+const CAS_SCRIPT = `
+local v = redis.call('HGET', KEYS[1], 'v') or '0'
+if v ~= ARGV[1] then return {0, v, redis.call('HGET', KEYS[1], 'rec') or ''} end
+local nv = tostring(tonumber(v) + 1)
+redis.call('HSET', KEYS[1], 'v', nv, 'rec', ARGV[2], 'state', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return state`;
+return {1, nv}`;
+
+/** Attempts of one update against concurrent writers before it is given up (and reported). */
+const MAX_CAS_ATTEMPTS = 32;
 
 /**
- * Provider health shared by every replica through Redis (issue 5: replicas agree; health expires
- * when no replica refreshes it). Keys: `LeaseKeys.healthKey` (hash, PX `ttlMs`), all on one cluster slot.
+ * Provider health shared by every replica through Redis (README "Provider health": replicas agree;
+ * health expires when no replica refreshes it). Keys: `LeaseKeys.healthKey` (hash, PX), all on one
+ * cluster slot. Updates are compare-and-set (`CAS_SCRIPT`) of the record `nextHealth` computes, so the
+ * transition rule lives in one place, and the replica whose write made a transition is the one that
+ * reports it (one log line per transition for the whole fleet). A request that succeeds on a provider
+ * whose cached record has nothing to reset writes nothing (no Redis command on the hot path).
  * A Redis outage leaves the cache as it was and is reported through `onError`.
  */
 export class RedisHealthStore implements HealthStore {
-  private down: ReadonlySet<string> = new Set();
+  private readonly cache = new HealthCache();
+  private readonly versions = new Map<string, string>();
+  private readonly keys: LeaseKeys;
 
   /**
-   * @param redis a connection that fails fast (`enableOfflineQueue: false`); not closed by `close()`.
-   * @param ttlMs lifetime of a record without updates, in ms (e.g. 3 × `health.interval_ms`).
+   * @param redis a connection that fails fast (`enableOfflineQueue: false`); not closed by the store.
+   * @param ttlMs lifetime of a record without updates, in ms (e.g. 3 × `health.interval_ms`); a
+   *   record in a cooldown or back-off lives at least until it ends, plus this.
    */
   constructor(
     private readonly redis: RedisClient,
     prefix: string,
-    private readonly settings: () => Pick<HealthSettings, 'unhealthy_after' | 'healthy_after'>,
+    private readonly settings: () => HealthThresholds,
     private readonly ttlMs: () => number,
     private readonly onError: (err: unknown) => void = () => undefined,
+    private readonly onTransition: HealthTransitionListener = () => undefined,
   ) {
     this.keys = new LeaseKeys(prefix);
   }
 
-  private readonly keys: LeaseKeys;
-
-  private key(providerId: string): string {
-    return this.keys.healthKey(providerId);
+  async record(providerId: string, ok: boolean, reason?: string): Promise<void> {
+    await this.apply(providerId, { kind: 'probe', ok, reason });
   }
 
-  async record(providerId: string, ok: boolean): Promise<void> {
-    const { unhealthy_after, healthy_after } = this.settings();
-    try {
-      const state = await this.redis.eval(RECORD_SCRIPT, 1, this.key(providerId), ok ? '1' : '0', unhealthy_after, healthy_after, this.ttlMs());
-      const next = new Set(this.down);
-      if (state === 'unhealthy') next.add(providerId);
-      else next.delete(providerId);
-      this.down = next;
-    } catch (err) {
-      this.onError(err);
-    }
+  async recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void> {
+    await this.apply(providerId, { kind: 'request', ok, reason });
+  }
+
+  async backOff(providerId: string, seconds: number, reason: string): Promise<void> {
+    await this.apply(providerId, { kind: 'backoff', seconds, reason });
+  }
+
+  async claimTrial(providerId: string, holdMs: number): Promise<boolean> {
+    if (!this.cache.trialsDue().has(providerId)) return false;
+    return (await this.apply(providerId, { kind: 'trial', holdMs })).wrote;
   }
 
   unhealthy(): ReadonlySet<string> {
-    return this.down;
+    return this.cache.unhealthy();
+  }
+
+  trialsDue(): ReadonlySet<string> {
+    return this.cache.trialsDue();
+  }
+
+  views(): ReadonlyMap<string, HealthView> {
+    return this.cache.views();
   }
 
   async refresh(providerIds: readonly string[]): Promise<void> {
     if (providerIds.length === 0) {
-      this.down = new Set();
+      this.cache.replace(new Map());
+      this.versions.clear();
       return;
     }
     try {
       const pipeline = this.redis.pipeline();
-      for (const id of providerIds) pipeline.hget(this.key(id), 'state');
+      for (const id of providerIds) pipeline.hmget(this.keys.healthKey(id), 'v', 'rec');
       const results = (await pipeline.exec()) ?? [];
-      this.down = new Set(providerIds.filter((_id, i) => results[i]?.[1] === 'unhealthy'));
+      const records = new Map<string, ProviderHealth>();
+      this.versions.clear();
+      providerIds.forEach((id, i) => {
+        const [err, value] = results[i] ?? [];
+        if (err) throw err;
+        const [v, rec] = (value as Array<string | null> | undefined) ?? [];
+        const record = parseRecord(rec ?? null);
+        if (v && record) {
+          records.set(id, record);
+          this.versions.set(id, v);
+        }
+      });
+      this.cache.replace(records);
     } catch (err) {
       this.onError(err);
     }
+  }
+
+  /**
+   * Applies `event` to the record with compare-and-set, retrying on a concurrent write.
+   * @returns whether this call wrote a change (false: nothing to change, or Redis unreachable).
+   */
+  private apply(providerId: string, event: HealthEvent): Promise<{ wrote: boolean }> {
+    // One update at a time per provider in this process: concurrent ones would only conflict with each other.
+    const previous = this.inFlight.get(providerId) ?? Promise.resolve();
+    const run = previous.then(() => this.applyNow(providerId, event));
+    const tail = run.then(() => undefined);
+    this.inFlight.set(providerId, tail);
+    void tail.then(() => {
+      if (this.inFlight.get(providerId) === tail) this.inFlight.delete(providerId);
+    });
+    return run;
+  }
+
+  private readonly inFlight = new Map<string, Promise<void>>();
+
+  private async applyNow(providerId: string, event: HealthEvent): Promise<{ wrote: boolean }> {
+    const key = this.keys.healthKey(providerId);
+    try {
+      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+        const now = Date.now();
+        const prev = this.cache.get(providerId) ?? INITIAL_HEALTH;
+        const version = this.versions.get(providerId) ?? '0';
+        const { next, changed, transition } = nextHealth(prev, event, this.settings(), now);
+        // Nothing to change in the record as last seen: no write (the common case of a request that succeeds).
+        if (!changed && (event.kind === 'request' || event.kind === 'trial')) return { wrote: false };
+        const ttl = this.ttlMs() + Math.max(0, ...[next.retryAt, next.trialUntil, next.backoffUntil].map((t) => (t ?? 0) - now));
+        const result = (await this.redis.eval(CAS_SCRIPT, 1, key, version, JSON.stringify(next), next.state, Math.ceil(ttl))) as [number, string, string?];
+        if (Number(result[0]) === 1) {
+          this.versions.set(providerId, String(result[1]));
+          this.cache.set(providerId, next);
+          if (transition) this.onTransition(providerId, transition);
+          return { wrote: changed };
+        }
+        // Another replica wrote first: take its record and decide again.
+        const current = parseRecord(result[2] ?? null);
+        this.versions.set(providerId, String(result[1]));
+        this.cache.set(providerId, current ?? undefined);
+        if (!current) this.versions.delete(providerId);
+      }
+      throw new Error(`health record of ${providerId} kept changing under ${MAX_CAS_ATTEMPTS} attempts`);
+    } catch (err) {
+      this.onError(err);
+      return { wrote: false };
+    }
+  }
+}
+
+function parseRecord(json: string | null): ProviderHealth | undefined {
+  if (!json) return undefined;
+  try {
+    const parsed = JSON.parse(json) as ProviderHealth;
+    return typeof parsed === 'object' && parsed !== null && (parsed.state === 'healthy' || parsed.state === 'unhealthy') ? { ...INITIAL_HEALTH, ...parsed } : undefined;
+  } catch {
+    return undefined;
   }
 }
