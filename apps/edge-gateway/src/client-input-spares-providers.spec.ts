@@ -309,7 +309,7 @@ describe('client input never marks a provider unhealthy in the Redis health stor
       // here as a longer run), and the other replica sees it.
       const failed = await post(a, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }));
       expect(failed.status).toBe(502);
-      const failures = async (id: string) => connB.hget(keys.healthKey(id), 'failures');
+      const failures = async (id: string) => String((JSON.parse((await connB.hget(keys.healthKey(id), 'rec')) ?? '{}') as { requestFailures?: number }).requestFailures);
       await waitUntil(async () => (await healthKeys()).length === 2, 5000, 'both failures to be booked');
       expect([await failures('first'), await failures('second')]).toEqual(['1', '1']);
       await storeB.refresh(['first', 'second']);

@@ -9,16 +9,21 @@ import {
 } from '@iop/dispatch';
 import type { AdapterConfig, EdgeConfig } from '@iop/validate';
 import type { Response } from 'express';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
-import type { AdapterRegistry } from './adapters/adapter-registry';
-import { ApiError, countsAgainstProvider, modelNotFound, upstreamTimeout } from './errors';
+import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
+import { ADAPTER_LABEL, FIELD_TABLES, type AdapterRegistry } from './adapters/adapter-registry';
+import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/request-fields';
+import { ApiError, failsOver, modelNotFound, toClientError, UpstreamError, upstreamTimeout } from './errors';
 import { admissionToApiError } from './http/admission-errors';
-import { sendUpstream } from './http/send-upstream';
+import { sendUpstream, type SendResult } from './http/send-upstream';
 import { watchUsage, type TokenUsage } from './http/token-usage';
 
-/** The OpenAI endpoint a request came in on; picks the adapter method. */
-export type CompletionEndpoint = 'chat' | 'responses';
+/** The OpenAI endpoint a request came in on; picks the adapter method and its field table. */
+export type CompletionEndpoint = Endpoint;
+
+/** A request body as its route parsed it. */
+export type DispatchBody = ChatRequest | ResponsesRequest | EmbeddingsRequest;
 
 /** What a dispatch needs from the running gateway; `config()` is read once per request. */
 export interface DispatcherDeps {
@@ -26,9 +31,9 @@ export interface DispatcherDeps {
   queue?: ProviderQueue;
   adapters: AdapterRegistry;
   logger: Logger;
-  /** Provider health (issue 5): unhealthy providers are not candidates; pool failures are recorded. */
+  /** Provider health (README "Provider health"): providers out of it are not candidates; request results are recorded. */
   health?: HealthStore;
-  /** `previous_response_id` affinity for `/v1/responses` (issue 5). */
+  /** `previous_response_id` affinity for `/v1/responses` (README "Affinity"). */
   affinity?: ResponseAffinity;
 }
 
@@ -60,33 +65,45 @@ interface CallTarget {
   upstreamModel: string;
 }
 
+/** The request id of `res` (`x-request-id`, set by the request observer), or a fresh one. */
+function requestIdOf(res: Response): string {
+  const id = res.getHeader('x-request-id');
+  if (typeof id === 'string' && id !== '') return id;
+  const fresh = randomUUID();
+  if (!res.headersSent) res.setHeader('x-request-id', fresh);
+  return fresh;
+}
+
 /**
- * Serves one completion request end to end (DESIGN §4 dispatch, §6 surface, issue 5 failover):
- * resolves the route (unhealthy providers excluded), takes a lease when the admission rule says so,
- * calls the adapter, streams the answer, and releases the lease on every path — success, upstream
- * error, timeout, client disconnect. A pooled request whose upstream fails before any byte reached
- * the client (connection error, 5xx, no first byte in time) is retried once on another healthy
- * candidate, after its first lease is released, so a retry never holds two slots. Direct routes
- * never touch the queue and are never retried. The client's disconnect aborts the upstream call.
- * Only an `UpstreamError` that `countsAgainstProvider` is recorded in `deps.health` or retried;
- * any other error (the client's 4xx, a fault of the gateway itself) leaves every provider's health
- * as it was, and its lease is released all the same.
- * @throws ApiError for everything answered before the first byte (404, 429, 502, 503, 504); any
+ * Serves one request of `/v1/chat/completions`, `/v1/responses` or `/v1/embeddings` end to end
+ * (README "Pooled and direct routes", "Failover", "Provider health"):
+ * 1. resolves the route; providers out of health (unhealthy, backing off, half-open) are not
+ *    candidates, except that a request may claim the one trial of a half-open provider;
+ * 2. keeps the candidates whose adapter can carry the request's fields (its field table); none → 400
+ *    naming the field (an endpoint the adapter lacks → 400 naming the endpoint);
+ * 3. takes a lease when the admission rule says so, calls the adapter, streams the answer, and
+ *    releases the lease on every path: success, upstream error, timeout, idle stream, client disconnect;
+ * 4. a pooled request whose upstream fails before any byte reached the client (unreachable, reset,
+ *    5xx, a 429, no first byte in time) is retried once on another candidate, after its first lease
+ *    is released, so a retry never holds two slots. Direct routes are never retried.
+ * Only what an upstream did is booked: a failure that `countsAgainstProvider` (before or after the
+ * first byte), a 429 as a back-off for its `Retry-After`, a success. The client's 4xx and the
+ * gateway's own errors leave every provider's health as it was. What reaches the client never names
+ * a URL, host or command line (`toClientError`); the log line with the request id has them.
+ * @throws ApiError for everything answered before the first byte (400, 404, 429, 502, 503, 504); any
  *   other error as it was raised (the error middleware answers it 500 `internal_error`).
  */
-export async function dispatchCompletion(
-  deps: DispatcherDeps,
-  endpoint: CompletionEndpoint,
-  body: ChatRequest | ResponsesRequest,
-  res: Response,
-  outcome: DispatchOutcome,
-): Promise<void> {
+export async function dispatchCompletion(deps: DispatcherDeps, endpoint: CompletionEndpoint, body: DispatchBody, res: Response, outcome: DispatchOutcome): Promise<void> {
   const config = deps.config();
-  const route = resolveRoute(config, body.model, { exclude: deps.health?.unhealthy() });
+  const requestId = requestIdOf(res);
+  const out = deps.health?.unhealthy();
+  const due = deps.health?.trialsDue();
+  const exclude = out && due && due.size > 0 ? new Set([...out].filter((id) => !due.has(id))) : out;
+  const route = resolveRoute(config, body.model, { exclude });
   if (!route) throw modelNotFound(body.model);
 
   // One AbortController per upstream attempt: the client's disconnect aborts the current one, the
-  // first-byte timer aborts its own. The queue wait shares the first attempt's.
+  // first-byte and idle timers abort their own. The queue wait shares the first attempt's.
   let attempt = new AbortController();
   let clientGone = false;
   const onClose = () => {
@@ -95,25 +112,41 @@ export async function dispatchCompletion(
     attempt.abort(new ApiError(499, 'client_closed', 'The client closed the connection.'));
   };
   res.on('close', onClose);
+  const call: CallContext = { deps, endpoint, res, config, outcome, requestId };
   try {
     if (!route.providerPool) {
       outcome.routeKind = 'direct';
       const { target } = route;
+      if (!target) throw noAvailableProvider(body.model, 5);
+      const sent = carry(target.adapter, endpoint, body);
       const resourceId = target.providerId ?? target.adapter.id;
-      await callUpstream(deps, endpoint, body, res, { ...target, resourceId }, config, attempt, outcome);
+      const result = await callUpstream(call, sent, { ...target, resourceId }, attempt).catch((err: unknown) => {
+        logUpstreamFailure(call, resourceId, err, 'upstream failed');
+        throw toClientError(err, requestId);
+      });
+      logStreamEnd(call, resourceId, result);
       return;
     }
     outcome.routeKind = 'pool';
-    let candidates = await preferAffinity(deps, endpoint, body, route.candidates);
-    for (let tries = 0; ; tries++) {
-      if (candidates.length === 0) {
-        throw admissionToApiError({ code: 'no_available_provider', message: `No healthy provider can serve model "${body.model}" right now.`, retryAfterS: 5 });
+    const { candidates: carriers, bodies } = carriable(route.candidates, endpoint, body);
+    let candidates = await preferAffinity(deps, endpoint, body, carriers);
+    // A half-open provider (README "Provider health") gets one trial request: this one, if it claims it.
+    let trial: PoolCandidate | undefined;
+    for (const c of candidates) {
+      if (!due?.has(c.providerId)) continue;
+      if (await deps.health?.claimTrial(c.providerId, config.gateway.request_timeout_ms + config.queue.max_wait_ms)) {
+        trial = c;
+        break;
       }
+    }
+    candidates = candidates.filter((c) => c === trial || !due?.has(c.providerId));
+    for (let tries = 0; ; tries++) {
+      const offered = tries === 0 && trial ? [trial] : candidates;
+      if (offered.length === 0) throw poolUnavailable(deps, config, body.model);
       if (entersQueue(route, deps.queue)) outcome.queuedAt = performance.now();
-      const lease = entersQueue(route, deps.queue)
-        ? await acquire(deps.queue!, route.modelGroupKey, candidates, config, attempt.signal)
-        : undefined;
-      const candidate = candidates.find((c) => c.providerId === lease?.providerId) ?? candidates[0];
+      const lease = entersQueue(route, deps.queue) ? await acquire(deps.queue!, route.modelGroupKey, offered, config, attempt.signal) : undefined;
+      const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
+      const providerId = candidate.providerId;
       // Fencing (docs/architecture.md, "Fencing"): a lease the queue can no longer prove stops the call at once.
       const current = attempt;
       const onLeaseLost = () => current.abort(admissionToApiError(lease?.signal.reason));
@@ -123,21 +156,32 @@ export async function dispatchCompletion(
           outcome.queueWaitMs = lease.queueWaitMs;
           res.setHeader('x-iop-queue-wait-ms', String(lease.queueWaitMs));
         }
-        const target = { ...candidate, resourceId: candidate.providerId };
-        await callUpstream(deps, endpoint, body, res, target, config, attempt, outcome);
+        const target = { ...candidate, resourceId: providerId };
+        const isTrial = candidate === trial;
+        const result = await callUpstream(call, bodies.get(candidate.adapter.type) ?? body, target, attempt, () => {
+          if (isTrial) void deps.health?.recordRequest(providerId, true);
+        });
+        logStreamEnd(call, providerId, result);
+        if (result.outcome === 'upstream_failed') {
+          if (result.error instanceof UpstreamError && result.error.countsAgainstProvider) void deps.health?.recordRequest(providerId, false, describeFailure(result.error));
+        } else if (!isTrial) {
+          void deps.health?.recordRequest(providerId, true);
+        }
         return;
       } catch (err) {
-        // Only what the upstream did (unreachable, reset, 5xx, no first byte in time) counts against
-        // the provider and may fail over (README "Provider health", "Failover"). The client's 4xx and
-        // the gateway's own errors are answered as they are: never booked, never retried elsewhere.
-        if (!countsAgainstProvider(err)) throw err;
-        void deps.health?.record(candidate.providerId, false);
-        if (tries > 0 || res.headersSent || clientGone) throw err;
-        outcome.failedOver = [...(outcome.failedOver ?? []), candidate.providerId];
+        if (!(err instanceof UpstreamError)) throw err;
+        // Only what the upstream did counts against the provider and may fail over (README
+        // "Provider health", "Failover"): never the client's 4xx, never the gateway's own errors.
+        if (err.countsAgainstProvider) void deps.health?.recordRequest(providerId, false, describeFailure(err));
+        else if (err.status === 429) await deps.health?.backOff(providerId, err.retryAfterS ?? 1, `upstream 429${err.code ? ` ${err.code}` : ''}`);
+        else if (err.status < 500) void deps.health?.recordRequest(providerId, true);
+        const retry = failsOver(err) && tries === 0 && !res.headersSent && !clientGone;
+        logUpstreamFailure(call, providerId, err, retry ? 'upstream failed before the first byte; retrying on another provider' : 'upstream failed');
+        if (!retry) throw toClientError(err, requestId);
+        outcome.failedOver = [...(outcome.failedOver ?? []), providerId];
         const excluded = deps.health?.unhealthy();
-        candidates = candidates.filter((c) => c.providerId !== candidate.providerId && !excluded?.has(c.providerId));
-        deps.logger.warn({ model: body.model, provider: candidate.providerId, status: err.status, code: err.code }, 'upstream failed before the first byte; retrying on another provider');
-        if (candidates.length === 0) throw err;
+        candidates = candidates.filter((c) => c.providerId !== providerId && !excluded?.has(c.providerId));
+        if (candidates.length === 0) throw toClientError(err, requestId);
         attempt = new AbortController();
       } finally {
         lease?.signal.removeEventListener('abort', onLeaseLost);
@@ -149,8 +193,75 @@ export async function dispatchCompletion(
   }
 }
 
+/** What every call of one request shares. */
+interface CallContext {
+  deps: DispatcherDeps;
+  endpoint: CompletionEndpoint;
+  res: Response;
+  config: EdgeConfig;
+  outcome: DispatchOutcome;
+  requestId: string;
+}
+
+/**
+ * The body `adapter` sends for `body` (its field table, README "Request fields per adapter").
+ * @throws ApiError 400 naming the first field it cannot carry, or the endpoint it does not serve.
+ */
+function carry(adapter: AdapterConfig, endpoint: CompletionEndpoint, body: DispatchBody): DispatchBody {
+  const table = FIELD_TABLES[adapter.type][endpoint];
+  if (!table) throw endpointNotServed(endpoint, ADAPTER_LABEL[adapter.type]);
+  return applyFieldTable(table, body, ADAPTER_LABEL[adapter.type], endpoint);
+}
+
+/**
+ * The candidates whose adapter can carry `body`, and the body each adapter type sends.
+ * @throws ApiError 400 of the first candidate's refusal when no candidate can carry it.
+ */
+function carriable(candidates: PoolCandidate[], endpoint: CompletionEndpoint, body: DispatchBody): { candidates: PoolCandidate[]; bodies: Map<string, DispatchBody> } {
+  const bodies = new Map<string, DispatchBody>();
+  const refusals = new Map<string, unknown>();
+  for (const c of candidates) {
+    const type = c.adapter.type;
+    if (bodies.has(type) || refusals.has(type)) continue;
+    try {
+      bodies.set(type, carry(c.adapter, endpoint, body));
+    } catch (err) {
+      refusals.set(type, err);
+    }
+  }
+  const able = candidates.filter((c) => bodies.has(c.adapter.type));
+  if (able.length === 0 && refusals.size > 0) throw refusals.values().next().value;
+  return { candidates: able, bodies };
+}
+
+/** 503 `no_available_provider` with `Retry-After` (README "Errors"). */
+function noAvailableProvider(model: string, retryAfterS: number): ApiError {
+  return admissionToApiError({ code: 'no_available_provider', message: `No healthy provider can serve model "${model}" right now.`, retryAfterS });
+}
+
+/**
+ * The answer when no candidate is left: a 429 when every provider of the model is backing off
+ * after an upstream 429 (with the soonest end of those back-offs), else 503 `no_available_provider`
+ * with `Retry-After` the soonest time one of them may be tried again (5 s when unknown).
+ */
+function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string): ApiError {
+  const all = resolveRoute(config, model);
+  const ids = all?.providerPool ? all.candidates.map((c) => c.providerId) : [];
+  const views = deps.health?.views();
+  const now = Date.now();
+  const waits = ids.flatMap((id) => {
+    const at = views?.get(id)?.retryAt;
+    return at == null ? [] : [Math.max(1, Math.ceil((at - now) / 1000))];
+  });
+  const retryAfterS = waits.length > 0 ? Math.min(...waits) : 5;
+  if (ids.length > 0 && ids.every((id) => views?.get(id)?.state === 'backoff')) {
+    return new ApiError(429, 'rate_limit_exceeded', `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`, 'rate_limit_error', null, retryAfterS);
+  }
+  return noAvailableProvider(model, retryAfterS);
+}
+
 /** A `/v1/responses` follow-up goes to the provider that produced `previous_response_id`, while it is a healthy candidate. */
-async function preferAffinity(deps: DispatcherDeps, endpoint: CompletionEndpoint, body: ChatRequest | ResponsesRequest, candidates: PoolCandidate[]): Promise<PoolCandidate[]> {
+async function preferAffinity(deps: DispatcherDeps, endpoint: CompletionEndpoint, body: DispatchBody, candidates: PoolCandidate[]): Promise<PoolCandidate[]> {
   const previous = endpoint === 'responses' ? body.previous_response_id : undefined;
   if (!deps.affinity || typeof previous !== 'string' || previous === '') return candidates;
   const providerId = await deps.affinity.get(previous);
@@ -166,16 +277,20 @@ async function acquire(queue: ProviderQueue, modelGroupKey: string, candidates: 
   }
 }
 
-async function callUpstream(
-  deps: DispatcherDeps,
-  endpoint: CompletionEndpoint,
-  body: ChatRequest | ResponsesRequest,
-  res: Response,
-  target: CallTarget,
-  config: EdgeConfig,
-  attempt: AbortController,
-  outcome: DispatchOutcome,
-): Promise<void> {
+/** The adapter's method for `endpoint`. @throws ApiError 400 when the adapter has no such endpoint. */
+function callAdapter(adapter: Adapter, target: CallTarget, endpoint: CompletionEndpoint, body: DispatchBody, ctx: DispatchContext): Promise<UpstreamResponse> {
+  if (endpoint === 'chat') return adapter.chat(body as ChatRequest, ctx);
+  if (endpoint === 'responses') return adapter.responses(body as ResponsesRequest, ctx);
+  if (!adapter.embeddings) throw endpointNotServed(endpoint, ADAPTER_LABEL[target.adapter.type]);
+  return adapter.embeddings(body as EmbeddingsRequest, ctx);
+}
+
+/**
+ * Calls one target and writes its answer. `onFirstByte` fires when the upstream's first byte is in hand.
+ * @returns how the answer ended (mid-stream failures, stalled clients); throws only before the first byte.
+ */
+async function callUpstream(call: CallContext, body: DispatchBody, target: CallTarget, attempt: AbortController, onFirstByte?: () => void): Promise<SendResult> {
+  const { deps, endpoint, res, config, outcome } = call;
   outcome.nodeId = target.nodeId;
   outcome.resourceId = target.resourceId;
   outcome.adapterType = target.adapter.type;
@@ -183,21 +298,17 @@ async function callUpstream(
   res.setHeader('x-iop-node', target.nodeId);
   res.setHeader('x-iop-resource', target.resourceId);
   const adapter = deps.adapters.get(target.nodeId, target.adapter);
-  // request_timeout_ms bounds the time to the upstream's first byte, not a healthy stream (DESIGN §3).
+  // request_timeout_ms bounds the time to the upstream's first byte, not a healthy stream (README "Configuration").
   const timeoutMs = config.gateway.request_timeout_ms;
   const firstByteTimer = setTimeout(() => attempt.abort(upstreamTimeout(timeoutMs)), timeoutMs);
   const { signal } = attempt;
-  const ctx: DispatchContext = { upstreamModel: target.upstreamModel, signal };
-  const onFirstByte = () => {
-    clearTimeout(firstByteTimer);
-    outcome.firstByteAt = performance.now();
-  };
+  const ctx: DispatchContext = { upstreamModel: target.upstreamModel, signal, maxResponseBytes: config.gateway.max_response_bytes };
   // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
   const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
   try {
     let upstream: UpstreamResponse;
     try {
-      upstream = endpoint === 'chat' ? await adapter.chat(body as ChatRequest, ctx) : await adapter.responses(body as ResponsesRequest, ctx);
+      upstream = await callAdapter(adapter, target, endpoint, body, ctx);
     } catch (err) {
       throw explain(err);
     }
@@ -205,11 +316,49 @@ async function callUpstream(
     if (endpoint === 'responses' && deps.affinity && outcome.routeKind === 'pool') {
       upstream = rememberResponseId(upstream, (id) => void deps.affinity!.set(id, target.resourceId));
     }
-    await sendUpstream(res, upstream, onFirstByte).catch((err: unknown) => {
+    return await sendUpstream(res, upstream, {
+      endpoint,
+      idleTimeoutMs: config.gateway.stream_idle_timeout_ms,
+      onFirstByte: () => {
+        clearTimeout(firstByteTimer);
+        outcome.firstByteAt = performance.now();
+        onFirstByte?.();
+      },
+      abortUpstream: (reason) => attempt.abort(reason),
+      clientError: (err) => toClientError(explain(err), call.requestId),
+    }).catch((err: unknown) => {
       throw explain(err);
     });
   } finally {
     clearTimeout(firstByteTimer);
+  }
+}
+
+/** A failure's reason in a few words, for health records and `/status` (never a URL). */
+function describeFailure(err: UpstreamError): string {
+  return err.code === 'upstream_error' ? `upstream_error ${err.status}` : err.code;
+}
+
+/** One warning per upstream failure, with everything an operator needs: the request id, provider and the log-only detail. */
+function logUpstreamFailure(call: CallContext, provider: string, err: unknown, msg: string): void {
+  if (!(err instanceof UpstreamError)) return;
+  call.deps.logger.warn(
+    { request_id: call.requestId, model: call.res.locals.model, provider, node: call.outcome.nodeId, status: err.status, code: err.code, detail: err.detail ?? err.message },
+    msg,
+  );
+}
+
+/** Logs how a stream ended when it did not end well (README "Streaming"): an upstream failure mid-stream or a stalled client cut. */
+function logStreamEnd(call: CallContext, provider: string, result: SendResult): void {
+  if (result.outcome === 'upstream_failed') {
+    const err = result.error;
+    const detail = err instanceof UpstreamError ? (err.detail ?? err.message) : (err as Error)?.message;
+    call.deps.logger.warn({ request_id: call.requestId, provider, node: call.outcome.nodeId, code: (err as ApiError)?.code, detail }, 'upstream failed mid-stream; the client got an error event');
+  } else if (result.outcome === 'client_stalled') {
+    call.deps.logger.warn(
+      { request_id: call.requestId, provider, node: call.outcome.nodeId, idle_ms: call.config.gateway.stream_idle_timeout_ms },
+      'client accepted no byte for gateway.stream_idle_timeout_ms: stream cut, upstream aborted, lease released',
+    );
   }
 }
 

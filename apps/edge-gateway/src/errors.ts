@@ -24,27 +24,76 @@ export class ApiError extends Error {
   }
 }
 
+/** What an {@link UpstreamError} carries besides its status, code and message. */
+export interface UpstreamErrorOptions {
+  /**
+   * What happened, for the log only: it may name the upstream's URL or host, quote its body or a CLI's
+   * stderr. When given, the error's `message` is written for the client (it names no URL, host or
+   * command line) and is shown as is; without it the message itself is treated as log-only and the
+   * client gets a generic one (README "Errors": client errors never name base URLs, hosts or
+   * command lines).
+   */
+  detail?: string;
+  /** Seconds for `Retry-After`, e.g. the upstream's own on a 429. */
+  retryAfterS?: number;
+  /** Overrides {@link UpstreamError.countsAgainstProvider} (default: a 5xx-class failure). */
+  counts?: boolean;
+  /** Overrides {@link UpstreamError.failsOver} (default: counts against the provider, or a 429). */
+  failover?: boolean;
+  /** OpenAI `param`, for an upstream 4xx about one field. */
+  param?: string | null;
+}
+
 /**
  * Something an upstream did, and nothing else: it could not be reached, reset the connection, sent
  * no first byte in time, answered 5xx or an unusable body (502 `upstream_error`, 504
- * `upstream_timeout`), or answered a 4xx that is passed on to the client. Created only where the
- * gateway handles an upstream's connection or bytes (the adapters, the first-byte timer). Every
- * other error, including the gateway's own faults and the client's 4xx, is not an UpstreamError,
- * so it never counts against a provider's health and never fails over (README "Provider health").
+ * `upstream_timeout`), rate-limited the gateway (429), or answered a 4xx that is passed on to the
+ * client. Created only where the gateway handles an upstream's connection or bytes (the adapters,
+ * the first-byte and stream-idle timers). Every other error, including the gateway's own faults and
+ * the client's 4xx, is not an UpstreamError, so it never counts against a provider's health and never
+ * fails over (README "Provider health").
  */
 export class UpstreamError extends ApiError {
+  /** Log-only account of the failure (see {@link UpstreamErrorOptions.detail}); undefined when `message` is log-only itself. */
+  readonly detail?: string;
+  private readonly counts?: boolean;
+  private readonly failover?: boolean;
+
+  constructor(status: number, code: string, message: string, type: string = status >= 500 ? 'server_error' : 'invalid_request_error', opts: UpstreamErrorOptions = {}) {
+    super(status, code, message, type, opts.param ?? null, opts.retryAfterS);
+    this.detail = opts.detail;
+    this.counts = opts.counts;
+    this.failover = opts.failover;
+  }
+
   /**
-   * True when this failure counts against the provider's health and allows one failover:
-   * 5xx-class failures (unreachable, reset, 5xx, first-byte timeout). An upstream 4xx passed on is
-   * the client's answer: false.
+   * True when this failure counts against the provider's health: 5xx-class failures (unreachable,
+   * reset, 5xx, first-byte timeout, a stalled stream). An upstream 4xx passed on is the client's
+   * answer, and a 429 is a rate limit (the provider backs off instead): false.
    */
   get countsAgainstProvider(): boolean {
-    return this.status >= 500;
+    return this.counts ?? this.status >= 500;
+  }
+
+  /**
+   * True when a pooled request may be retried on a sibling after this failure, if no byte reached the
+   * client yet (README "Failover"): every failure that counts against the provider, and a 429.
+   */
+  get failsOver(): boolean {
+    return this.failover ?? (this.countsAgainstProvider || this.status === 429);
+  }
+
+  /** True when `message` may be shown to the client (it was written for it; the log gets `detail`). */
+  get messageIsPublic(): boolean {
+    return this.detail !== undefined;
   }
 }
 
 /** True for an {@link UpstreamError} that counts against its provider (see `countsAgainstProvider`); false for anything else. */
 export const countsAgainstProvider = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.countsAgainstProvider;
+
+/** True for an {@link UpstreamError} after which a pooled request may fail over (see `failsOver`). */
+export const failsOver = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.failsOver;
 
 export const invalidRequest = (message: string, param: string | null = null) =>
   new ApiError(400, 'invalid_request_error', message, 'invalid_request_error', param);
@@ -53,13 +102,47 @@ export const invalidApiKey = () =>
 export const modelNotFound = (model: string) =>
   new ApiError(404, 'model_not_found', `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`, 'invalid_request_error', 'model');
 export const notFound = (path: string) =>
-  new ApiError(404, 'not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions and /v1/responses.`, 'invalid_request_error');
+  new ApiError(404, 'not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`, 'invalid_request_error');
 export const methodNotAllowed = (method: string, path: string, allow: string) =>
   new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`, 'invalid_request_error');
 export const requestTooLarge = (limitBytes: number) =>
   new ApiError(413, 'request_too_large', `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`, 'invalid_request_error');
-export const upstreamError = (message: string, status = 502) => new UpstreamError(status, 'upstream_error', message, 'server_error');
-export const upstreamTimeout = (ms: number) =>
-  new UpstreamError(504, 'upstream_timeout', `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`, 'server_error');
+/**
+ * A 5xx-class upstream failure (502 by default). `message` is shown to the client only when
+ * `opts.detail` carries the log-only account; otherwise `message` itself goes to the log and the
+ * client gets a generic message with the request id (see {@link UpstreamErrorOptions.detail}).
+ */
+export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) =>
+  new UpstreamError(status, 'upstream_error', message, 'server_error', opts);
+export const upstreamTimeout = (ms: number) => {
+  const message = `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`;
+  return new UpstreamError(504, 'upstream_timeout', message, 'server_error', { detail: message });
+};
+/** No byte moved either way for `ms` in a stream (README "Streaming"), on the upstream's side. */
+export const streamIdle = (ms: number) => {
+  const message = `The upstream sent nothing for ${ms} ms mid-stream (gateway.stream_idle_timeout_ms).`;
+  return new UpstreamError(504, 'upstream_timeout', message, 'server_error', { detail: message });
+};
 /** The gateway's own fault (a bug): a fixed message, never the error's text or stack; the cause goes to the log. */
 export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle the request; see its logs.', 'server_error');
+
+/**
+ * The error as the client may see it (README "Errors"): an {@link UpstreamError} whose message is
+ * log-only (it may quote an upstream's body, a URL, a CLI's stderr) becomes a generic message; a
+ * 5xx-class one names the request id so an operator finds the log line. Anything else is returned
+ * as it is.
+ */
+export function toClientError(err: unknown, requestId: string): unknown {
+  if (!(err instanceof UpstreamError)) return err;
+  if (err.status < 500 && err.messageIsPublic) return err;
+  const message = err.messageIsPublic
+    ? `${err.message} (request id ${requestId})`
+    : `The model's upstream failed (${err.status === 504 ? 'timed out' : 'error'}); the gateway's log has the details under request id ${requestId}.`;
+  return new UpstreamError(err.status, err.code, message, err.type, {
+    detail: err.detail ?? err.message,
+    retryAfterS: err.retryAfterS,
+    param: err.param,
+    counts: err.countsAgainstProvider,
+    failover: err.failsOver,
+  });
+}

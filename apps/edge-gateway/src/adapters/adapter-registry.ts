@@ -1,10 +1,33 @@
-import type { AdapterConfig } from '@iop/validate';
+import type { AdapterConfig, AdapterType } from '@iop/validate';
 import type { Adapter, AdapterFactory } from './adapter';
 import { CliAdapter } from './cli/cli-adapter';
+import { CLI_FIELDS } from './cli/request-fields';
 import { OllamaAdapter } from './ollama/ollama-adapter';
+import { OLLAMA_FIELDS } from './ollama/request-fields';
 import { OpenAiCompatAdapter } from './openai-compat/openai-compat-adapter';
+import { OPENAI_COMPAT_FIELDS, VLLM_FIELDS } from './openai-compat/request-fields';
+import type { AdapterFieldTables } from './request-fields';
 
-/** Builds the adapter of a configured adapter instance by its `type` (DESIGN §1). */
+/**
+ * How each adapter type carries request fields (README "Request fields per adapter"); each table
+ * lives next to its adapter's code. The dispatcher applies it before the call.
+ */
+export const FIELD_TABLES: Record<AdapterType, AdapterFieldTables> = {
+  vllm: VLLM_FIELDS,
+  openai_compat: OPENAI_COMPAT_FIELDS,
+  ollama: OLLAMA_FIELDS,
+  cli: CLI_FIELDS,
+};
+
+/** How messages name an adapter type. */
+export const ADAPTER_LABEL: Record<AdapterType, string> = {
+  vllm: 'a vLLM server',
+  openai_compat: 'an OpenAI-compatible server',
+  ollama: 'an Ollama server',
+  cli: 'a CLI program',
+};
+
+/** Builds the adapter of a configured adapter instance by its `type` (README "Adapters"). */
 export const createAdapter: AdapterFactory = (config: AdapterConfig): Adapter => {
   switch (config.type) {
     case 'cli':

@@ -27,12 +27,28 @@ export interface ResponsesRequest {
   [field: string]: unknown;
 }
 
+/**
+ * An embeddings request body (OpenAI `POST /v1/embeddings`), checked for `model` and `input`.
+ * `encoding_format` is `float` or `base64` (the `openai` client asks for `base64` unless told otherwise).
+ */
+export interface EmbeddingsRequest {
+  model: string;
+  input: unknown;
+  encoding_format?: 'float' | 'base64';
+  [field: string]: unknown;
+}
+
+/** `gateway.max_response_bytes` when a caller gives none: 64 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
 /** What the dispatcher tells an adapter about one call. */
 export interface DispatchContext {
   /** The model name to send upstream (the public name unless the catalog renames it). */
   upstreamModel: string;
   /** Fires when the client disconnects or the time to first byte passes: the adapter stops the upstream call. */
   signal: AbortSignal;
+  /** Largest non-streamed answer the adapter reads (`gateway.max_response_bytes`). @defaultValue {@link DEFAULT_MAX_RESPONSE_BYTES} */
+  maxResponseBytes?: number;
 }
 
 /**
@@ -54,7 +70,13 @@ export interface Adapter {
   /** @throws UpstreamError (status, code) before the first byte; mid-stream failures end the stream. */
   responses(req: ResponsesRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
   /**
-   * GET `{server root}{path}` for active health probes (issue 5); resolves to the HTTP status.
+   * `POST /v1/embeddings`, answered as JSON in the OpenAI shape. Absent on adapters without
+   * embeddings (CLI): the dispatcher answers 400 naming the endpoint.
+   * @throws UpstreamError as `chat` does.
+   */
+  embeddings?(req: EmbeddingsRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
+  /**
+   * GET `{server root}{path}` for active health probes (README "Provider health"); resolves to the HTTP status.
    * Absent on adapters that cannot be probed (CLI).
    * @throws on a connection error or when `signal` aborts.
    */

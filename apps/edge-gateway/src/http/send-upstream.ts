@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { UpstreamResponse } from '../adapters/adapter';
-import { ApiError, upstreamError } from '../errors';
+import type { Endpoint } from '../adapters/request-fields';
+import { ApiError, streamIdle, upstreamError } from '../errors';
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -9,7 +10,38 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
-/** Resolves when the socket can take more bytes; keeps memory flat for slow readers of long streams. */
+/** How {@link sendUpstream} writes one answer. */
+export interface SendOptions {
+  /** The endpoint the client called: picks the shape of a mid-stream error (chat vs Responses events). */
+  endpoint: Endpoint;
+  /** Fires once, when the first upstream byte is in hand (it stops the time-to-first-byte timer). */
+  onFirstByte(): void;
+  /** `gateway.stream_idle_timeout_ms`: the longest a stream may go with no byte moving either way. */
+  idleTimeoutMs: number;
+  /** Stops the upstream call (aborts its request, kills a CLI program). */
+  abortUpstream(reason: unknown): void;
+  /** The error as the client may see it (no URL, host or stderr: `toClientError`). */
+  clientError(err: unknown): unknown;
+}
+
+/** How a stream ended, for the dispatcher to book and log. */
+export type SendResult =
+  | { outcome: 'done' }
+  /** The upstream failed mid-stream (reset, in-band error, silent past the idle timeout, no `[DONE]`); the client got the error event. */
+  | { outcome: 'upstream_failed'; error: unknown }
+  /** The client accepted no byte for `idleTimeoutMs`: the connection was cut and the upstream aborted. */
+  | { outcome: 'client_stalled' }
+  /** The client went away. */
+  | { outcome: 'client_gone' };
+
+/** The client accepted no byte for the idle timeout (README "Streaming"); never booked against a provider. */
+export class ClientStalledError extends ApiError {
+  constructor(ms: number) {
+    super(499, 'client_stalled', `The client accepted no byte for ${ms} ms (gateway.stream_idle_timeout_ms).`);
+  }
+}
+
+/** Resolves when the socket can take more bytes, or the client is gone. */
 function drained(res: Response): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
@@ -23,41 +55,200 @@ function drained(res: Response): Promise<void> {
 }
 
 /**
- * Writes an upstream answer to the client (DESIGN §6 streaming):
+ * Writes an upstream answer to the client (README "Streaming"):
  * - `json`: status and body bytes as they came;
  * - `sse`: headers on the upstream's first chunk (so a failure before it is still a clean
- *   502/504), then every chunk written as it arrives — no buffering, no coalescing. A failure
- *   after the first byte ends the stream with an OpenAI error event and no `[DONE]`.
- * `onFirstByte` fires once, when the first upstream byte is in hand (it stops the
- * time-to-first-byte timer). Resolves when the response is finished or the client is gone.
+ *   502/504), then every chunk written as it arrives: no buffering, no coalescing, and no more read
+ *   from the upstream than the client accepts (a slow reader holds the upstream back, memory stays flat).
+ *
+ * A stream where no byte moves for `idleTimeoutMs` is cut: waiting on the upstream, it is aborted
+ * and the client gets the error event; waiting on a client that reads nothing, the connection is
+ * closed and the upstream aborted. Either way the caller releases the lease at once.
+ * A failure after the first byte ends the stream with an error event and never a clean end: for
+ * chat, `data: {"error": …}`; for Responses, `response.failed` (when the stream named its response)
+ * and `error`, numbered on from the stream's last `sequence_number`. A chat stream that ends
+ * without `data: [DONE]` is a failure too. An event cut short by the end of the stream (`data:
+ * [DONE]` with no blank line after it) gets its blank line.
+ * @returns how the stream ended; throws only before the first byte.
  * @throws the adapter's error (an ApiError, or the abort reason) when it fails before the first byte.
  */
-export async function sendUpstream(res: Response, upstream: UpstreamResponse, onFirstByte: () => void): Promise<void> {
+export async function sendUpstream(res: Response, upstream: UpstreamResponse, opts: SendOptions): Promise<SendResult> {
   if (upstream.kind === 'json') {
-    onFirstByte();
+    opts.onFirstByte();
     res.status(upstream.status).type('application/json').end(upstream.body);
-    return;
+    return { outcome: 'done' };
   }
+  const tail = new StreamTail(opts.endpoint);
+  const idle = new IdleWatch(opts.idleTimeoutMs, (side) => {
+    if (side === 'client') {
+      opts.abortUpstream(new ClientStalledError(opts.idleTimeoutMs));
+      res.destroy();
+    } else {
+      opts.abortUpstream(streamIdle(opts.idleTimeoutMs));
+    }
+  });
   let started = false;
+  let failure: unknown;
   try {
     for await (const chunk of upstream.body) {
       if (!started) {
         started = true;
-        onFirstByte();
+        opts.onFirstByte();
         res.writeHead(upstream.status, SSE_HEADERS);
+        idle.start();
       }
-      if (res.destroyed) return;
-      if (!res.write(chunk)) await drained(res);
+      idle.moved('upstream');
+      if (res.destroyed) break;
+      tail.observe(chunk);
+      if (!res.write(chunk)) {
+        idle.moved('client');
+        await drained(res);
+        if (res.destroyed) break;
+        idle.moved('upstream');
+      }
     }
     if (!started) {
-      onFirstByte();
+      opts.onFirstByte();
       res.writeHead(upstream.status, SSE_HEADERS);
     }
-    res.end();
+    if (!res.destroyed && !tail.finished()) {
+      failure = upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, { detail: 'stream ended without data: [DONE]' });
+    }
   } catch (err) {
     if (!started) throw err;
-    if (res.destroyed) return;
-    const error = err instanceof ApiError ? err : upstreamError('The upstream stream failed before it finished.');
-    res.end(`data: ${JSON.stringify(error.toBody())}\n\n`);
+    failure = err;
+  } finally {
+    idle.stop();
+  }
+  if (idle.fired === 'client') return { outcome: 'client_stalled' };
+  if (res.destroyed) return { outcome: 'client_gone' };
+  if (failure === undefined) {
+    res.end(tail.closing());
+    return { outcome: 'done' };
+  }
+  const shown = opts.clientError(failure);
+  const error = shown instanceof ApiError ? shown : upstreamError('The upstream stream failed before it finished.');
+  // An upstream that ended its stream with its own error event has told the client already.
+  res.end(tail.closing() + (tail.endedWithError() ? '' : tail.errorEvents(error)));
+  return { outcome: 'upstream_failed', error: failure };
+}
+
+/**
+ * One timer per stream, re-armed lazily: each chunk only records the time (no timer work per chunk).
+ * When `ms` pass with no byte moving, `onIdle` is told which side stalled: the upstream (the stream
+ * waits for its next chunk) or the client (the stream waits for the socket to drain).
+ */
+class IdleWatch {
+  private lastMove = 0;
+  private waitingOn: 'upstream' | 'client' = 'upstream';
+  private timer?: NodeJS.Timeout;
+  fired?: 'upstream' | 'client';
+
+  constructor(
+    private readonly ms: number,
+    private readonly onIdle: (side: 'upstream' | 'client') => void,
+  ) {}
+
+  start(): void {
+    this.lastMove = performance.now();
+    this.arm(this.ms);
+  }
+
+  moved(waitingOn: 'upstream' | 'client'): void {
+    this.lastMove = performance.now();
+    this.waitingOn = waitingOn;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(delay: number): void {
+    this.timer = setTimeout(() => this.check(), Math.max(1, delay));
+  }
+
+  private check(): void {
+    const quiet = performance.now() - this.lastMove;
+    if (quiet < this.ms) return this.arm(this.ms - quiet);
+    this.timer = undefined;
+    this.fired = this.waitingOn;
+    this.onIdle(this.waitingOn);
   }
 }
+
+/**
+ * What the gateway must remember of a stream it passes through, read from its last bytes and (for
+ * Responses) its first event: whether the last event was cut short, whether a chat stream sent
+ * `[DONE]`, the Responses stream's response object and last `sequence_number`.
+ */
+class StreamTail {
+  private last = '';
+  /** The start of the last `data:` line seen. */
+  private lastData = '';
+  private response?: Record<string, unknown>;
+  private head = '';
+  private sequence = -1;
+
+  constructor(private readonly endpoint: Endpoint) {}
+
+  observe(chunk: Uint8Array | string): void {
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
+    this.last = (this.last + text).slice(-64);
+    const at = text.lastIndexOf('data:');
+    if (at !== -1) this.lastData = text.slice(at, at + 24);
+    if (this.endpoint !== 'responses') return;
+    if (this.response === undefined && this.head.length < 65_536) {
+      this.head += text;
+      this.response = createdResponse(this.head);
+    }
+    const seqAt = text.lastIndexOf('"sequence_number"');
+    const n = seqAt === -1 ? undefined : /^"sequence_number"\s*:\s*(\d+)/.exec(text.slice(seqAt, seqAt + 40))?.[1];
+    if (n !== undefined) this.sequence = Number(n);
+  }
+
+  /** True when the stream ended as its format says a finished stream ends (chat: `data: [DONE]`). */
+  finished(): boolean {
+    return this.endpoint !== 'chat' || /data:\s*\[DONE\]\s*$/.test(this.last);
+  }
+
+  /** True when the stream's last event is the upstream's own chat error event (`data: {"error": …}`). */
+  endedWithError(): boolean {
+    return this.endpoint === 'chat' && /^data:\s*\{\s*"error"/.test(this.lastData);
+  }
+
+  /** The blank line an event cut short by the end of the stream is missing ('' when none is). */
+  closing(): string {
+    if (this.last === '' || this.last.endsWith('\n\n') || this.last.endsWith('\r\n\r\n')) return '';
+    return this.last.endsWith('\n') ? '\n' : '\n\n';
+  }
+
+  /** The events that end a failed stream of this endpoint. */
+  errorEvents(error: ApiError): string {
+    if (this.endpoint !== 'responses') return `data: ${JSON.stringify(error.toBody())}\n\n`;
+    const { message, code, param } = error.toBody().error;
+    let out = '';
+    if (this.response) {
+      const response = { ...this.response, status: 'failed', error: { code, message } };
+      out += `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: ++this.sequence, response })}\n\n`;
+    }
+    out += `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: ++this.sequence, code, message, param })}\n\n`;
+    return out;
+  }
+}
+
+/** The `response` of a Responses stream's `response.created` event, once `head` holds all of it. */
+function createdResponse(head: string): Record<string, unknown> | undefined {
+  const at = head.indexOf('"response.created"');
+  if (at === -1) return undefined;
+  const lineStart = head.lastIndexOf('data:', at);
+  const lineEnd = head.indexOf('\n', at);
+  if (lineStart === -1 || lineEnd === -1) return undefined;
+  try {
+    const data = JSON.parse(head.slice(lineStart + 5, lineEnd)) as { response?: Record<string, unknown> };
+    return typeof data.response === 'object' && data.response !== null ? data.response : {};
+  } catch {
+    return {};
+  }
+}
+

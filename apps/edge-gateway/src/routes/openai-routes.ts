@@ -4,6 +4,7 @@ import { dispatchCompletion, type CompletionEndpoint, type DispatcherDeps, type 
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { truncateForMessage } from '../http/body-gates';
 import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
+import { parseEmbeddingsRequest } from './embeddings-request';
 
 /** `GET /v1/models/{id}`: everything after this prefix is the model id. */
 const MODEL_PREFIX = '/v1/models/';
@@ -28,7 +29,7 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
   const router = Router();
 
   const completion = (endpoint: CompletionEndpoint): RequestHandler => {
-    const parse = endpoint === 'chat' ? parseChatRequest : parseResponsesRequest;
+    const parse = endpoint === 'chat' ? parseChatRequest : endpoint === 'responses' ? parseResponsesRequest : parseEmbeddingsRequest;
     return async (req, res) => {
       const body = parse(req.body);
       const outcome: DispatchOutcome = { routeKind: 'direct' };
@@ -39,6 +40,8 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
   };
   router.post('/v1/chat/completions', gates.observe, gates.auth, gates.json, completion('chat'));
   router.post('/v1/responses', gates.observe, gates.auth, gates.json, completion('responses'));
+  // Pooled like chat (README "Embeddings"): admission, leases, failover, health.
+  router.post('/v1/embeddings', gates.observe, gates.auth, gates.json, completion('embeddings'));
 
   const modelObject = (id: string) => ({ id, object: 'model', created: startedAtS, owned_by: 'iop-edge' });
   router.get('/v1/models', gates.auth, (_req, res) => {
@@ -61,7 +64,7 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
     });
   });
   // A known path with the wrong method is a 405 with `Allow`, not a misleading 404.
-  for (const [path, allow] of [['/v1/chat/completions', 'POST'], ['/v1/responses', 'POST'], ['/v1/models', 'GET']] as const) {
+  for (const [path, allow] of [['/v1/chat/completions', 'POST'], ['/v1/responses', 'POST'], ['/v1/embeddings', 'POST'], ['/v1/models', 'GET']] as const) {
     router.all(path, gates.auth, (req, res, next) => {
       res.setHeader('allow', allow);
       next(methodNotAllowed(req.method, path, allow));

@@ -70,6 +70,8 @@ export interface HealthTransition {
  *   transition to log, if any.
  */
 export function nextHealth(prev: ProviderHealth, event: HealthEvent, settings: HealthThresholds, now: number): { next: ProviderHealth; changed: boolean; transition?: HealthTransition } {
+  // The hot path: a request that succeeds on a healthy provider with no failed request to forget.
+  if (event.kind === 'request' && event.ok && prev.state === 'healthy' && prev.requestFailures === 0) return { next: prev, changed: false };
   const before = healthView(prev, now).state;
   const next: ProviderHealth = { ...prev };
   const cooldown = settings.cooldown_ms ?? DEFAULT_COOLDOWN_MS;

@@ -84,6 +84,30 @@ describe('resolveRoute (DESIGN §4 route resolution)', () => {
   it('lists every served model once', () => {
     expect(listModels(config)).toEqual(['m', 'cli-model', 'legacy-model']);
   });
+
+  it('resolves a model whose every entry is disabled as unavailable (503), never unknown (404), and keeps it listed', () => {
+    const off = edgeConfigSchema.parse({
+      version: 1,
+      nodes: [
+        {
+          id: 'n',
+          adapters: [compat('c1'), { id: 'cli', type: 'cli', command: ['x'] }],
+          providers: [
+            { id: 'p1', category: 'openai_compat', adapter: 'c1', models: ['m'], max_concurrency: 1, enabled: false },
+            { id: 'p2', category: 'openai_compat', adapter: 'c1', models: ['m'], max_concurrency: 1, enabled: false },
+            { id: 'cli-p', category: 'cli', adapter: 'cli', models: ['cli-model'], enabled: false },
+          ],
+        },
+        { id: 'legacy', adapters: [compat('old', false)] },
+      ],
+      routes: [{ model: 'legacy-model', node: 'legacy', adapter: 'old' }],
+    });
+    expect(resolveRoute(off, 'm')).toEqual({ providerPool: true, modelGroupKey: 'm', candidates: [] });
+    expect(resolveRoute(off, 'cli-model')).toEqual({ providerPool: false, modelGroupKey: 'cli-model', target: undefined });
+    expect(resolveRoute(off, 'legacy-model')).toEqual({ providerPool: false, modelGroupKey: 'legacy-model', target: undefined });
+    expect(resolveRoute(off, 'nope')).toBeUndefined();
+    expect(listModels(off)).toEqual(['m', 'cli-model', 'legacy-model']);
+  });
 });
 
 describe('entersQueue (DESIGN §4 admission rule)', () => {

@@ -6,11 +6,14 @@ import type { DirectTarget, PoolCandidate, Route } from './route';
 
 /**
  * Resolves a request's `model` (DESIGN §4 route resolution):
- * 1. pool: enabled pool-category providers listing the model → `{providerPool: true, candidates}`;
+ * 1. pool: pool-category providers listing the model → `{providerPool: true, candidates}` (the
+ *    enabled ones whose adapter resolves);
  * 2. direct: a `cli` provider listing it, else a `routes[]` entry naming it → `{providerPool: false, target}`;
  * 3. else `undefined` (the caller answers 404 `model_not_found`).
- * A pool whose candidates all fail run-time adapter resolution still resolves as a pool with no
- * candidates, so the caller answers 503 `no_available_provider` rather than a misleading 404.
+ * A model some config entry serves never resolves to `undefined`: a pool whose providers are all
+ * disabled (a hot reload), or whose candidates all fail run-time adapter resolution, resolves as a
+ * pool with no candidates, and a disabled direct entry as `target: undefined`, so the caller
+ * answers 503 `no_available_provider` rather than a misleading 404 (README "Errors").
  * Providers in `opts.exclude` (unhealthy ones, or one that just failed) are left out of candidates.
  * Pure; never throws.
  */
@@ -19,11 +22,11 @@ export function resolveRoute(config: EdgeConfig, model: string, opts: { exclude?
   const candidates: PoolCandidate[] = [];
   for (const node of config.nodes) {
     for (const provider of node.providers) {
-      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
+      if (!isPoolCategory(provider.category)) continue;
       const entry = provider.models.map(modelNames).find((m) => m.name === model);
       if (!entry) continue;
       poolListed = true;
-      if (opts.exclude?.has(provider.id)) continue;
+      if (!provider.enabled || opts.exclude?.has(provider.id)) continue;
       const resolved = resolveProviderAdapter(node, provider);
       // Run-time re-check: a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
       if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) continue;
@@ -38,39 +41,45 @@ export function resolveRoute(config: EdgeConfig, model: string, opts: { exclude?
     }
   }
   if (poolListed) return { providerPool: true, modelGroupKey: model, candidates };
-  const target = resolveDirectTarget(config, model);
-  return target ? { providerPool: false, modelGroupKey: model, target } : undefined;
+  const direct = resolveDirectTarget(config, model);
+  return direct.listed ? { providerPool: false, modelGroupKey: model, target: direct.target } : undefined;
 }
 
-function resolveDirectTarget(config: EdgeConfig, model: string): DirectTarget | undefined {
+/** The direct target of `model`; `listed` when a cli provider or route names it, even a disabled one. */
+function resolveDirectTarget(config: EdgeConfig, model: string): { listed: boolean; target?: DirectTarget } {
+  let listed = false;
   for (const node of config.nodes) {
     for (const provider of node.providers) {
-      if (!provider.enabled || provider.category !== 'cli') continue;
+      if (provider.category !== 'cli') continue;
       const entry = provider.models.map(modelNames).find((m) => m.name === model);
       if (!entry) continue;
+      listed = true;
+      if (!provider.enabled) continue;
       const resolved = resolveProviderAdapter(node, provider);
       if (resolved.kind === 'ok' && resolved.adapter.type === 'cli') {
-        return { nodeId: node.id, providerId: provider.id, adapter: resolved.adapter, upstreamModel: entry.upstream };
+        return { listed, target: { nodeId: node.id, providerId: provider.id, adapter: resolved.adapter, upstreamModel: entry.upstream } };
       }
     }
   }
   for (const route of config.routes) {
     if (route.model !== model) continue;
+    listed = true;
     const adapter = config.nodes.find((n) => n.id === route.node)?.adapters.find((a) => a.id === route.adapter);
-    if (adapter?.enabled) return { nodeId: route.node, adapter, upstreamModel: route.upstream ?? model };
+    if (adapter?.enabled) return { listed, target: { nodeId: route.node, adapter, upstreamModel: route.upstream ?? model } };
   }
-  return undefined;
+  return { listed };
 }
 
 /**
  * Lists every public model name the config serves (pool, cli providers and legacy routes),
- * each once, in file order — the `GET /v1/models` list.
+ * each once, in file order — the `GET /v1/models` list. A model whose providers are all disabled
+ * stays listed: it is served by the config, only unavailable for now (503, not 404).
  */
 export function listModels(config: EdgeConfig): string[] {
   const names = new Set<string>();
   for (const node of config.nodes) {
     for (const provider of node.providers) {
-      if (provider.enabled) for (const m of provider.models) names.add(modelNames(m).name);
+      for (const m of provider.models) names.add(modelNames(m).name);
     }
   }
   for (const route of config.routes) names.add(route.model);

@@ -28,4 +28,5 @@ export interface PoolCandidate {
  */
 export type Route =
   | { providerPool: true; modelGroupKey: string; candidates: PoolCandidate[] }
-  | { providerPool: false; modelGroupKey: string; target: DirectTarget };
+  /** `target` undefined: the model's direct entry exists but is disabled (503 `no_available_provider`, not 404). */
+  | { providerPool: false; modelGroupKey: string; target: DirectTarget | undefined };

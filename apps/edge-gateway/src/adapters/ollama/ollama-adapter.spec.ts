@@ -173,7 +173,9 @@ describe('OllamaAdapter', () => {
     } catch (e) {
       error = e;
     }
-    expect(error).toMatchObject({ status: 502, message: expect.stringContaining('model runner has unexpectedly stopped') });
+    // The upstream's own text goes to the log (detail), never to the client (README "Errors").
+    expect(error).toMatchObject({ status: 502, detail: expect.stringContaining('model runner has unexpectedly stopped') });
+    expect((error as Error).message).not.toContain('model runner');
     expect(seen.join('')).toContain('"delta":"Hel"');
     expect(seen.join('')).not.toContain('response.completed');
   });
@@ -181,16 +183,19 @@ describe('OllamaAdapter', () => {
   it('makes a streamed Responses call throw when Ollama closes the stream before [DONE]', async () => {
     const { adapter } = await setUp((body, res) => streamPieces(res, [ollamaChunk(String(body.model), { content: 'Hel' })]));
     const res = await adapter.responses({ model: 'llama', input: 'hi', stream: true }, ctx());
-    await expect(bodyText(res)).rejects.toMatchObject({ status: 502, message: expect.stringContaining('[DONE]') });
+    await expect(bodyText(res)).rejects.toMatchObject({ status: 502, detail: expect.stringContaining('[DONE]') });
   });
 
-  it('passes an Ollama 404 (model not pulled) on with its message', async () => {
+  it('answers an Ollama 404 (model not pulled) as the operator\'s problem: 502, its text in the log only, not booked, fails over', async () => {
     const { adapter } = await setUp((_body, res) => {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'model "llama3.2:1b" not found, try pulling it first', type: 'api_error' } }));
     });
     await expect(adapter.responses({ model: 'llama', input: 'hi' }, ctx())).rejects.toMatchObject({
-      status: 404,
-      message: expect.stringContaining('try pulling it first'),
+      status: 502,
+      message: expect.stringContaining('does not serve this endpoint or model'),
+      detail: expect.stringContaining('try pulling it first'),
+      countsAgainstProvider: false,
+      failsOver: true,
     });
   });
 

@@ -1,4 +1,5 @@
 import { upstreamError } from '../../errors';
+import { inBandError } from './chat-stream-to-responses-stream';
 import {
   buildMessageItem,
   buildResponseObject,
@@ -19,16 +20,19 @@ import {
  * "max_output_tokens"`, as OpenAI reports a response cut by its token limit.
  * @param model the public model name the client asked for (not the upstream's name).
  * @throws UpstreamError 502 `upstream_error` when `chatJson` is not a chat completion with a first
- *   choice (e.g. an error body or an unrelated JSON document).
+ *   choice (an unrelated JSON document); an error body as {@link inBandError} says (a 4xx about the
+ *   client's request is passed on).
  */
 export function chatCompletionToResponse(chatJson: unknown, model: string): ResponseObject {
+  if (isRecord(chatJson) && chatJson.error != null) throw inBandError(chatJson);
   const choice = isRecord(chatJson) && Array.isArray(chatJson.choices) ? chatJson.choices[0] : undefined;
   if (!isRecord(choice) || !isRecord(choice.message)) {
-    throw upstreamError('The upstream answered with something other than a chat completion (no choices[0].message).');
+    const detail = `not a chat completion: ${JSON.stringify(chatJson)?.slice(0, 300)}`;
+    throw upstreamError('The upstream answered with something other than a chat completion (no choices[0].message).', 502, { detail });
   }
   const content = choice.message.content;
   if (content != null && typeof content !== 'string') {
-    throw upstreamError('The upstream answered a chat completion whose choices[0].message.content is not text.');
+    throw upstreamError('The upstream answered a chat completion whose choices[0].message.content is not text.', 502, { detail: 'chat completion content is not text' });
   }
   const { status, incompleteReason } = statusFromFinishReason(choice.finish_reason);
   const created = isRecord(chatJson) && typeof chatJson.created === 'number' ? chatJson.created : Math.floor(Date.now() / 1000);

@@ -129,9 +129,26 @@ describe('chatStreamToResponsesStream', () => {
     expect(frames.map((f) => f.event)).not.toContain('response.completed');
   });
 
-  it('passes the upstream error message on', async () => {
+  it('keeps the upstream error message for the log (detail), not for the client', async () => {
     const { error } = await translate([chunk('a'), `data: ${JSON.stringify({ error: { message: 'model crashed' } })}\n\n`]);
-    expect(error).toMatchObject({ status: 502, code: 'upstream_error', message: expect.stringContaining('model crashed') });
+    expect(error).toMatchObject({ status: 502, code: 'upstream_error', detail: expect.stringContaining('model crashed'), countsAgainstProvider: true });
+    expect((error as Error).message).not.toContain('model crashed');
+  });
+
+  it('counts a stream whose [DONE] is ended by the end of the stream, not a blank line, as finished', async () => {
+    const { frames, error } = await translate([chunk('Hel'), chunk('lo'), stop(), 'data: [DONE]']);
+    expect(error).toBeUndefined();
+    expect(frames.at(-1)?.event).toBe('response.completed');
+    expect((frames.at(-1)?.data.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text).toBe('Hello');
+  });
+
+  it.each([
+    ['an OpenAI invalid_request_error', { error: { message: 'context length exceeded', type: 'invalid_request_error', code: 'context_length_exceeded' } }, 400, 'context_length_exceeded'],
+    ['a vLLM error with a numeric code', { error: { object: 'error', message: 'context length exceeded', type: 'BadRequestError', param: null, code: 400 } }, 400, 'invalid_request_error'],
+  ])('passes %s as its first event on as the client\'s 4xx, not counted against the provider', async (_name, payload, status, code) => {
+    const { frames, error } = await translate([`data: ${JSON.stringify(payload)}\n\n`]);
+    expect(frames).toHaveLength(0);
+    expect(error).toMatchObject({ status, code, message: 'context length exceeded', countsAgainstProvider: false, failsOver: false });
   });
 
   it('stops reading the upstream when its consumer stops', async () => {

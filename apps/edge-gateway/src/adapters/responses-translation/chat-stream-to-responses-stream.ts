@@ -1,5 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { upstreamError } from '../../errors';
+import { UpstreamError, upstreamError } from '../../errors';
 import {
   buildMessageItem,
   buildResponseObject,
@@ -27,8 +27,9 @@ import {
  * Stopping the returned iterator early stops the upstream iterator (closing its connection or process).
  * @param chatSse the upstream body: bytes or text in any chunking, parsed with `eventsource-parser`.
  * @param model the public model name the client asked for.
- * @throws UpstreamError 502 `upstream_error` (after or instead of frames) when the upstream sends an
- *   error event or an `{"error": …}` payload, sends data that is not JSON, ends without `[DONE]`;
+ * @throws UpstreamError (after or instead of frames) when the upstream sends an error event or an
+ *   `{"error": …}` payload ({@link inBandError}: a 4xx about the client's request, else 502), sends
+ *   data that is not JSON or ends without `[DONE]` (502; `[DONE]` ended by the end of the stream counts);
  *   an error thrown by `chatSse` itself is rethrown as it is. No completion frame follows a failure
  *   (DESIGN §6: a failed stream never ends cleanly).
  */
@@ -62,8 +63,8 @@ export async function* chatStreamToResponsesStream(
   let usage: ResponseUsage | null = null;
   let sawDone = false;
 
-  for await (const chunk of chatSse) {
-    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+  /** The frames of the events parsed so far, up to `[DONE]`. */
+  function* drain(): Generator<string> {
     while (pending.length > 0 && !sawDone) {
       const event = pending.shift() as EventSourceMessage;
       if (event.data.trim() === '[DONE]') {
@@ -83,9 +84,20 @@ export async function* chatStreamToResponsesStream(
       }
       if (data.usage != null) usage = usageFromChat(data.usage) ?? usage;
     }
+  }
+
+  for await (const chunk of chatSse) {
+    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    yield* drain();
     if (sawDone) break;
   }
-  if (!sawDone) throw upstreamError('The upstream stream ended before it finished (no [DONE]).');
+  if (!sawDone) {
+    // The end of the stream ends its last event too: `data: [DONE]` with no newline before the
+    // close is a finished stream (servers that omit the blank line after it exist).
+    parser.feed(`${decoder.decode()}\n\n`);
+    yield* drain();
+  }
+  if (!sawDone) throw upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, { detail: 'translated chat stream ended without data: [DONE]' });
 
   if (!started) yield* preamble();
   const { status, incompleteReason } = statusFromFinishReason(finishReason);
@@ -98,18 +110,39 @@ export async function* chatStreamToResponsesStream(
   yield frame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
 }
 
-/** The JSON object of one upstream chat event. @throws UpstreamError 502 for error events and non-JSON data. */
+/**
+ * The JSON object of one upstream chat event.
+ * @throws UpstreamError for error events ({@link inBandError}) and 502 for non-JSON data.
+ */
 function parseEventData(event: EventSourceMessage): Record<string, unknown> {
   let data: unknown;
   try {
     data = JSON.parse(event.data);
   } catch {
-    throw upstreamError(`The upstream stream sent data that is not JSON: ${event.data.slice(0, 200)}`);
+    throw upstreamError('The upstream stream sent data that is not JSON.', 502, { detail: `stream data is not JSON: ${event.data.slice(0, 200)}` });
   }
-  if (event.event === 'error' || !isRecord(data) || data.error != null) {
-    throw upstreamError(`The upstream stream failed: ${errorMessage(data)}`);
-  }
+  if (event.event === 'error' || !isRecord(data) || data.error != null) throw inBandError(data);
   return data;
+}
+
+/**
+ * The error an upstream reported inside a 200 answer (an SSE error event, `{"error": …}`). One about
+ * the client's request (OpenAI type `invalid_request_error`, or an HTTP status 400–499 other than
+ * 429 in `status` or `code`, e.g. a context too long) is the client's answer: passed on with its
+ * message, never counted against the provider (README "Provider health"). Anything else is a 502.
+ */
+export function inBandError(data: unknown): UpstreamError {
+  const message = errorMessage(data);
+  const error = isRecord(data) && isRecord(data.error) ? data.error : isRecord(data) ? data : {};
+  const status = [error.status, error.code, isRecord(data) ? data.status : undefined].map(Number).find((n) => Number.isInteger(n) && n >= 400 && n < 600);
+  const type = typeof error.type === 'string' ? error.type : undefined;
+  const clientStatus = status !== undefined && status < 500 && status !== 429 ? status : type === 'invalid_request_error' ? 400 : undefined;
+  if (clientStatus !== undefined) {
+    const code = typeof error.code === 'string' ? error.code : 'invalid_request_error';
+    const param = typeof error.param === 'string' ? error.param : null;
+    return new UpstreamError(clientStatus, code, message, type ?? 'invalid_request_error', { detail: `in-band error: ${message}`, param });
+  }
+  return upstreamError('The upstream reported an error in its answer.', 502, { detail: `in-band error: ${message}` });
 }
 
 function errorMessage(data: unknown): string {

@@ -6,8 +6,15 @@ import { isRecord } from './response-object';
 const INPUT_ROLES: Record<string, string> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
 const TEXT_PART_TYPES = new Set(['input_text', 'output_text']);
 
+/** The request fields of the Responses API reference; any other field is an extension, passed on to chat. */
+const RESPONSES_FIELDS = new Set([
+  'background', 'conversation', 'include', 'input', 'instructions', 'max_output_tokens', 'max_tool_calls', 'metadata', 'model',
+  'parallel_tool_calls', 'previous_response_id', 'prompt', 'prompt_cache_key', 'reasoning', 'safety_identifier', 'service_tier',
+  'store', 'stream', 'stream_options', 'temperature', 'text', 'tool_choice', 'tools', 'top_logprobs', 'top_p', 'truncation', 'user',
+]);
+
 /**
- * Translates a Responses API request into a chat completion request (DESIGN §6: upstreams
+ * Translates a Responses API request into a chat completion request (README "Adapters": upstreams
  * without `/v1/responses` get the Responses API translated to chat completions). Field mapping,
  * after the OpenAI API reference of both endpoints:
  * - `input` string → one `user` message; `input` array → one message per item
@@ -15,10 +22,13 @@ const TEXT_PART_TYPES = new Set(['input_text', 'output_text']);
  *   `input_text` / `output_text` parts whose texts are joined with `"\n"`; role `developer` → `system`;
  * - `instructions` → a `system` message before every other message;
  * - `max_output_tokens` → `max_tokens`; `temperature`, `top_p`, `user` pass as they are;
- * - `text.format` `json_object` / `json_schema` → `response_format`;
+ * - `text.format` `json_object` / `json_schema` → `response_format`; `reasoning.effort` → `reasoning_effort`;
+ * - fields outside the Responses reference (a server's own extensions) are copied as they are;
  * - `stream` is kept; a streamed call also asks for `stream_options.include_usage` so the final
  *   `response.completed` carries token counts when the upstream supports it.
- * `model` is kept as sent (the adapter renames it for the upstream).
+ * `model` is kept as sent (the adapter renames it for the upstream). Which reference fields a given
+ * adapter accepts at all is its field table's decision (`request-fields.ts`), made before this runs;
+ * the rest of the reference is not carried.
  * @throws ApiError 400 `invalid_request_error` (with `param`) for what chat completions cannot
  *   express: a missing or empty `input`, items other than messages (function calls, item
  *   references), non-text content (images, files), `tools`, `previous_response_id`.
@@ -38,6 +48,9 @@ export function responsesToChat(req: ResponsesRequest): ChatRequest {
   if (messages.length === 0) throw invalidRequest('input is empty: send a string or a list of messages.', 'input');
 
   const chat: ChatRequest = { model: req.model, messages };
+  for (const [field, value] of Object.entries(req)) {
+    if (!RESPONSES_FIELDS.has(field) && value !== undefined) chat[field] = value;
+  }
   if (req.stream === true) {
     chat.stream = true;
     chat.stream_options = { include_usage: true };
@@ -50,6 +63,7 @@ export function responsesToChat(req: ResponsesRequest): ChatRequest {
   }
   const responseFormat = textFormatToResponseFormat(req.text);
   if (responseFormat) chat.response_format = responseFormat;
+  if (isRecord(req.reasoning) && typeof req.reasoning.effort === 'string') chat.reasoning_effort = req.reasoning.effort;
   return chat;
 }
 

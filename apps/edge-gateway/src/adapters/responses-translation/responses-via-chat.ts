@@ -8,7 +8,7 @@ import { responsesToChat } from './responses-to-chat';
 export type ChatCall = (req: ChatRequest, ctx: DispatchContext) => Promise<UpstreamResponse>;
 
 /**
- * Serves a Responses API call through an upstream that only speaks chat completions (DESIGN §6):
+ * Serves a Responses API call through an upstream that only speaks chat completions (README "Adapters"):
  * the request goes through {@link responsesToChat}, then `chat`, and its answer comes back as a
  * Response — a JSON chat completion through {@link chatCompletionToResponse}, an SSE chat stream
  * through {@link chatStreamToResponsesStream} — named after the public model `req.model`.
@@ -24,7 +24,7 @@ export async function responsesViaChat(req: ResponsesRequest, ctx: DispatchConte
   try {
     parsed = JSON.parse(typeof upstream.body === 'string' ? upstream.body : new TextDecoder().decode(upstream.body));
   } catch {
-    throw upstreamError('The upstream answered a chat completion that is not JSON.');
+    throw upstreamError('The upstream answered a chat completion that is not JSON.', 502, { detail: 'chat completion is not JSON' });
   }
   return { kind: 'json', status: upstream.status, body: JSON.stringify(chatCompletionToResponse(parsed, req.model)) };
 }

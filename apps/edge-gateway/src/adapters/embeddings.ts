@@ -1,0 +1,51 @@
+import { upstreamError } from '../errors';
+import type { EmbeddingsRequest } from './adapter';
+
+/**
+ * An upstream's embeddings answer in the OpenAI shape (API reference, "Embeddings"): `{object:
+ * "list", data: [{object: "embedding", index, embedding}], model, usage: {prompt_tokens,
+ * total_tokens}}`. vLLM and Ollama answer this shape already, with differences this smooths over:
+ * - a vector sent as floats when the client asked for `encoding_format: "base64"` (servers that
+ *   ignore the field; the `openai` client asks for base64 by default and decodes it) is encoded
+ *   here: little-endian float32, base64, as OpenAI sends it;
+ * - a missing `object`, `index` or `usage` is filled in (`usage` with zeros).
+ * Anything else in the answer is kept. The answer is parsed, so it is bounded by
+ * `gateway.max_response_bytes` before it gets here.
+ * @throws UpstreamError 502 when the answer is not JSON with a `data` array of vectors.
+ */
+export function normalizeEmbeddings(body: Uint8Array | string, req: Pick<EmbeddingsRequest, 'encoding_format'>): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'));
+  } catch {
+    throw upstreamError('The upstream answered embeddings that are not JSON.', 502, { detail: 'embeddings answer is not JSON' });
+  }
+  const answer = parsed as Record<string, unknown> | null;
+  if (typeof answer !== 'object' || answer === null || !Array.isArray(answer.data)) {
+    throw upstreamError('The upstream answered something other than embeddings (no data list).', 502, { detail: `embeddings answer without data: ${JSON.stringify(parsed).slice(0, 300)}` });
+  }
+  const base64 = req.encoding_format === 'base64';
+  const data = answer.data.map((item: unknown, i: number) => {
+    const entry = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+    let embedding = entry.embedding;
+    if (base64 && Array.isArray(embedding)) embedding = floatsToBase64(embedding as number[]);
+    else if (!Array.isArray(embedding) && typeof embedding !== 'string') {
+      throw upstreamError('The upstream answered an embedding that is not a vector.', 502, { detail: `embeddings answer data[${i}] has no vector` });
+    }
+    return { ...entry, object: 'embedding', index: typeof entry.index === 'number' ? entry.index : i, embedding };
+  });
+  const usage = (typeof answer.usage === 'object' && answer.usage !== null ? answer.usage : {}) as Record<string, unknown>;
+  return JSON.stringify({
+    ...answer,
+    object: 'list',
+    data,
+    usage: { ...usage, prompt_tokens: Number(usage.prompt_tokens ?? 0), total_tokens: Number(usage.total_tokens ?? usage.prompt_tokens ?? 0) },
+  });
+}
+
+/** Float vector → little-endian float32 bytes → base64 (OpenAI's `encoding_format: "base64"`). */
+export function floatsToBase64(values: number[]): string {
+  const bytes = Buffer.alloc(values.length * 4);
+  values.forEach((v, i) => bytes.writeFloatLE(Number(v), i * 4));
+  return bytes.toString('base64');
+}
