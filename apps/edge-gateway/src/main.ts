@@ -13,6 +13,7 @@ import {
   RedisHealthStore,
   RedisResponseAffinity,
   type HealthStore,
+  type HealthTransition,
   type ProviderQueue,
   type ResponseAffinity,
 } from '@iop/dispatch';
@@ -102,11 +103,30 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const demo = cmd.demoUpstream ? await startFakeUpstream({ ...parseListenAddress(cmd.demoUpstream), name: 'demo', models: [] }) : undefined;
   if (demo) logger.info({ url: demo.url }, 'demo upstream listening');
 
-  const redisError = (what: string) => (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: redis unavailable`);
+  // A Redis outage is logged once when it starts and once when it ends (README "Operating a running
+  // fleet"), not per provider per probe round: the queue logs its own, this covers health and affinity.
+  let redisOutage = false;
+  const redisError = (what: string) => (err: unknown) => {
+    if (redisOutage) return;
+    redisOutage = true;
+    logger.warn({ err: (err as Error).message, during: what }, 'redis unavailable for provider health and affinity; last known health kept until it is back');
+  };
   // Health and affinity share one fail-fast connection; the queue keeps its own.
   const cluster = initial.queue.cluster;
   const redis = choice.backend === 'redis' ? connectRedis({ url: choice.redisUrl!, cluster, failFast: true }) : undefined;
   redis?.on('error', () => undefined);
+  redis?.on('ready', () => {
+    if (!redisOutage) return;
+    redisOutage = false;
+    logger.info('redis reachable again for provider health and affinity');
+  });
+  // Every health transition once, by the replica that made it (README "Provider health").
+  const onTransition = (provider: string, t: HealthTransition) => {
+    const line = { provider, from: t.from, to: t.to, reason: t.reason };
+    const msg = `provider ${provider}: ${t.from} → ${t.to}${t.reason ? ` (${t.reason})` : ''}`;
+    if (t.to === 'healthy') logger.info(line, msg);
+    else logger.warn(line, msg);
+  };
   const queue: ProviderQueue = redis
     ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, cluster, prefix: initial.queue.prefix, logger })
     : new MemoryProviderQueue();
@@ -128,8 +148,8 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const config = () => runtime.current.config;
   const healthSettings = () => config().health;
   const health: HealthStore = redis
-    ? new RedisHealthStore(redis, initial.queue.prefix, healthSettings, () => 3 * healthSettings().interval_ms, redisError('health'))
-    : new MemoryHealthStore(healthSettings);
+    ? new RedisHealthStore(redis, initial.queue.prefix, healthSettings, () => 3 * healthSettings().interval_ms, redisError('health'), onTransition)
+    : new MemoryHealthStore(healthSettings, onTransition);
   const affinity: ResponseAffinity = redis
     ? new RedisResponseAffinity(redis, initial.queue.prefix, undefined, redisError('affinity'))
     : new MemoryResponseAffinity();

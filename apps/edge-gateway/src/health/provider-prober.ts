@@ -3,7 +3,7 @@ import { isPoolCategory, resolveProviderAdapter, type AdapterConfig, type Adapte
 import type { Logger } from 'pino';
 import type { AdapterRegistry } from '../adapters/adapter-registry';
 
-/** What each adapter type answers when it is up (issue 5 "what to probe"). */
+/** What each adapter type answers when it is up (README "Provider health"). */
 export const PROBE_PATH: Partial<Record<AdapterType, string>> = {
   vllm: '/health',
   ollama: '/api/version',
@@ -11,10 +11,12 @@ export const PROBE_PATH: Partial<Record<AdapterType, string>> = {
 };
 
 /**
- * Active health probes (issue 5): every `health.interval_ms`, each enabled pool provider's adapter
- * is probed (`PROBE_PATH`, `health.timeout_ms`); a 2xx is a success, anything else a failure,
- * recorded in the shared `HealthStore`, whose cache is then refreshed. One probe per adapter
- * per round, whatever the number of providers on it. Timers are unref'd and stopped by `stop()`.
+ * Active health probes (README "Provider health"): every `health.interval_ms`, each enabled pool
+ * provider's adapter is probed (`PROBE_PATH`, `health.timeout_ms`); a 2xx is a success, anything
+ * else a failure (with its reason), recorded in the shared `HealthStore`, whose cache is then
+ * refreshed. A passing probe never brings back a provider that failing requests took out (that takes
+ * a trial request). One probe per adapter per round, whatever the number of providers on it.
+ * Timers are unref'd and stopped by `stop()`.
  */
 export class ProviderProber {
   private timer?: NodeJS.Timeout;
@@ -58,13 +60,17 @@ export class ProviderProber {
         const live = this.deps.adapters.get(nodeId, adapter);
         if (!path || !live.probe) return;
         let ok = false;
+        let reason: string | undefined;
         try {
           const status = await live.probe(path, AbortSignal.timeout(timeout_ms));
           ok = status >= 200 && status < 300;
-        } catch {
+          if (!ok) reason = `GET ${path} answered ${status}`;
+        } catch (err) {
           ok = false;
+          const e = err as { name?: string; code?: string; cause?: { code?: string } };
+          reason = `GET ${path} ${e.name === 'TimeoutError' ? `timed out after ${timeout_ms} ms` : `failed (${e.code ?? e.cause?.code ?? 'connection error'})`}`;
         }
-        await Promise.all(providers.map((id) => this.deps.health.record(id, ok)));
+        await Promise.all(providers.map((id) => this.deps.health.record(id, ok, reason)));
       }),
     );
     await this.deps.health.refresh(queueProviders(config).map((p) => p.providerId));
