@@ -41,7 +41,7 @@ export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics, aut
     }
     const health = new Map([...(deps.health?.unhealthy() ?? [])].map((id) => [id, 'unhealthy' as const]));
     const info = deps.configInfo?.();
-    return buildSnapshot(config, counts, { health, configHash: info?.hash, configLoadedAt: info?.loadedAt });
+    return buildSnapshot(config, counts, { health, healthDetails: deps.health?.views(), configHash: info?.hash, configLoadedAt: info?.loadedAt });
   };
 
   router.get('/status', auth, async (_req, res) => {

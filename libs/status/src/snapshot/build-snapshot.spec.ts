@@ -151,6 +151,36 @@ routes: [{ model: x, node: laptop, adapter: c }]
     expect(trackedProviderIds(loaded.config)).toEqual(['pa']);
   });
 
+  it('shows each pool provider\'s health record (state, reason, since, retry_at) and marks one out of health unhealthy', () => {
+    const config = cfg([
+      {
+        id: 'n',
+        adapters: [http('c', 'openai_compat'), cli('echo')],
+        providers: [
+          { id: 'a', category: 'openai_compat', adapter: 'c', models: ['m'], max_concurrency: 1 },
+          { id: 'b', category: 'openai_compat', adapter: 'c', models: ['m'], max_concurrency: 1 },
+          { id: 'c', category: 'openai_compat', adapter: 'c', models: ['m'], max_concurrency: 1 },
+          { id: 'e', category: 'cli', adapter: 'echo', models: ['e'] },
+        ],
+      },
+    ]);
+    const healthDetails = new Map([
+      ['a', { state: 'unhealthy' as const, reason: '3 requests failed: upstream_timeout', since: NOW.getTime(), retryAt: NOW.getTime() + 30_000 }],
+      ['b', { state: 'backoff' as const, reason: 'upstream 429', since: null, retryAt: NOW.getTime() + 7000 }],
+      ['c', { state: 'healthy' as const, reason: null, since: null, retryAt: null }],
+      ['e', { state: 'unhealthy' as const, reason: 'ignored: not a pool provider', since: null, retryAt: null }],
+    ]);
+    const snapshot = buildSnapshot(config, undefined, { now: NOW, healthDetails });
+    expect(byId(snapshot, 'a')).toMatchObject({
+      state: 'unhealthy',
+      health: { state: 'unhealthy', reason: '3 requests failed: upstream_timeout', since: '2026-01-01T00:00:00.000Z', retry_at: '2026-01-01T00:00:30.000Z' },
+    });
+    expect(byId(snapshot, 'b')).toMatchObject({ state: 'unhealthy', health: { state: 'backoff', reason: 'upstream 429', since: null, retry_at: '2026-01-01T00:00:07.000Z' } });
+    expect(byId(snapshot, 'c')).toMatchObject({ state: 'ready', health: { state: 'healthy', reason: null } });
+    expect(byId(snapshot, 'e').state).toBe('ready');
+    expect(byId(snapshot, 'e').health).toBeUndefined();
+  });
+
   it('tracks only enabled pool providers whose adapter resolves', () => {
     const config = cfg([
       {

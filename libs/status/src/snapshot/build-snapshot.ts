@@ -8,7 +8,7 @@ import {
   type NodeConfig,
   type ProviderConfig,
 } from '@iop/validate';
-import type { ResourceState, ResourceStatus, StatusSnapshot } from './snapshot';
+import type { ResourceHealthDetail, ResourceState, ResourceStatus, StatusSnapshot } from './snapshot';
 
 /** Health of one resource as reported by a health source (active probes, DESIGN §3 `health`). */
 export type ResourceHealth = 'healthy' | 'unhealthy';
@@ -20,6 +20,11 @@ export interface SnapshotOptions {
    * entries (adapter ids are only unique within a node). Absent keys count as healthy.
    */
   health?: ReadonlyMap<string, ResourceHealth>;
+  /**
+   * Health records by provider id (`HealthStore.views()`), copied to each pool provider's `health`;
+   * a provider whose record is not `healthy` shows `state: "unhealthy"` (it takes no regular traffic).
+   */
+  healthDetails?: ReadonlyMap<string, { state: ResourceHealthDetail['state']; reason: string | null; since: number | null; retryAt: number | null }>;
   /** The time written to `generated_at`. @defaultValue now */
   now?: Date;
   /** sha256 of the config file, copied to `config_hash`. */
@@ -61,7 +66,7 @@ export function buildSnapshot(
   for (const node of config.nodes) {
     snapshot.nodes.push(
       node.providers.length > 0
-        ? { node_id: node.id, source: 'catalog', resources: node.providers.map((p) => catalogEntry(node, p, counts, opts.health)) }
+        ? { node_id: node.id, source: 'catalog', resources: node.providers.map((p) => catalogEntry(node, p, counts, opts.health, opts.healthDetails)) }
         : { node_id: node.id, source: 'adapters', resources: node.adapters.map((a) => adapterEntry(config, node, a, opts.health)) },
     );
   }
@@ -73,14 +78,17 @@ function catalogEntry(
   provider: ProviderConfig,
   counts: ReadonlyMap<string, ProviderCounts> | undefined,
   health: ReadonlyMap<string, ResourceHealth> | undefined,
+  details?: SnapshotOptions['healthDetails'],
 ): ResourceStatus {
   const resolved = resolveProviderAdapter(node, provider);
   const pool = isPoolCategory(provider.category);
+  const detail = pool ? details?.get(provider.id) : undefined;
   let state: ResourceState;
   if (!provider.enabled || resolved.kind === 'disabled') state = 'disabled';
   else if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) state = 'invalid';
-  else state = health?.get(provider.id) === 'unhealthy' ? 'unhealthy' : 'ready';
+  else state = health?.get(provider.id) === 'unhealthy' || (detail !== undefined && detail.state !== 'healthy') ? 'unhealthy' : 'ready';
   const tracked = pool ? counts?.get(provider.id) : undefined;
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
     id: provider.id,
     category: provider.category,
@@ -92,6 +100,7 @@ function catalogEntry(
     max_concurrency: pool && provider.max_concurrency !== undefined ? provider.max_concurrency : null,
     in_flight: tracked ? tracked.inFlight : null,
     queued: tracked ? tracked.queued : null,
+    ...(detail ? { health: { state: detail.state, reason: detail.reason, since: iso(detail.since), retry_at: iso(detail.retryAt) } } : {}),
   };
 }
 

@@ -36,6 +36,21 @@ export interface ResourceStatus {
   in_flight: number | null;
   /** Requests waiting for a lease now; `null` when not tracked. */
   queued: number | null;
+  /**
+   * The provider's health as the gateway sees it (README "Provider health"), present for pool
+   * providers with a health record: `state` `healthy`, `unhealthy` (probe or failing requests),
+   * `half_open` (cooldown over, the next request is its trial), `trial` (a trial request is out) or
+   * `backoff` (an upstream 429's `Retry-After`), why, since when and until when (ISO 8601).
+   */
+  health?: ResourceHealthDetail;
+}
+
+/** See {@link ResourceStatus.health}. */
+export interface ResourceHealthDetail {
+  state: 'healthy' | 'unhealthy' | 'half_open' | 'trial' | 'backoff';
+  reason: string | null;
+  since: string | null;
+  retry_at: string | null;
 }
 
 /** One node and its resources, in config order (DESIGN §5). */
