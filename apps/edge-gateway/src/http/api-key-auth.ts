@@ -17,15 +17,19 @@ function keySets(apiKeys: () => readonly string[]): () => KeySet {
  * configured key, compared in constant time over SHA-256 digests so neither content nor length
  * leaks through timing. No keys configured = no client auth. Keys are read per request so a
  * config refresh applies at once.
+ * A refusal carries `WWW-Authenticate: Bearer`.
  * @throws ApiError 401 `invalid_api_key` (through `next`).
  */
 export function apiKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
   const current = keySets(apiKeys);
-  return (req, _res, next) => {
+  return (req, res, next) => {
     const keys = current();
     if (keys.open) return next();
     const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-    next(keys.matches(match?.[1].trim()) ? undefined : invalidApiKey());
+    if (keys.matches(match?.[1].trim())) return next();
+    // RFC 6750: a 401 names the scheme it wants.
+    res.setHeader('www-authenticate', 'Bearer');
+    next(invalidApiKey());
   };
 }
 
