@@ -3,6 +3,11 @@ import { invalidRequest } from '../errors';
 import type { ChatRequest, ResponsesRequest } from '../adapters/adapter';
 import { findTooDeep, MAX_BODY_DEPTH } from './json-depth';
 
+/** Roles of a chat message: the closed OpenAI set (README "Errors"); anything else is a 400 naming the message. */
+const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
+/** Roles of a Responses input message (OpenAI API reference). */
+const RESPONSES_ROLES = ['system', 'developer', 'user', 'assistant'] as const;
+
 const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 
 /** `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through (OpenAI API reference). */
@@ -16,7 +21,7 @@ const chatRequestSchema = z.looseObject({
   messages: z
     .array(
       z.looseObject({
-        role: z.string({ error: 'each message needs a string role' }),
+        role: z.enum(CHAT_ROLES, { error: (issue) => (typeof issue.input === 'string' ? `role must be one of ${CHAT_ROLES.join(', ')}` : 'each message needs a string role') }),
         content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
       }),
       { error: 'messages must be an array of {role, content} objects' },
@@ -31,6 +36,14 @@ const responsesRequestSchema = z.looseObject({
   input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' }).optional(),
   instructions: z.string().nullable().optional(),
   stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
+}).superRefine((body, ctx) => {
+  if (!Array.isArray(body.input)) return;
+  body.input.forEach((item, i) => {
+    const role = (item as { role?: unknown }).role;
+    if (role !== undefined && !(RESPONSES_ROLES as readonly unknown[]).includes(role)) {
+      ctx.addIssue({ code: 'custom', path: ['input', i, 'role'], message: `role must be one of ${RESPONSES_ROLES.join(', ')}` });
+    }
+  });
 });
 
 function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {

@@ -4,7 +4,8 @@ import { join, resolve } from 'node:path';
 import type { CliAdapterConfig } from '@iop/validate';
 import OpenAI from 'openai';
 import type { ChatRequest, DispatchContext, UpstreamResponse } from '../adapter';
-import { CliAdapter } from './cli-adapter';
+import { CliAdapter, cliEnvironment } from './cli-adapter';
+import { RUN_MARKER } from './cli-process';
 import { renderPrompt } from './prompt-rendering';
 
 const NODE = process.execPath;
@@ -353,6 +354,125 @@ describe('CliAdapter', () => {
     it('answers 502 for a failing program before any Responses event', async () => {
       const failing = ['/usr/bin/env', 'ECHO_LLM_FAIL=1', NODE, ECHO_LLM];
       await expect(cliAdapter(failing).responses({ model: 'm', input: 'x', stream: true }, context())).rejects.toMatchObject({ status: 502 });
+    });
+  });
+
+  describe('environment (README "Adapters": env over PATH, HOME, LANG, TZ; nothing else inherited)', () => {
+    const printEnv = nodeScript('process.stdout.write(JSON.stringify(process.env))');
+
+    it('passes the base and the adapter env only, never the gateway\'s secrets', async () => {
+      process.env.UPSTREAM_SECRET_FOR_TEST = 'sk-upstream-secret';
+      process.env.REDIS_URL_FOR_TEST = 'redis://:pw@h:6379';
+      try {
+        const body = jsonBody(await cliAdapter(printEnv, 10_000, { env: { MY_LLM_MODE: 'fast', HOME: '/srv/llm' } }).chat(ask('x'), context()));
+        const env = JSON.parse((body.choices as Array<{ message: { content: string } }>)[0].message.content) as Record<string, string>;
+        const expected = Object.keys(cliEnvironment({ env: { MY_LLM_MODE: 'fast', HOME: '/srv/llm' } }));
+        expect(Object.keys(env).sort()).toEqual([...expected, RUN_MARKER].sort());
+        expect(env).toMatchObject({ MY_LLM_MODE: 'fast', HOME: '/srv/llm', PATH: process.env.PATH });
+        expect(JSON.stringify(env)).not.toMatch(/sk-upstream-secret|redis:\/\//);
+      } finally {
+        delete process.env.UPSTREAM_SECRET_FOR_TEST;
+        delete process.env.REDIS_URL_FOR_TEST;
+      }
+    });
+
+    it('cliEnvironment takes only PATH, HOME, LANG and TZ from the gateway, when set', () => {
+      expect(cliEnvironment({ env: { A: '1' } }, { PATH: '/bin', LANG: 'C.UTF-8', SECRET: 's', LC_ALL: 'C' })).toEqual({ PATH: '/bin', LANG: 'C.UTF-8', A: '1' });
+    });
+  });
+
+  describe('output size (README "Adapters": max_output_bytes)', () => {
+    /** Writes argv[1] bytes of "x" in 64 KiB pieces, honouring backpressure, then exits 0 (or hangs with argv[2] = "hang"). */
+    const WRITES = `
+const total = Number(process.argv[1]);
+const piece = 'x'.repeat(65536);
+let sent = 0;
+const more = () => {
+  while (sent < total) {
+    sent += piece.length;
+    if (!process.stdout.write(piece)) return process.stdout.once('drain', more);
+  }
+  if (process.argv[2] === 'hang') setInterval(() => {}, 1000);
+};
+more();
+`;
+
+    it('answers 502 as soon as a non-streamed answer passes the cap, and kills the program', async () => {
+      const pidFile = join(dir, 'pid');
+      const writer = nodeScript(`require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));${WRITES}`, String(200 * 1024 * 1024), 'hang');
+      const started = Date.now();
+      const err = await cliAdapter(writer, 60_000, { max_output_bytes: 1024 * 1024 }).chat(ask('x'), context()).catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 502, code: 'upstream_error', message: expect.stringContaining('max_output_bytes') });
+      expect(Date.now() - started).toBeLessThan(5000);
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      await waitUntil(() => isGone(pid), 'the program is killed');
+    });
+
+    it('honours the dispatcher\'s cap on non-streamed answers when it is smaller', async () => {
+      const ctx = { ...context(), maxResponseBytes: 100_000 };
+      await expect(cliAdapter(nodeScript(WRITES, String(1024 * 1024)), 10_000).chat(ask('x'), ctx)).rejects.toMatchObject({ status: 502 });
+    });
+
+    it('streams far more than the cap, keeping only the length for usage', async () => {
+      const total = 64 * 1024 * 1024;
+      const res = await cliAdapter(nodeScript(WRITES, String(total)), 60_000, { max_output_bytes: 1024 * 1024 }).chat(ask('x', true, { stream_options: { include_usage: true } }), context());
+      let content = 0;
+      let last = '';
+      for await (const frame of sseBody(res)) {
+        const text = String(frame);
+        const match = /"content":"(x*)"/.exec(text);
+        if (match) content += match[1].length;
+        last = text;
+        if (text.includes('"usage"')) expect(text).toContain(`"completion_tokens":${total / 4}`);
+      }
+      expect(content).toBe(total);
+      expect(last).toBe('data: [DONE]\n\n');
+    });
+  });
+
+  it('names the adapter\'s timeout_ms, not gateway.request_timeout_ms, when a run times out mid-stream', async () => {
+    const pidFile = join(dir, 'pids');
+    const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk'), 700).chat(ask('x', true), context());
+    const { error } = await readAll(sseBody(res));
+    expect(error).toMatchObject({ status: 504, code: 'upstream_timeout', message: expect.stringMatching(/timeout_ms \(700 ms, adapter "test-cli"\)/) });
+    expect((error as Error).message).not.toContain('request_timeout_ms');
+  });
+
+  describe('a grandchild that left the process group with setsid (README "Adapters")', () => {
+    /** Starts a grandchild in a session of its own (detached = setsid), writes [own pid, grandchild pid] to argv[1], then does argv[2]. */
+    const ESCAPES = `
+const { spawn } = require('node:child_process');
+const grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', detached: true });
+grandchild.unref();
+require('node:fs').writeFileSync(process.argv[1], JSON.stringify([process.pid, grandchild.pid]));
+if (process.argv[2] === 'exit') process.stdout.write('done', () => process.exit(0));
+else { process.stdout.write('started'); setInterval(() => {}, 1000); }
+`;
+    const sessionOf = (pid: number) => {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+    };
+
+    it('is killed when the program exits normally', async () => {
+      const pidFile = join(dir, 'pids');
+      const body = jsonBody(await cliAdapter(nodeScript(ESCAPES, pidFile, 'exit')).chat(ask('x'), context()));
+      expect(body).toMatchObject({ choices: [{ message: { content: 'done' } }] });
+      const [program, grandchild] = await readPids(pidFile);
+      expect(program).not.toBe(grandchild);
+      await waitUntil(() => isGone(grandchild), `the setsid grandchild ${grandchild} is killed`, 3000);
+    });
+
+    it('is killed when the client goes away', async () => {
+      const pidFile = join(dir, 'pids');
+      const controller = new AbortController();
+      const res = await cliAdapter(nodeScript(ESCAPES, pidFile, 'stay')).chat(ask('x', true), context(controller.signal));
+      const iterator = sseBody(res)[Symbol.asyncIterator]();
+      await iterator.next();
+      const [program, grandchild] = await readPids(pidFile);
+      expect(sessionOf(grandchild)).toBe(grandchild); // it really left: a session (and group) of its own
+      controller.abort(new Error('client went away'));
+      await iterator.next().catch(() => undefined);
+      await waitUntil(() => isGone(program) && isGone(grandchild), 'both are killed', 3000);
     });
   });
 });

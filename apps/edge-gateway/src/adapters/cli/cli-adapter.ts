@@ -1,8 +1,26 @@
 import type { CliAdapterConfig } from '@iop/validate';
+import { upstreamError } from '../../errors';
 import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
 import { newId, responsesViaChat } from '../responses-translation';
 import { CliProcess } from './cli-process';
 import { renderPrompt } from './prompt-rendering';
+
+/** Variables of the gateway's own environment every CLI program gets, when set (README "Adapters"). */
+export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TZ'] as const;
+
+/**
+ * The environment of a CLI program: {@link BASE_ENV} from `gatewayEnv`, then the adapter's `env`
+ * (which wins). Nothing else of the gateway's environment — upstream keys, the Redis URL — is
+ * passed on.
+ */
+export function cliEnvironment(config: Pick<CliAdapterConfig, 'env'>, gatewayEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of BASE_ENV) {
+    const value = gatewayEnv[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return { ...env, ...config.env };
+}
 
 /** Rough token count of a text for `usage` (about 4 characters per token): a CLI reports none. */
 export function estimateTokens(text: string): number {
@@ -21,7 +39,11 @@ export function estimateTokens(text: string): number {
  * - `stream: true` → `chat.completion.chunk` SSE frames, one per stdout chunk as it arrives (the
  *   first carries `role: "assistant"`), a last chunk with `finish_reason: "stop"`, a usage chunk
  *   when `stream_options.include_usage` is set, then `data: [DONE]`.
- * The program inherits the gateway's environment and working directory.
+ * The program gets {@link cliEnvironment} (the adapter's `env` over `PATH`, `HOME`, `LANG`, `TZ`)
+ * and the gateway's working directory. A non-streamed answer holds at most `max_output_bytes`
+ * (and the gateway's cap on non-streamed answers, when the dispatcher gives one): more is a 502
+ * and the process group is killed. A streamed answer is passed on chunk by chunk in constant
+ * memory, whatever its length.
  * Failures (DESIGN §6): a program that cannot start, exits non-zero or dies on a signal before any
  * output (any time, when not streaming) → UpstreamError 502 `upstream_error` naming the exit code
  * and quoting the end of stderr; `timeout_ms` passed → the process group is killed and 504
@@ -32,6 +54,7 @@ export function estimateTokens(text: string): number {
 export class CliAdapter implements Adapter {
   readonly type = 'cli' as const;
   private readonly live = new Set<CliProcess>();
+  private readonly env: Record<string, string>;
 
   /** @throws Error when `config.command` is empty or `config.timeout_ms` is not a positive number. */
   constructor(readonly config: CliAdapterConfig) {
@@ -39,28 +62,48 @@ export class CliAdapter implements Adapter {
       throw new Error(`CLI adapter "${config.id}": command must name a program, e.g. ["my-llm", "--quiet"].`);
     }
     if (!(config.timeout_ms > 0)) throw new Error(`CLI adapter "${config.id}": timeout_ms must be a positive number of milliseconds.`);
+    this.env = cliEnvironment(config);
   }
 
   /** @throws see the class docstring; ApiError 400 for non-text content ({@link renderPrompt}). */
   async chat(req: ChatRequest, ctx: DispatchContext): Promise<UpstreamResponse> {
-    const prompt = renderPrompt(req.messages);
+    const prompt = renderPrompt(req.messages, this.config.prompt_format);
     if (ctx.signal.aborted) throw ctx.signal.reason;
-    const run = new CliProcess({ command: this.config.command, stdin: prompt, timeoutMs: this.config.timeout_ms, signal: ctx.signal });
+    const run = new CliProcess({
+      command: this.config.command,
+      stdin: prompt,
+      timeoutMs: this.config.timeout_ms,
+      signal: ctx.signal,
+      env: this.env,
+      adapterId: this.config.id,
+    });
     this.live.add(run);
     void run.closed.then(() => this.live.delete(run));
     const id = newId('chatcmpl-');
     const created = Math.floor(Date.now() / 1000);
 
     if (req.stream !== true) {
+      const gatewayCap = (ctx as { maxResponseBytes?: number }).maxResponseBytes;
+      const cap = Math.min(this.config.max_output_bytes, gatewayCap ?? Infinity);
       let text = '';
-      for (let chunk = await run.read(); chunk !== null; chunk = await run.read()) text += chunk;
+      let bytes = 0;
+      for (let chunk = await run.read(); chunk !== null; chunk = await run.read()) {
+        bytes += Buffer.byteLength(chunk);
+        if (bytes > cap) {
+          const tooLong = upstreamError(`The CLI model wrote more than ${cap} bytes for a non-streamed answer (max_output_bytes of adapter "${this.config.id}"); it was stopped. Ask with stream: true for longer answers.`);
+          (tooLong as { detail?: string }).detail = tooLong.message;
+          run.fail(tooLong);
+          throw tooLong;
+        }
+        text += chunk;
+      }
       const completion = {
         id,
         object: 'chat.completion',
         created,
         model: req.model,
         choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
-        usage: usage(prompt, text),
+        usage: usage(prompt.length, text.length),
       };
       return { kind: 'json', status: 200, body: JSON.stringify(completion) };
     }
@@ -98,28 +141,33 @@ interface ChunkMeta {
   includeUsage: boolean;
 }
 
-/** The SSE body of a streamed run; stopping it early (client gone) kills the process group. */
+/**
+ * The SSE body of a streamed run; stopping it early (client gone) kills the process group. Only
+ * the output's length is kept (for `usage`), never its text: memory stays flat however long the
+ * program writes.
+ */
 async function* chunkFrames(run: CliProcess, first: string | null, meta: ChunkMeta): AsyncGenerator<string, void, undefined> {
   const frame = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     `data: ${JSON.stringify({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, choices, ...extra })}\n\n`;
   const choice = (delta: Record<string, unknown>, finishReason: string | null = null) => ({ index: 0, delta, logprobs: null, finish_reason: finishReason });
-  let text = first ?? '';
+  let length = first?.length ?? 0;
   try {
-    yield frame([choice({ role: 'assistant', content: text })]);
+    yield frame([choice({ role: 'assistant', content: first ?? '' })]);
     for (let chunk = first === null ? null : await run.read(); chunk !== null; chunk = await run.read()) {
-      text += chunk;
+      length += chunk.length;
       yield frame([choice({ content: chunk })]);
     }
     yield frame([choice({}, 'stop')]);
-    if (meta.includeUsage) yield frame([], { usage: usage(meta.prompt, text) });
+    if (meta.includeUsage) yield frame([], { usage: usage(meta.prompt.length, length) });
     yield 'data: [DONE]\n\n';
   } finally {
     run.kill();
   }
 }
 
-function usage(prompt: string, text: string): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
-  const promptTokens = estimateTokens(prompt);
-  const completionTokens = estimateTokens(text);
+/** Estimated usage from the prompt's and the answer's lengths in characters (see {@link estimateTokens}). */
+function usage(promptChars: number, textChars: number): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const promptTokens = Math.ceil(promptChars / 4);
+  const completionTokens = Math.ceil(textChars / 4);
   return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
 }

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
-import { upstreamError, upstreamTimeout } from '../../errors';
+import { UpstreamError, upstreamError } from '../../errors';
+import { killMarkedProcesses } from './escaped-processes';
 
 /** How much of the end of stderr is kept for the error message of a failed run, in bytes. */
 export const STDERR_TAIL_BYTES = 2048;
@@ -24,13 +26,41 @@ export interface CliProcessOptions {
   timeoutMs: number;
   /** Aborting it (client disconnect) kills the process group at once. */
   signal: AbortSignal;
+  /**
+   * The program's whole environment (README "Adapters": the adapter's `env` over a small base);
+   * nothing of the gateway's own environment is added, except the run marker {@link RUN_MARKER}.
+   */
+  env: Readonly<Record<string, string>>;
+  /** The adapter's id, named in the timeout message. */
+  adapterId: string;
+}
+
+/**
+ * Environment variable set on every run to a value of its own: whatever the program starts inherits
+ * it, so a process that left the run's process group (`setsid`) is still found and killed at the
+ * end of the run ({@link killMarkedProcesses}).
+ */
+export const RUN_MARKER = 'IOP_EDGE_CLI_RUN';
+
+/**
+ * The 504 of a run that outlived its adapter's `timeout_ms` (README "Adapters"). The message names
+ * only the setting and the adapter id, so it is shown to the client as it is (`detail` makes it
+ * public where the error type supports it).
+ */
+export function cliTimeout(adapterId: string, ms: number): UpstreamError {
+  const message = `The CLI model ran longer than its adapter's timeout_ms (${ms} ms, adapter "${adapterId}") and was stopped.`;
+  const err = new UpstreamError(504, 'upstream_timeout', message, 'server_error');
+  (err as { detail?: string }).detail = message;
+  return err;
 }
 
 /**
  * One run of a command-line program wrapped as a model (DESIGN §1, §3 `type: cli`).
  * The program starts in its own process group (`detached: true`) so that every kill — timeout,
  * abort, {@link kill}, and the clean-up after the program exits — is `SIGKILL` to the whole group
- * (`-pid`): nothing it started outlives the run. Node reaps the program itself, so no zombie is left.
+ * (`-pid`), and then to every process that still carries this run's {@link RUN_MARKER} in its
+ * environment (one that called `setsid` and left the group; Linux, through `/proc`): nothing it
+ * started outlives the run. Node reaps the program itself, so no zombie is left.
  * stdout is read as UTF-8 text chunks through {@link read}; the end of stderr is kept for errors.
  */
 export class CliProcess {
@@ -49,11 +79,14 @@ export class CliProcess {
   private readonly timer: NodeJS.Timeout;
   private graceTimer: NodeJS.Timeout | undefined;
   private readonly onAbort = () => this.fail(this.options.signal.reason ?? new Error('The request was aborted.'));
+  private readonly marker = `${process.pid}.${randomBytes(8).toString('hex')}`;
+  private swept = false;
 
   /** Starts the program at once. */
   constructor(private readonly options: CliProcessOptions) {
     const [program, ...args] = options.command;
-    this.child = spawn(program, args, { detached: true, stdio: ['pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    const env = { ...options.env, [RUN_MARKER]: this.marker };
+    this.child = spawn(program, args, { detached: true, env, stdio: ['pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
     this.pid = this.child.pid;
 
     this.child.stdout.setEncoding('utf8');
@@ -98,7 +131,7 @@ export class CliProcess {
       });
     });
 
-    this.timer = setTimeout(() => this.fail(upstreamTimeout(options.timeoutMs)), options.timeoutMs);
+    this.timer = setTimeout(() => this.fail(cliTimeout(options.adapterId, options.timeoutMs)), options.timeoutMs);
     options.signal.addEventListener('abort', this.onAbort, { once: true });
     if (options.signal.aborted) this.onAbort();
     this.child.stdin.end(options.stdin);
@@ -130,7 +163,8 @@ export class CliProcess {
     this.fail(upstreamError('The CLI model was stopped by the gateway.'));
   }
 
-  private fail(error: unknown): void {
+  /** Kills the process group (`SIGKILL`) unless the run is over; `read` then throws `error`. */
+  fail(error: unknown): void {
     if (this.hasClosed) return;
     this.failure ??= { error };
     this.killGroup();
@@ -143,6 +177,11 @@ export class CliProcess {
       process.kill(-this.pid, 'SIGKILL');
     } catch {
       // ESRCH: the group is already gone. Nothing else can be done from an event handler.
+    }
+    // Once per run: processes that left the group (setsid) but carry the run's marker.
+    if (!this.swept) {
+      this.swept = true;
+      void killMarkedProcesses(RUN_MARKER, this.marker);
     }
   }
 
