@@ -35,3 +35,6 @@ export function openAIError(status: number, message: string, code?: string, para
 
 /** The in-band error a stream ends with under the `error_event_after` knob. */
 export const STREAM_ERROR = openAIError(500, 'fake-upstream: forced in-band stream error', 'fake_stream_error');
+
+/** The in-band error about the request itself (`error_event_status` below 500): a context too long. */
+export const STREAM_CLIENT_ERROR = openAIError(400, "fake-upstream: this model's maximum context length is 8 tokens", 'context_length_exceeded', 'messages');

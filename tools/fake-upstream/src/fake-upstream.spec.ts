@@ -244,6 +244,55 @@ describe('fake upstream', () => {
     expect(up.stats().lastRequest.qwen.headers.authorization).toBe('Bearer sk-sdk');
   });
 
+  it('answers embeddings deterministically, as floats or base64, and counts them', async () => {
+    const floats = await json<{ data: Array<{ embedding: number[]; index: number }>; usage: { prompt_tokens: number } }>(
+      await post('/embeddings', { model: 'emb', input: ['a', 'b'], dimensions: 4 }),
+    );
+    expect(floats.data.map((d) => [d.index, d.embedding.length])).toEqual([[0, 4], [1, 4]]);
+    const again = await json<{ data: Array<{ embedding: number[] }> }>(await post('/embeddings', { model: 'emb', input: 'a', dimensions: 4 }));
+    expect(again.data[0].embedding).toEqual(floats.data[0].embedding);
+    const client = new OpenAI({ baseURL: up.url, apiKey: 'k', maxRetries: 0 });
+    const viaClient = await client.embeddings.create({ model: 'emb', input: 'a', dimensions: 4 });
+    expect(viaClient.data[0].embedding.map((x) => Math.round(x * 1e4))).toEqual(floats.data[0].embedding.map((x) => Math.round(x * 1e4)));
+    expect(up.stats().total).toBe(3);
+  });
+
+  it('misbehaves on request: reset before the body, a body short of its content-length, a redirect, a 429 with Retry-After', async () => {
+    await expect(post('/chat/completions', chat({ fake: { reset_before_body: 1 } }))).rejects.toThrow();
+    const short = await post('/chat/completions', chat({ fake: { short_body: 11 } }));
+    expect(Number(short.headers.get('content-length'))).toBeGreaterThan(1000);
+    expect((await readAll(short)).failed).toBe(true);
+    const moved = await fetch(`${up.url}/chat/completions`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat({ fake: { redirect: 307 } })) });
+    expect(moved.status).toBe(307);
+    expect(moved.headers.get('location')).toContain('internal-host');
+    const limited = await post('/chat/completions', chat({ fake: { status: 429, retry_after: 7, echo_secrets: 1 } }));
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('7');
+    const body = await json<OpenAIErrorBody>(limited);
+    expect(body.error.type).toBe('rate_limit_error');
+    expect(body.error.message).toContain('Bearer sk-test');
+  });
+
+  it('stalls a stream after `stall_after` chunks, pads chunks to `chunk_bytes`, ends with an unterminated [DONE] on `done_unterminated`', async () => {
+    const padded = await readAll(await post('/chat/completions', chat({ stream: true, fake: { chunks: 2, chunk_bytes: 5000, done_unterminated: 1 } })));
+    expect(padded.text.length).toBeGreaterThan(10_000);
+    expect(padded.text.endsWith('data: [DONE]')).toBe(true);
+    const controller = new AbortController();
+    const stalled = await post('/chat/completions', chat({ stream: true, fake: { chunks: 3, stall_after: 1 } }), {}, controller.signal);
+    const reader = stalled.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain('"content"');
+    const next = await Promise.race([reader.read().then(() => 'more'), new Promise((r) => setTimeout(() => r('stalled'), 300))]);
+    expect(next).toBe('stalled');
+    controller.abort();
+  });
+
+  it('sends an in-band error about the request itself on `error_event_status` < 500', async () => {
+    const { text } = await readAll(await post('/chat/completions', chat({ stream: true, fake: { error_event_after: 0, error_event_status: 400 } })));
+    expect(text).toContain('context_length_exceeded');
+    expect(text).toContain('invalid_request_error');
+  });
+
   it('closes with streams still open', async () => {
     const res = await post('/chat/completions', chat({ stream: true, fake: { chunks: 5, chunk_gap_ms: 10_000 } }));
     const reading = readAll(res);

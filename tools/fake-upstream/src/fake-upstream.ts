@@ -6,6 +6,7 @@ import { InFlightRequest } from './in-flight-request';
 import { isObject, KnobError, readKnobs, type FakeKnobs } from './knobs';
 import { echoReply, readChatPrompt, readResponsesPrompt, roughTokens, splitText, type Prompt } from './prompt';
 import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './responses';
+import { embeddingsJson } from './embeddings';
 import { writeEventStream } from './sse';
 import { StatsRecorder, type FakeStats } from './stats';
 
@@ -37,12 +38,13 @@ export interface FakeUpstream {
   close(): Promise<void>;
 }
 
-type Api = 'chat' | 'responses';
+type Api = 'chat' | 'responses' | 'embeddings';
 
 /**
  * Starts an OpenAI-compatible fake upstream that records concurrency (DESIGN §2 tools).
  *
  * Routes: `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/responses` (stream and not),
+ * `POST /v1/embeddings` (deterministic vectors, `encoding_format` float or base64),
  * `GET /health` (vLLM probe), `GET /api/version` and `GET /api/tags` (Ollama probes),
  * `GET /__stats`, `POST /__reset`; anything else is a 404 OpenAI error. Replies are
  * {@link echoReply} of the last user message, shaped per the knobs of {@link readKnobs}.
@@ -81,6 +83,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     const method = req.method;
     if (method === 'POST' && path === '/v1/chat/completions') return inference(req, res, 'chat');
     if (method === 'POST' && path === '/v1/responses') return inference(req, res, 'responses');
+    if (method === 'POST' && path === '/v1/embeddings') return inference(req, res, 'embeddings');
     if (method === 'GET') {
       if (path === '/v1/models') return send(res, 200, fixed.models);
       if (path === '/health') return send(res, 200, fixed.empty);
@@ -125,13 +128,40 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     });
   }
 
+  /** A 2xx JSON answer, shaped by `body_bytes` (padding) and `short_body` (a body cut short of its content-length). */
+  function sendJson(flight: InFlightRequest, text: string, knobs: FakeKnobs): void {
+    const { res } = flight;
+    const padded = knobs.bodyBytes > text.length ? `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}` : text;
+    if (knobs.shortBody === undefined) return send(res, 200, padded);
+    const bytes = Buffer.from(padded);
+    res.writeHead(200, { ...jsonHeaders, 'content-length': bytes.length + 1000 });
+    res.write(bytes.subarray(0, knobs.shortBody));
+    flight.cut();
+  }
+
   async function answer(flight: InFlightRequest, api: Api, body: Record<string, unknown>, model: string, knobs: FakeKnobs): Promise<void> {
     if (knobs.delayMs > 0 && !(await flight.pause(knobs.delayMs))) return;
     if (flight.closed) return;
-    const { res } = flight;
-    if (knobs.status !== undefined && knobs.status >= 400) {
-      return sendError(res, knobs.status, `fake-upstream: forced status ${knobs.status}`);
+    const { res, req } = { res: flight.res, req: flight.res.req };
+    if (knobs.resetBeforeBody) {
+      flight.cutByServer();
+      return void res.socket?.resetAndDestroy();
     }
+    if (knobs.redirect !== undefined) {
+      res.writeHead(knobs.redirect, { location: 'http://internal-host.example:9999/v1/elsewhere', 'x-fake-upstream': name });
+      return void res.end();
+    }
+    if (knobs.status !== undefined && knobs.status >= 400) {
+      const status = knobs.status;
+      const secrets = knobs.echoSecrets ? ` (you sent authorization=${String(req?.headers.authorization)} host=${String(req?.headers.host)})` : '';
+      const error = openAIError(status, `fake-upstream: forced status ${status}${secrets}`);
+      if (status === 429) error.error.type = 'rate_limit_error';
+      let text = JSON.stringify(error);
+      if (knobs.bodyBytes > text.length) text = `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}`;
+      res.writeHead(status, { ...jsonHeaders, 'content-length': Buffer.byteLength(text), ...(knobs.retryAfter !== undefined ? { 'retry-after': String(knobs.retryAfter) } : {}) });
+      return void res.end(text);
+    }
+    if (api === 'embeddings') return sendJson(flight, embeddingsJson(body, model), knobs);
     const prompt: Prompt = api === 'chat' ? readChatPrompt(body) : readResponsesPrompt(body);
     const text = echoReply(prompt.lastUserText, model, name);
     const inputTokens = roughTokens(prompt.inputChars);
@@ -143,7 +173,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     if (api === 'chat') {
       const who = { id: `chatcmpl-fake-${n}`, created, model, system_fingerprint: fingerprint };
       const usage: ChatUsage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
-      if (!stream) return send(res, 200, chatCompletionJson(who, text, usage));
+      if (!stream) return sendJson(flight, chatCompletionJson(who, text, usage), knobs);
       const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
       return writeEventStream(flight, sseHeaders, splitText(text, knobs.chunks), new ChatChunkFormat(who, includeUsage ? usage : undefined), knobs);
     }
@@ -155,7 +185,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: inputTokens + outputTokens,
     };
-    if (!stream) return send(res, 200, JSON.stringify(responseObject(who, text, usage)));
+    if (!stream) return sendJson(flight, JSON.stringify(responseObject(who, text, usage)), knobs);
     return writeEventStream(flight, sseHeaders, splitText(text, knobs.chunks), new ResponsesEventFormat(who, text, usage), knobs);
   }
 

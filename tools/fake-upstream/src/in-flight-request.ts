@@ -8,7 +8,7 @@ import type { RequestTicket } from './stats';
 export class InFlightRequest {
   /** The connection closed or the response finished: write nothing more. */
   closed = false;
-  private cutByServer = false;
+  private cutByServerFlag = false;
   private timer: NodeJS.Timeout | undefined;
   private wake: ((ok: boolean) => void) | undefined;
 
@@ -16,7 +16,7 @@ export class InFlightRequest {
     res.once('close', () => {
       this.closed = true;
       this.stopTimer(false);
-      ticket.finish(!res.writableFinished && !this.cutByServer);
+      ticket.finish(!res.writableFinished && !this.cutByServerFlag);
     });
   }
 
@@ -29,9 +29,14 @@ export class InFlightRequest {
     });
   }
 
+  /** Marks the end of this request as the server's doing (not counted as aborted), e.g. before a reset. */
+  cutByServer(): void {
+    this.cutByServerFlag = true;
+  }
+
   /** Kills the connection mid-response, after what was written reaches the socket; not counted as aborted. */
   cut(): void {
-    this.cutByServer = true;
+    this.cutByServerFlag = true;
     const socket = this.res.socket;
     if (socket) socket.destroySoon();
     else this.res.destroy();

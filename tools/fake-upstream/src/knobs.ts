@@ -18,10 +18,50 @@ export interface FakeKnobs {
   cutAfter?: number;
   /** `error_event_after`: stream only: after this many content chunks send an in-band error event and end. */
   errorEventAfter?: number;
+  /**
+   * `error_event_status`: the status class of that in-band error: below 500 it is about the request
+   * (`invalid_request_error`, code `context_length_exceeded`), else a server error. @defaultValue 500
+   */
+  errorEventStatus: number;
+  /** `retry_after`: with `status` (e.g. 429), send `Retry-After: <n>` and, for 429, the error type `rate_limit_error`. */
+  retryAfter?: number;
+  /** `reset_before_body` (1): read the request, then reset the TCP connection before sending any byte. */
+  resetBeforeBody: boolean;
+  /** `short_body`: non-stream only: declare a `content-length` 1000 bytes larger, send this many bytes of the body, close. */
+  shortBody?: number;
+  /** `redirect`: answer this 3xx status with a `Location` header and no body. */
+  redirect?: number;
+  /** `chunk_bytes`: pad every stream content chunk to at least this many characters (a stream of `chunks × chunk_bytes`). */
+  chunkBytes: number;
+  /** `body_bytes`: pad a non-stream answer (or the error body of `status`) to at least this many bytes. */
+  bodyBytes: number;
+  /** `stall_after`: stream only: after this many content chunks send nothing more, keeping the connection open. */
+  stallAfter?: number;
+  /** `done_unterminated` (1): stream only: end with `data: [DONE]` and no newline, then close. */
+  doneUnterminated: boolean;
+  /** `echo_secrets` (1): an error body (`status`) quotes the request's `authorization` and `host` headers. */
+  echoSecrets: boolean;
 }
 
 /** Wire names of the knobs, as used in headers (`x-fake-<name>`) and in the body's `fake` object. */
-export const KNOB_NAMES = ['delay_ms', 'chunks', 'chunk_gap_ms', 'status', 'cut_after', 'error_event_after'] as const;
+export const KNOB_NAMES = [
+  'delay_ms',
+  'chunks',
+  'chunk_gap_ms',
+  'status',
+  'cut_after',
+  'error_event_after',
+  'error_event_status',
+  'retry_after',
+  'reset_before_body',
+  'short_body',
+  'redirect',
+  'chunk_bytes',
+  'body_bytes',
+  'stall_after',
+  'done_unterminated',
+  'echo_secrets',
+] as const;
 export type KnobName = (typeof KNOB_NAMES)[number];
 
 const HEADER_NAMES = KNOB_NAMES.map((n) => [n, `x-fake-${n.replace(/_/g, '-')}`, `x-fake-${n}`] as const);
@@ -56,6 +96,16 @@ export function readKnobs(headers: IncomingHttpHeaders, body: unknown): FakeKnob
     status: raw.status,
     cutAfter: raw.cut_after,
     errorEventAfter: raw.error_event_after,
+    errorEventStatus: raw.error_event_status ?? 500,
+    retryAfter: raw.retry_after,
+    resetBeforeBody: (raw.reset_before_body ?? 0) > 0,
+    shortBody: raw.short_body,
+    redirect: raw.redirect,
+    chunkBytes: raw.chunk_bytes ?? 0,
+    bodyBytes: raw.body_bytes ?? 0,
+    stallAfter: raw.stall_after,
+    doneUnterminated: (raw.done_unterminated ?? 0) > 0,
+    echoSecrets: (raw.echo_secrets ?? 0) > 0,
   };
 }
 

@@ -1,6 +1,6 @@
 import type { FakeKnobs } from './knobs';
 import type { InFlightRequest } from './in-flight-request';
-import { STREAM_ERROR, type OpenAIErrorBody } from './errors';
+import { STREAM_CLIENT_ERROR, STREAM_ERROR, type OpenAIErrorBody } from './errors';
 
 /** How one API renders its Server-Sent Events; each method returns whole events (`...\n\n`). */
 export interface StreamFormat {
@@ -27,7 +27,10 @@ export function namedEvent(type: string, json: string): string {
 /**
  * Streams `pieces` as SSE: headers flushed first, each chunk written as soon as it is due
  * (`chunk_gap_ms` apart), then the closing events. `cut_after` / `error_event_after` (counted in
- * content chunks, capped at their number) end it early without the closing events.
+ * content chunks, capped at their number) end it early without the closing events; `stall_after`
+ * stops sending there and holds the connection open; `done_unterminated` drops the newlines after
+ * the final `data: [DONE]`. A writer that outruns its reader waits for the socket to drain, so a
+ * stalled reader holds the stream (as a real server's socket would).
  */
 export async function writeEventStream(
   flight: InFlightRequest,
@@ -43,15 +46,29 @@ export async function writeEventStream(
   if (open) res.write(open);
   const cutAt = knobs.cutAfter === undefined ? -1 : Math.min(knobs.cutAfter, pieces.length);
   const errorAt = knobs.errorEventAfter === undefined ? -1 : Math.min(knobs.errorEventAfter, pieces.length);
+  const stallAt = knobs.stallAfter === undefined ? -1 : Math.min(knobs.stallAfter, pieces.length);
+  const pad = knobs.chunkBytes > 0 ? (piece: string) => piece.padEnd(knobs.chunkBytes, '.') : (piece: string) => piece;
   for (let i = 0; i <= pieces.length; i++) {
     if (i > 0 && i < pieces.length && knobs.chunkGapMs > 0 && !(await flight.pause(knobs.chunkGapMs))) return;
     if (flight.closed) return;
     if (i === cutAt) return flight.cut();
+    if (i === stallAt) return;
     if (i === errorAt) {
-      res.end(format.error(STREAM_ERROR));
+      res.end(format.error(knobs.errorEventStatus < 500 ? STREAM_CLIENT_ERROR : STREAM_ERROR));
       return;
     }
-    if (i < pieces.length) res.write(format.delta(pieces[i], i));
+    if (i < pieces.length && !res.write(format.delta(pad(pieces[i]), i))) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
   }
-  res.end(format.close());
+  const close = format.close();
+  res.end(knobs.doneUnterminated ? close.replace(/\n+$/, '') : close);
 }
