@@ -19,7 +19,8 @@ export const ENDPOINT_PATH: Record<Endpoint, string> = {
  *   `store` or `user`); the reason is the documentation;
  * - `refuse`: a 400 naming the field, unless its value is one of `neutral` (the API's own default,
  *   e.g. `n: 1`, `tools: []`), which is then not sent.
- * A `null` value means "unset" in the OpenAI API: it is kept for `pass`, dropped otherwise.
+ * A `null` value means "unset" in the OpenAI API: it is kept for `pass`, dropped otherwise; an
+ * empty object or list carries nothing either, so a refused field set to `{}` or `[]` is dropped too.
  */
 export type FieldRule =
   | { pass: true }
@@ -56,6 +57,7 @@ export const PLATFORM_METADATA: Readonly<Record<string, FieldRule>> = {
 /** Every field passed on: the table of a server that implements the OpenAI API itself. */
 export const PASS_ALL: FieldTable = { fields: {}, others: 'pass' };
 
+const isEmpty = (value: unknown) => (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && value !== null && Object.keys(value).length === 0);
 const sameValue = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b);
 
 /**
@@ -85,7 +87,7 @@ export function applyFieldTable<T extends Record<string, unknown>>(table: FieldT
       const o = edit();
       delete o[field];
       o[rule.rename] = value;
-    } else if (rule.neutral?.some((n) => sameValue(n, value))) {
+    } else if (rule.neutral?.some((n) => sameValue(n, value)) || isEmpty(value)) {
       delete edit()[field];
     } else {
       throw refused(field, rule.refuse, adapterLabel, endpoint);
