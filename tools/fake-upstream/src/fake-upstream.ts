@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ChatChunkFormat, chatCompletionJson, type ChatUsage } from './chat-completions';
 import { openAIError } from './errors';
 import { InFlightRequest } from './in-flight-request';
-import { isObject, KnobError, readKnobs, type FakeKnobs } from './knobs';
+import { isObject, KnobError, readKnobs, type FakeKnobs, type KnobName } from './knobs';
 import { echoReply, readChatPrompt, readResponsesPrompt, roughTokens, splitText, type Prompt } from './prompt';
 import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './responses';
 import { embeddingsJson } from './embeddings';
@@ -20,6 +20,11 @@ export interface FakeUpstreamOptions {
   name?: string;
   /** Models listed by `GET /v1/models` and `GET /api/tags`; any model name is answered regardless. @defaultValue ['fake-model'] */
   models?: string[];
+  /**
+   * Knobs every inference request gets unless it sets its own (e.g. `{ reset_before_body: 1 }` for an
+   * upstream that always misbehaves, while its sibling behaves). @defaultValue {}
+   */
+  knobs?: Partial<Record<KnobName, number>>;
 }
 
 /** A running fake upstream. */
@@ -119,7 +124,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       flight.ticket.setModel(body.model, { method: 'POST', path: req.url ?? '/', headers: req.headers, body });
       let knobs: FakeKnobs;
       try {
-        knobs = readKnobs(req.headers, body);
+        knobs = readKnobs(req.headers, body, opts.knobs);
       } catch (err) {
         if (err instanceof KnobError) return sendError(res, 400, err.message, 'invalid_request_error', err.param);
         throw err;
