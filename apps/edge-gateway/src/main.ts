@@ -38,6 +38,7 @@ import { createApp } from './app';
 import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
 import { GatewayMetrics } from './http/gateway-metrics';
+import { flushLogs } from './flush-logs';
 import { applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
 
 
@@ -76,6 +77,8 @@ function validate(file: string): number {
 
 async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promise<number> {
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'edge-gateway' } });
+  // A stdout whose reader is gone must not crash the process nor keep it from exiting.
+  process.stdout.on('error', () => undefined);
   // `--redis` is also what `${REDIS_URL}` in the file expands to.
   const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
   const loaded = loadConfigFile(cmd.config, env);
@@ -209,6 +212,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       await Promise.allSettled([queue.close(), adapters.close(), demo?.close()]);
       redis?.disconnect();
       logger.info('stopped');
+      await flushLogs(logger);
       resolve(0);
     };
     process.once('SIGTERM', () => void stop('SIGTERM'));

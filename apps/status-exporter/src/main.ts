@@ -7,6 +7,7 @@ import { formatProblems, loadConfigFile, parseListenAddress } from '@iop/validat
 import pino from 'pino';
 import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
+import { flushLogs } from './flush-logs';
 
 async function main(): Promise<number> {
   let cmd: ExporterCommand;
@@ -21,6 +22,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'status-exporter' } });
+  // A stdout whose reader is gone must not crash the process nor keep it from exiting.
+  process.stdout.on('error', () => undefined);
   // As in the gateway, `--redis` is also what `${REDIS_URL}` in the file expands to.
   const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
   const loaded = loadConfigFile(cmd.config, env);
@@ -59,6 +62,7 @@ async function main(): Promise<number> {
       logger.info({ signal }, 'shutting down');
       await exporter.close();
       logger.info('stopped');
+      await flushLogs(logger);
       resolve(0);
     };
     process.on('SIGHUP', () => void exporter.reload());
