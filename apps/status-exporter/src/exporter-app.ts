@@ -1,7 +1,7 @@
 import type { ProviderCounts } from '@iop/dispatch';
 import { buildSnapshot, ResourceGauges, trackedProviderIds, type StatusSnapshot } from '@iop/status';
-import type { EdgeConfig } from '@iop/validate';
-import express, { type Express } from 'express';
+import { KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
@@ -62,6 +62,9 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
  *   `iop_edge_status_counts_up` (1 when the counts source answered this scrape);
  * - `GET /healthz`: `{"status":"ok"}` while the process serves;
  * - `GET /`: a self-contained HTML dashboard that polls `/status` every 2 s.
+ * With `status.api_keys` set, `/status`, `/metrics` and `/` need one of the keys (`Bearer`, or the
+ * password of HTTP Basic auth, which a browser asks for and then sends with the dashboard's own
+ * requests); `/healthz` stays open for probes (README "Security").
  */
 export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = snapshotSource(deps)): Express {
   const app = express();
@@ -74,19 +77,20 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/status', async (_req, res) => {
+  const auth = statusKeys(() => deps.config().status.api_keys);
+  app.get('/status', auth, async (_req, res) => {
     const { snapshot } = await source.read();
     res.setHeader('cache-control', 'no-store');
     res.json(snapshot);
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', auth, async (_req, res) => {
     const { snapshot, countsOk } = await source.read();
     gauges.update(snapshot);
     countsUp.set(countsOk ? 1 : 0);
     res.setHeader('cache-control', 'no-store');
     res.type(registry.contentType).send(await registry.metrics());
   });
-  app.get('/', (_req, res) => {
+  app.get('/', auth, (_req, res) => {
     res.setHeader('cache-control', 'no-store');
     res.setHeader('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
     res.type('html').send(DASHBOARD_HTML);
@@ -95,4 +99,23 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
     res.status(404).json({ error: { message: `${req.method} ${req.path} is not served here: try /status, /metrics, /healthz or /`, type: 'invalid_request_error', param: null, code: 'not_found' } });
   });
   return app;
+}
+
+/** The status keys gate (`status.api_keys`): open without keys; else 401 with a Basic challenge. Keys are read per request. */
+function statusKeys(apiKeys: () => readonly string[]): RequestHandler {
+  let keys = new KeySet([]);
+  return (req, res, next) => {
+    const configured = apiKeys();
+    if (configured !== keys.keys) keys = new KeySet(configured);
+    if (keys.open || keys.matches(presentedKey(req.headers.authorization))) return next();
+    res.setHeader('www-authenticate', 'Basic realm="iop-edge status", charset="UTF-8"');
+    res.status(401).json({
+      error: {
+        message: 'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    });
+  };
 }
