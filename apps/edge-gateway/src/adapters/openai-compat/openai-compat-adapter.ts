@@ -1,5 +1,5 @@
 import { redactUrl, type HttpAdapterConfig } from '@iop/validate';
-import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from '../adapter';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../adapter';
@@ -310,11 +310,10 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
 
 /** An error code fit for a client's eyes (`ECONNREFUSED`, `UND_ERR_SOCKET`): never the message, which may name a host. */
 function describe(err: unknown): string {
-  if (err instanceof undiciErrors.UndiciError || err instanceof Error) {
-    const cause = (err as Error & { cause?: { code?: string } }).cause;
-    return (err as { code?: string }).code ?? cause?.code ?? 'connection error';
-  }
-  return 'connection error';
+  // Duck-typed: errors of node's own modules are not `instanceof Error` in every realm (jest's vm).
+  const e = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; cause?: { code?: unknown }; errors?: Array<{ code?: unknown }> };
+  const code = [e.code, e.cause?.code, e.errors?.[0]?.code].find((c) => typeof c === 'string' && /^[A-Z][A-Z0-9_]*$/.test(c));
+  return (code as string | undefined) ?? 'connection error';
 }
 
 /** The error's whole account, for the log. */
