@@ -1,30 +1,25 @@
-/** What {@link flushLogs} needs of a pino logger. */
-interface Flushable {
-  flush(cb?: (err?: Error) => void): void;
-}
+import pino from 'pino';
 
 /** Longest {@link flushLogs} waits, in ms. */
 const FLUSH_TIMEOUT_MS = 1000;
+/** How often it looks whether the log stream is still writing, in ms. */
+const POLL_MS = 5;
+
+/** What pino's stdout stream (sonic-boom) shows of an asynchronous write in flight. */
+interface LogStream {
+  _writing?: boolean;
+}
 
 /**
- * Flushes the logger's buffered lines through the event loop before the process exits (README
+ * Lets the log stream finish the write it has in flight before the process exits (README
  * "Security": a process exits on SIGTERM whatever its stdout). When the reader of stdout is gone,
- * the failed write reports `EPIPE` here and pino stops writing; without this, pino's synchronous
- * flush at exit retries the lost lines on a broken pipe forever and the process never exits.
- * Resolves after the flush, its failure, or {@link FLUSH_TIMEOUT_MS}; never rejects.
+ * that write fails with `EPIPE` and pino stops writing for good; exiting while it is in flight
+ * instead leaves pino's synchronous flush at exit retrying the lost line on the broken pipe
+ * forever, and the process never exits.
+ * Resolves once nothing is in flight, or after {@link FLUSH_TIMEOUT_MS}; never rejects.
  */
-export function flushLogs(logger: Flushable): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, FLUSH_TIMEOUT_MS);
-    try {
-      logger.flush(() => {
-        clearTimeout(timer);
-        // Let the stream's own 'error' handler (pino: stop writing on EPIPE) run first.
-        setImmediate(resolve);
-      });
-    } catch {
-      clearTimeout(timer);
-      resolve();
-    }
-  });
+export async function flushLogs(logger: pino.Logger): Promise<void> {
+  const stream = (logger as unknown as Record<symbol, LogStream | undefined>)[pino.symbols.streamSym];
+  const deadline = Date.now() + FLUSH_TIMEOUT_MS;
+  while (stream?._writing === true && Date.now() < deadline) await new Promise((r) => setTimeout(r, POLL_MS));
 }
