@@ -5,7 +5,13 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { DispatchOutcome } from '../completion-dispatcher';
 import type { GatewayMetrics } from './gateway-metrics';
+import { truncateForMessage } from './body-gates';
 import { ensureTracing, flushOnClose, recordRequestSpans } from './tracing';
+
+/** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */
+export const MAX_LOGGED_CHARS = 256;
+/** A client-sent string as logged: at most {@link MAX_LOGGED_CHARS} characters, the rest counted. */
+const clip = (text: string) => truncateForMessage(text, MAX_LOGGED_CHARS);
 
 /** A client's `x-request-id` is kept when it is a plain token; otherwise the gateway makes one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -39,9 +45,9 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
         {
           request_id: requestId,
           method: req.method,
-          path: req.path,
+          path: clip(req.path),
           status,
-          model: res.locals.model,
+          model: typeof res.locals.model === 'string' ? clip(res.locals.model) : undefined,
           route: outcome?.routeKind,
           node: outcome?.nodeId,
           resource: outcome?.resourceId,
