@@ -20,11 +20,16 @@ export type PathSegments = ReadonlyArray<string | number>;
 
 /** Renders `['nodes', 0, 'providers', 1]` as `nodes[0].providers[1]`. */
 export function formatPath(segments: PathSegments): string {
-  return segments.reduce<string>(
-    (path, segment) => (typeof segment === 'number' ? `${path}[${segment}]` : path ? `${path}.${segment}` : segment),
-    '',
-  );
+  return segments.reduce<string>((path, segment) => {
+    if (typeof segment === 'number') return `${path}[${segment}]`;
+    // A key that is not a plain name (empty, with dots, brackets or spaces) is quoted, so every problem names a path.
+    if (!PLAIN_KEY.test(segment)) return `${path}[${JSON.stringify(segment)}]`;
+    return path ? `${path}.${segment}` : segment;
+  }, '');
 }
+
+/** Keys written as `.key` in a path; any other key is written `["key"]`. */
+const PLAIN_KEY = /^[A-Za-z0-9_$-]+$/;
 
 /** Inverse of {@link formatPath} for the plain keys a config uses. */
 export function parsePath(path: string): PathSegments {

@@ -97,3 +97,21 @@ describe('the hardening settings and their defaults', () => {
     expect(result.ok).toBe(true);
   });
 });
+
+describe('YAML aliases (found by the config fuzz)', () => {
+  it('a cycle is a problem at the alias, not a stack overflow', () => {
+    expect(problemsOf(parseConfigText('version: 1\nnodes: &n\n  - id: x\n    adapters: *n\n', {}))).toEqual([
+      expect.objectContaining({ path: 'nodes[0].adapters', line: 4, message: expect.stringContaining('cycle') }),
+    ]);
+    expect(problemsOf(parseConfigText('&a [*a]', {}))[0].message).toContain('cycle');
+  });
+
+  it('an alias bomb is refused, not expanded', () => {
+    const levels = ['a: &a [x,x,x,x,x,x,x,x,x,x]', ...'bcde'.split('').map((name, i) => `${name}: &${name} [${Array(10).fill(`*${'abcd'[i]}`).join(',')}]`)];
+    expect(problemsOf(parseConfigText(`${levels.join('\n')}\n`, {}))[0].message).toMatch(/alias count/);
+  });
+
+  it('an unknown key that is not a plain name is named quoted', () => {
+    expect(problemsOf(parseConfigText(file('"": 1\n"a b": 2'), {})).map((p) => p.path)).toEqual(['[""]', '["a b"]']);
+  });
+});

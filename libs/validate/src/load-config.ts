@@ -39,13 +39,32 @@ export function parseConfigText(text: string, env: Record<string, string | undef
   if (doc.contents === null) {
     return fail([{ path: '', line: 1, column: 1, message: `${sourceName} is empty`, fix: 'start the file with "version: 1" and declare at least one node under "nodes".' }]);
   }
-  const { value, problems: unset, secrets } = interpolateEnv(doc.toJS(), env);
+  // Aliases: a bomb (one alias expanding into millions of nodes) makes the YAML library refuse;
+  // a cycle (`&a [*a]`) is refused below. Neither reaches the schema.
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    return fail([{ path: '', line: 1, column: 1, message: `YAML syntax error: ${(error as Error).message}`, fix: 'write the values out instead of expanding aliases (*name) that many times.' }]);
+  }
+  const cycle = findCycle(data);
+  if (cycle) {
+    return fail([{ path: formatPath(cycle), ...at(cycle), message: 'a YAML alias here refers to a node that contains it (a cycle)', fix: 'replace the alias (*name) with the values it should hold.' }]);
+  }
+  const { value, problems: unset, secrets } = interpolateEnv(data, env);
   const problems: ConfigProblem[] = unset.map((p) => ({ path: formatPath(p.segments), ...at(p.segments), message: p.message, fix: p.fix }));
   const secret = (p: ConfigProblem): ConfigProblem => ({ ...p, message: scrub(p.message, secrets), fix: scrub(p.fix, secrets) });
   const parsed = edgeConfigSchema.safeParse(value, { error: () => DEFAULT_MESSAGE });
   if (!parsed.success) {
     for (const p of describeIssues(parsed.error.issues, edgeConfigSchema, value)) {
-      problems.push({ path: formatPath(p.segments), ...at(p.segments, p.at), message: p.message, fix: p.fix });
+      // The whole document of the wrong type: say so, rather than an empty path.
+      const whole = p.segments.length === 0;
+      problems.push({
+        path: formatPath(p.segments),
+        ...at(p.segments, p.at),
+        message: whole ? `the top level of ${sourceName} must be a map of settings; ${p.message}` : p.message,
+        fix: whole ? 'start the file with "version: 1" and declare at least one node under "nodes".' : p.fix,
+      });
     }
     return fail(problems.map(secret));
   }
@@ -68,6 +87,26 @@ export function loadConfigFile(file: string, env: Record<string, string | undefi
     return fail([{ path: '', line: 1, column: 1, message: `cannot read ${file} (${code})`, fix: 'check the path and that the file exists and is readable.' }]);
   }
   return parseConfigText(text, env, file);
+}
+
+/** Most alias expansions a file may use (the YAML library's guard against alias bombs). */
+const MAX_ALIAS_COUNT = 100;
+
+/**
+ * The path to the first value that contains itself (a YAML alias to one of its own ancestors), or
+ * `undefined`. Iterative, so any depth is safe.
+ */
+function findCycle(root: unknown): PathSegments | undefined {
+  const stack: Array<{ value: unknown; path: PathSegments; ancestors: ReadonlySet<object> }> = [{ value: root, path: [], ancestors: new Set() }];
+  while (stack.length > 0) {
+    const { value, path, ancestors } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (ancestors.has(value)) return path;
+    const inner = new Set(ancestors).add(value);
+    const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    for (const [key, child] of entries) stack.push({ value: child, path: [...path, key], ancestors: inner });
+  }
+  return undefined;
 }
 
 function fail(problems: ConfigProblem[]): LoadResult {
