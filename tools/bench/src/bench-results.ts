@@ -3,6 +3,7 @@ import type { TargetId } from './bench-targets';
 import type { LoadPoint } from './closed-loop-load';
 import type { ProfileSummary } from './cpu-profile';
 import type { OpenStreamsResult } from './open-streams-probe';
+import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
 
 /** The knobs of one benchmark run (`--quick` and the flags of `main.ts`). */
@@ -23,7 +24,9 @@ export interface BenchOptions {
   /** Streams held open at once for the RSS scenario. */
   openStreams: number;
   targets: TargetId[];
-  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission'>;
+  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission' | 'redis-cost'>;
+  /** Requests, connections and idle window of the Redis-cost scenario. */
+  redisCost: RedisCostOptions;
   /** `auto`: profile the memory backend when its c=1 target is missed. */
   profile: 'auto' | 'always' | 'never';
   /** Seconds of load while profiling. */
@@ -144,6 +147,8 @@ export interface BenchResults {
   rss: RssRow[];
   /** ProviderQueue admission cost in process (issue 3 "Measure"). */
   admission: AdmissionRow[];
+  /** Redis commands and Redis CPU per pooled request, and of an idle replica (issue "fleet mode"). */
+  redisCost?: RedisCostResults;
   checks: TargetCheck[];
   profile?: { reason: string; concurrency: number; seconds: number; summary?: ProfileSummary; error?: string };
 }

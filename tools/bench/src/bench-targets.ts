@@ -18,8 +18,8 @@ export const TARGET_LABELS: Record<TargetId, string> = {
   memory: 'iop-edge, memory backend',
   'memory-info': 'iop-edge, memory backend, LOG_LEVEL=info',
   'memory-semi4': 'iop-edge, memory backend, node --max-semi-space-size=4 (README recommendation)',
-  'bullmq-1': 'iop-edge, BullMQ backend, 1 replica',
-  'bullmq-3': 'iop-edge, BullMQ backend, 3 replicas',
+  'bullmq-1': 'iop-edge, Redis backend, 1 replica',
+  'bullmq-3': 'iop-edge, Redis backend, 3 replicas',
   portkey: 'Portkey gateway (npm)',
 };
 
@@ -83,6 +83,10 @@ export interface LaunchOptions {
   nodeArgs?: string[];
   /** A name suffix so a fresh copy of a target (for RSS or a profile) is told apart in errors. */
   tag?: string;
+  /** Redis backend: this redis-server instead of the one the throughput targets share. */
+  redisUrl?: string;
+  /** The pool provider's `max_concurrency` (default `BENCH_MAX_CONCURRENCY`: nothing waits). */
+  maxConcurrency?: number;
 }
 
 /**
@@ -133,7 +137,7 @@ export class TargetLauncher {
       }
       case 'bullmq-1':
       case 'bullmq-3': {
-        const redisUrl = await this.redis();
+        const redisUrl = opts.redisUrl ?? (await this.redis());
         const prefix = `iop-bench-${++this.bullmqGroups}`;
         const replicas: ServiceProcess[] = [];
         for (let i = 0; i < (id === 'bullmq-3' ? 3 : 1); i++) {
@@ -174,7 +178,15 @@ export class TargetLauncher {
     opts: LaunchOptions,
   ): Promise<ServiceProcess> {
     const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
-    writeFileSync(file, benchGatewayYaml({ upstreamUrl: this.upstreamUrl, backend: queue.backend, prefix: 'prefix' in queue ? queue.prefix : undefined }));
+    writeFileSync(
+      file,
+      benchGatewayYaml({
+        upstreamUrl: this.upstreamUrl,
+        backend: queue.backend,
+        prefix: 'prefix' in queue ? queue.prefix : undefined,
+        maxConcurrency: opts.maxConcurrency,
+      }),
+    );
     const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];
     return this.services.start({
       name: `gateway ${name}`,
@@ -186,18 +198,29 @@ export class TargetLauncher {
     });
   }
 
-  /** One redis-server for every BullMQ target (each group has its own key prefix), no persistence. */
+  /** One redis-server for every Redis-backend target (each group has its own key prefix), no persistence. */
   redis(): Promise<string> {
-    this.redisUrl ??= (async () => {
-      const port = await freePort();
-      await this.services.start({
-        name: 'redis-server',
-        command: 'redis-server',
-        args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-        ready: /Ready to accept connections/,
-      });
-      return `redis://127.0.0.1:${port}`;
-    })();
+    this.redisUrl ??= this.startRedis('redis-server').then((r) => r.url);
     return this.redisUrl;
+  }
+
+  /**
+   * A redis-server of its own (no persistence), e.g. one whose counters and CPU only one scenario
+   * touches; stop it with `stopService`. It is one of the bench's services, so every exit path stops it.
+   */
+  async startRedis(name: string): Promise<{ url: string; process: ServiceProcess }> {
+    const port = await freePort();
+    const process = await this.services.start({
+      name,
+      command: 'redis-server',
+      args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      ready: /Ready to accept connections/,
+    });
+    return { url: `redis://127.0.0.1:${port}`, process };
+  }
+
+  /** Stops one process started through this launcher (e.g. a Redis of `startRedis`). */
+  async stopService(service: ServiceProcess): Promise<void> {
+    await this.services.stop(service);
   }
 }

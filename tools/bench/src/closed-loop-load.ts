@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { Agent, request } from 'undici';
 import { littleMeanMs, mean, percentile } from './stats';
 
 /** One bounded closed-loop load: `connections` keep one request each in flight for `durationS`. */
@@ -57,5 +58,64 @@ export async function runLoad(spec: LoadSpec): Promise<LoadPoint> {
     p99Ms: percentile(times, 99),
     ok: result['2xx'],
     failures: result.errors + result.timeouts + result.non2xx,
+  };
+}
+
+/** A fixed number of requests instead of a fixed time (the Redis-cost scenario counts per request). */
+export interface FixedLoadSpec extends Omit<LoadSpec, 'durationS'> {
+  /** Requests to send in all. */
+  amount: number;
+}
+
+/** What a fixed-amount load measured: `LoadPoint` and the wall time from the first request to the last answer. */
+export interface FixedLoadPoint extends LoadPoint {
+  seconds: number;
+}
+
+/**
+ * Sends exactly `amount` requests over `connections` closed-loop keep-alive connections (connection i
+ * to `urls[i % urls.length]`) and resolves when the last one was answered. An undici loop rather than
+ * autocannon: autocannon notices the end of an `amount` run only at its next 1 s tick, which would add
+ * up to a second of idle time to a window that should hold the requests alone.
+ */
+export async function runFixedLoad(spec: FixedLoadSpec): Promise<FixedLoadPoint> {
+  const agent = new Agent({ connections: spec.connections, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', authorization: 'Bearer bench', ...spec.headers };
+  const times: number[] = [];
+  let sent = 0;
+  let failures = 0;
+  const startedAt = performance.now();
+  try {
+    await Promise.all(
+      Array.from({ length: Math.min(spec.connections, spec.amount) }, async (_, i) => {
+        const url = spec.urls[i % spec.urls.length];
+        while (sent < spec.amount) {
+          sent++;
+          const t0 = performance.now();
+          try {
+            const res = await request(url, { method: 'POST', dispatcher: agent, headers, body: spec.body });
+            await res.body.text();
+            if (res.statusCode >= 200 && res.statusCode < 300) times.push(performance.now() - t0);
+            else failures++;
+          } catch {
+            failures++;
+          }
+        }
+      }),
+    );
+  } finally {
+    await agent.close();
+  }
+  const seconds = (performance.now() - startedAt) / 1000;
+  const rps = times.length / seconds;
+  return {
+    rps,
+    meanMs: littleMeanMs(spec.connections, rps),
+    sampleMeanMs: mean(times),
+    p50Ms: percentile(times, 50),
+    p99Ms: percentile(times, 99),
+    ok: times.length,
+    failures,
+    seconds,
   };
 }

@@ -16,6 +16,11 @@ export interface BenchGatewayConfig {
   backend: 'memory' | 'redis';
   /** Redis key prefix, so gateway groups on one redis-server do not share queues. @defaultValue 'iop-bench' */
   prefix?: string;
+  /**
+   * The provider's `max_concurrency`: small for the contended Redis-cost run, where most requests
+   * queue. @defaultValue BENCH_MAX_CONCURRENCY
+   */
+  maxConcurrency?: number;
 }
 
 /**
@@ -37,6 +42,6 @@ nodes:
     adapters:
       - { id: upstream, type: openai_compat, base_url: ${JSON.stringify(cfg.upstreamUrl)} }
     providers:
-      - { id: bench-pool, category: openai_compat, adapter: upstream, models: [${BENCH_MODEL}], max_concurrency: ${BENCH_MAX_CONCURRENCY} }
+      - { id: bench-pool, category: openai_compat, adapter: upstream, models: [${BENCH_MODEL}], max_concurrency: ${cfg.maxConcurrency ?? BENCH_MAX_CONCURRENCY} }
 `;
 }

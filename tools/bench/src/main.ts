@@ -2,9 +2,10 @@
  * `npm run bench`: the gateway's cost per request, measured side by side on this machine (issue 6).
  *
  * Starts one fake upstream, the gateway with the memory backend (also with info logging), with
- * the BullMQ backend (1 and 3 replicas on a private redis-server) and Portkey's gateway, each its
+ * the Redis backend (1 and 3 replicas on a private redis-server) and Portkey's gateway, each its
  * own process on loopback; runs the scenarios (non-streaming throughput, streaming, memory at many
- * open streams), profiles the gateway when its c=1 target is missed, and writes
+ * open streams, admission in process, Redis commands and CPU per request), profiles the gateway
+ * when its c=1 target is missed, and writes
  * `tools/bench/results/latest.md` and `latest.json`. The markdown goes to stdout, progress to stderr.
  *
  * The npm script builds the gateway, the fake upstream and this tool first; run directly as
@@ -20,6 +21,7 @@ import { runAdmission } from './admission-probe';
 import type { BenchOptions, BenchResults, TargetStatus } from './bench-results';
 import { firstExisting, TARGET_IDS, TARGET_LABELS, TargetLauncher, type BenchPaths, type BenchTarget, type TargetId } from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
+import { runRedisCost } from './redis-cost';
 import { CHAT_BODY, runProfile, runRss, runStreaming, runThroughput, streamRequest, warmUp } from './scenarios';
 import { ServiceSet } from './service-process';
 import { probeStream } from './stream-probe';
@@ -33,13 +35,17 @@ const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/bench/mai
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,rss,admission (default all)
+  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost (default all); e.g. --scenarios redis-cost runs that one alone
+                        (targets are launched only for throughput and streaming)
+  --cost-requests N     redis-cost: pooled requests per measured round (default 2000; --quick 500)
+  --cost-concurrency LIST  redis-cost: connections of the uncontended runs, one run each (default 1,16)
+  --idle-seconds S      redis-cost: seconds an idle replica set is counted (default 5; --quick 2)
   --profile MODE        auto (when the memory backend misses its c=1 target) | always | never (default auto)
   --out DIR             where latest.md/latest.json go (default tools/bench/results)
   --gateway-main FILE   a built gateway other than dist/apps/edge-gateway/main.js
   --upstream-main FILE  a built fake upstream other than dist/tools/fake-upstream/main.js`;
 
-const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission'] as const;
+const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission', 'redis-cost'] as const;
 
 /** Targets whose memory is measured at many open streams (fresh processes each). */
 const RSS_TARGETS: readonly TargetId[] = ['memory', 'memory-semi4', 'bullmq-1', 'portkey'];
@@ -67,6 +73,9 @@ function parseCommandLine(argv: string[]): CommandLine {
       streams: { type: 'string' },
       'chunk-gap-ms': { type: 'string' },
       'open-streams': { type: 'string' },
+      'cost-requests': { type: 'string' },
+      'cost-concurrency': { type: 'string' },
+      'idle-seconds': { type: 'string' },
       targets: { type: 'string' },
       scenarios: { type: 'string' },
       profile: { type: 'string', default: 'auto' },
@@ -97,9 +106,10 @@ function parseCommandLine(argv: string[]): CommandLine {
   const profile = values.profile;
   if (profile !== 'auto' && profile !== 'always' && profile !== 'never') throw new Error(`--profile must be auto, always or never, got ${profile}`);
   const targets = list(values.targets, TARGET_IDS, 'targets');
+  const rounds = int(values.rounds, quick ? 1 : 3, 'rounds');
   const options: BenchOptions = {
     quick,
-    rounds: int(values.rounds, quick ? 1 : 3, 'rounds'),
+    rounds,
     seconds: int(values.seconds, quick ? 2 : 4, 'seconds'),
     warmupSeconds: quick ? 1 : 2,
     concurrency: values.concurrency ? values.concurrency.split(',').map((c) => int(c, 1, 'concurrency')) : [1, 16, 64],
@@ -112,6 +122,15 @@ function parseCommandLine(argv: string[]): CommandLine {
     scenarios: list(values.scenarios, SCENARIOS, 'scenarios'),
     profile,
     profileSeconds: quick ? 4 : 8,
+    redisCost: {
+      requests: int(values['cost-requests'], quick ? 500 : 2000, 'cost-requests'),
+      concurrency: values['cost-concurrency'] ? values['cost-concurrency'].split(',').map((c) => int(c, 1, 'cost-concurrency')) : [1, 16],
+      contendedConcurrency: 64,
+      contendedMaxConcurrency: 4,
+      idleSeconds: int(values['idle-seconds'], quick ? 2 : 5, 'idle-seconds'),
+      rounds,
+      warmupRequests: quick ? 500 : 4000,
+    },
   };
   return { options, out: values.out, gatewayMain: values['gateway-main'], upstreamMain: values['upstream-main'] };
 }
@@ -201,7 +220,9 @@ async function main(): Promise<number> {
 
     const statuses: TargetStatus[] = [];
     const targets: BenchTarget[] = [];
-    for (const id of opts.targets) {
+    // Only throughput and streaming load the long-running targets; the other scenarios start their own processes.
+    const needTargets = opts.scenarios.includes('throughput') || opts.scenarios.includes('streaming');
+    for (const id of needTargets ? opts.targets : []) {
       let target: BenchTarget | undefined;
       try {
         target = await launcher.launch(id);
@@ -214,7 +235,7 @@ async function main(): Promise<number> {
           note:
             id === 'bullmq-3'
               ? 'no load balancer: autocannon spreads its connections round-robin over the 3 replica ports (connection i → replica i mod 3; ' +
-                'at c=1 every request enters through replica 1 while any replica\'s worker may grant the lease), streams alternate over the replicas'
+                'at c=1 every request enters through replica 1, which takes and holds the lease itself), streams alternate over the replicas'
               : id === 'portkey'
                 ? 'x-portkey-provider: openai, x-portkey-custom-host: the upstream; stream knobs forwarded as headers'
                 : undefined,
@@ -262,12 +283,20 @@ async function main(): Promise<number> {
     for (const target of targets) await launcher.shutdown(target);
     if (opts.scenarios.includes('rss')) {
       log(`rss: ${opts.openStreams} open streams per fresh target`);
-      const ran = new Set(targets.map((t) => t.id));
+      const ran = new Set(needTargets ? targets.map((t) => t.id) : opts.targets);
       results.rss = await runRss(RSS_TARGETS.filter((id) => ran.has(id)), launcher, opts, log);
     }
     if (opts.scenarios.includes('admission')) {
       log('admission: acquireLease + release in process, memory vs BullMQ (1 and 3 replicas)');
       results.admission = await runAdmission({ rounds: opts.rounds, seconds: opts.seconds, cycles: opts.quick ? 500 : 2000 }, () => launcher.redis(), log);
+    }
+    if (opts.scenarios.includes('redis-cost')) {
+      const c = opts.redisCost;
+      log(
+        `redis-cost: own redis-server; ${c.rounds} round(s) × ${c.requests} pooled requests at c=${c.concurrency.join(',')} (1 and 3 replicas), ` +
+          `idle ${c.idleSeconds} s, contended max_concurrency ${c.contendedMaxConcurrency} at c=${c.contendedConcurrency}`,
+      );
+      results.redisCost = await runRedisCost(launcher, c, log);
     }
     results.checks = evaluateTargets(results);
 

@@ -1,6 +1,7 @@
 import type { BenchResults, RssRow, StreamingRow, TargetCheck, ThroughputRow } from './bench-results';
 import type { TargetId } from './bench-targets';
 import type { ProfileSummary } from './cpu-profile';
+import type { RedisCostResults, RedisCostRun } from './redis-cost';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
 /** Limits of the issue's targets. */
@@ -15,6 +16,12 @@ export const LIMITS = {
   streamReadsPerChunk: 0.98,
   bullmqP50OverMemoryMs: 1.5,
   rssAtOpenStreamsBytes: 150 * 1024 * 1024,
+  /** Redis commands per pooled request, scripts' inner commands counted (issue "fleet mode"). */
+  redisCommandsPerRequest: 25,
+  /** Redis CPU per pooled request, ms. */
+  redisCpuMsPerRequest: 0.15,
+  /** Commands per second of one replica without traffic. */
+  idleReplicaCommandsPerS: 20,
 } as const;
 
 const MiB = 1024 * 1024;
@@ -93,7 +100,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
     const p50Over = bull && memC1 ? spread(pairedDifferences(bull.rounds.map((p) => p.p50Ms), memC1.rounds.map((p) => p.p50Ms))) : undefined;
     const skipped = results.targets.find((t) => t.id === id && t.status === 'skipped');
     checks.push({
-      goal: `BullMQ pooled (${id === 'bullmq-1' ? '1 replica' : '3 replicas'}): p50 ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms (c=1)`,
+      goal: `Redis backend, pooled (${id === 'bullmq-1' ? '1 replica' : '3 replicas'}): p50 ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms (c=1)`,
       measured: p50Over?.n ? `${fmtSpread(p50Over, 3, true)} ms` : skipped ? `skipped: ${skipped.reason}` : 'not measured',
       met: p50Over?.n ? p50Over.median <= LIMITS.bullmqP50OverMemoryMs : null,
     });
@@ -101,7 +108,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
 
   const bullmqAdmission = results.admission.find((r) => r.backend === 'bullmq-1');
   checks.push({
-    goal: `BullMQ admission (acquireLease + release, idle pool, 1 replica): median ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms`,
+    goal: `Redis backend admission (acquireLease + release, idle pool, 1 replica): median ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms`,
     measured: bullmqAdmission?.idleMedianOverMemoryMs?.n ? `${fmtSpread(bullmqAdmission.idleMedianOverMemoryMs, 3, true)} ms` : 'not measured',
     met: bullmqAdmission?.idleMedianOverMemoryMs?.n ? bullmqAdmission.idleMedianOverMemoryMs.median <= LIMITS.bullmqP50OverMemoryMs : null,
   });
@@ -121,7 +128,35 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
       met: peak !== undefined ? peak <= LIMITS.rssAtOpenStreamsBytes && allOpen : null,
     });
   }
+  checks.push(...redisCostChecks(results.redisCost));
   return checks;
+}
+
+/** The fleet-mode targets: Redis commands and CPU per pooled request, commands of an idle replica. */
+export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck[] {
+  const pooled = (cost?.runs ?? []).filter((r) => r.variant === 'pooled' && r.commandsPerRequest.n > 0);
+  const per = (pick: (r: RedisCostRun) => string) => pooled.map((r) => `×${r.replicas} c=${r.concurrency}: ${pick(r)}`).join('; ');
+  const notMeasured = cost?.error ? `failed: ${cost.error}` : 'not measured';
+  const idle = (cost?.idle ?? []).filter((r) => Number.isFinite(r.perReplicaPerS));
+  return [
+    {
+      goal: `Redis backend: ≤ ${LIMITS.redisCommandsPerRequest} Redis commands per pooled request (INFO commandstats, scripts' inner commands counted; 1 and 3 replicas)`,
+      measured: pooled.length ? per((r) => fmtSpread(r.commandsPerRequest, 2)) : notMeasured,
+      met: pooled.length ? pooled.every((r) => r.commandsPerRequest.median <= LIMITS.redisCommandsPerRequest) : null,
+    },
+    {
+      goal: `Redis backend: ≤ ${LIMITS.redisCpuMsPerRequest} ms of Redis CPU per pooled request (used_cpu_sys + used_cpu_user)`,
+      measured: pooled.length ? per((r) => `${fmtSpread(r.cpuMsPerRequest, 4)} ms`) : notMeasured,
+      met: pooled.length ? pooled.every((r) => r.cpuMsPerRequest.median <= LIMITS.redisCpuMsPerRequest) : null,
+    },
+    {
+      goal: `Redis backend: an idle replica ≤ ${LIMITS.idleReplicaCommandsPerS} Redis commands/s`,
+      measured: idle.length
+        ? idle.map((r) => `${r.perReplicaPerS.toFixed(1)}/s per replica with ${r.replicas} replica${r.replicas === 1 ? '' : 's'} up`).join('; ')
+        : notMeasured,
+      met: idle.length ? idle.every((r) => r.perReplicaPerS <= LIMITS.idleReplicaCommandsPerS) : null,
+    },
+  ];
 }
 
 const TARGET_SHORT: Record<TargetId, string> = {
@@ -129,8 +164,8 @@ const TARGET_SHORT: Record<TargetId, string> = {
   memory: 'memory backend',
   'memory-info': 'memory, info logs',
   'memory-semi4': 'memory backend, --max-semi-space-size=4',
-  'bullmq-1': 'BullMQ, 1 replica',
-  'bullmq-3': 'BullMQ, 3 replicas',
+  'bullmq-1': 'Redis backend, 1 replica',
+  'bullmq-3': 'Redis backend, 3 replicas',
   portkey: 'Portkey',
 };
 
@@ -196,6 +231,119 @@ export function rssTable(rows: RssRow[], streams: number): string {
   );
 }
 
+/** Throughput ratios per concurrency, paired per round: the Redis backend against memory, itself and Portkey. */
+export function throughputRatioTable(rows: ThroughputRow[]): string | undefined {
+  const pairs: Array<[TargetId, TargetId, string]> = [
+    ['bullmq-1', 'memory', 'Redis ×1 / memory'],
+    ['bullmq-3', 'memory', 'Redis ×3 / memory'],
+    ['bullmq-3', 'bullmq-1', 'Redis ×3 / Redis ×1'],
+    ['bullmq-1', 'portkey', 'Redis ×1 / Portkey'],
+    ['bullmq-3', 'portkey', 'Redis ×3 / Portkey'],
+    ['memory', 'portkey', 'memory / Portkey'],
+  ];
+  const find = (target: TargetId, c: number) => rows.find((r) => r.target === target && r.concurrency === c);
+  const concurrencies = [...new Set(rows.map((r) => r.concurrency))];
+  const present = pairs.filter(([a, b]) => concurrencies.some((c) => find(a, c) && find(b, c)));
+  if (present.length === 0) return undefined;
+  return table(
+    ['c', ...present.map(([, , label]) => label)],
+    concurrencies.map((c) => [
+      String(c),
+      ...present.map(([a, b]) => {
+        const ra = find(a, c);
+        const rb = find(b, c);
+        return ra && rb ? `${fmtSpread(spread(pairedRatios(ra.rounds.map((p) => p.rps), rb.rounds.map((p) => p.rps))), 2)}×` : '—';
+      }),
+    ]),
+  );
+}
+
+const runName = (r: Pick<RedisCostRun, 'variant' | 'replicas' | 'concurrency'>) => `${r.variant} ×${r.replicas} c=${r.concurrency}`;
+
+/** The Redis-cost section: per-request figures of every run, the breakdown by command, the idle replicas. */
+export function redisCostSection(cost: RedisCostResults): string {
+  const out: string[] = [];
+  const o = cost.options;
+  out.push(
+    `Redis ${cost.redisVersion} of its own (no persistence); the gateway with the Redis backend on it in front of the fake upstream. ` +
+      `Per replica set: ${o.warmupRequests} warm-up requests, ${o.idleSeconds} s without traffic, then ${o.rounds} round(s) of ${o.requests} pooled ` +
+      `non-streamed Chat Completions; \`INFO commandstats\` and \`INFO cpu\` read around each window (the reader's own INFO calls left out). ` +
+      `pooled: max_concurrency 2000 at c=${o.concurrency.join(', ')} (nothing waits); contended: a fresh set with max_concurrency ${o.contendedMaxConcurrency} ` +
+      `at c=${o.contendedConcurrency} (most requests queue). Connections round-robin over the replicas. ` +
+      `Load average ${cost.loadAvg[0].toFixed(2)} when this section started, ${cost.loadAvg[1].toFixed(2)} when it ended.`,
+  );
+  if (cost.error) out.push('', `failed: ${cost.error}`);
+  if (cost.runs.length) {
+    out.push('');
+    out.push(
+      table(
+        ['run', 'max_concurrency', 'req/s', 'commands/request', 'net of idle background', 'Redis CPU ms/request', 'net of idle', 'queued', 'commands/queued request', 'errors'],
+        cost.runs.map((r) =>
+          r.error
+            ? [runName(r), String(r.maxConcurrency), `failed: ${r.error}`, '—', '—', '—', '—', '—', '—', '—']
+            : [
+                runName(r),
+                String(r.maxConcurrency),
+                fmtSpread(r.rps, 0),
+                fmtSpread(r.commandsPerRequest, 2),
+                fmtSpread(r.netCommandsPerRequest, 2),
+                fmtSpread(r.cpuMsPerRequest, 4),
+                fmtSpread(r.netCpuMsPerRequest, 4),
+                r.queuedShare ? `${fmtSpread({ ...r.queuedShare, median: r.queuedShare.median * 100, min: r.queuedShare.min * 100, max: r.queuedShare.max * 100 }, 0)}%` : '—',
+                r.commandsPerQueuedRequest ? fmtSpread(r.commandsPerQueuedRequest, 1) : '—',
+                String(r.failures),
+              ],
+        ),
+      ),
+    );
+    out.push('');
+    out.push(
+      'net: less the idle rate of the same replica set (liveness, sweep, health probes, Redis\'s own cron) over the round\'s seconds. ' +
+        'queued: requests granted by a hand-off (one PUBLISH each). commands/queued request: the pooled net cost plus the extra commands of the contended round spread over its queued requests.',
+    );
+    const runs = cost.runs.filter((r) => r.breakdown.length);
+    const commands = [...new Set(runs.flatMap((r) => r.breakdown.map((b) => b.command)))];
+    const order = (cmd: string) => -(runs[0]?.breakdown.find((b) => b.command === cmd)?.perRequest ?? 0);
+    commands.sort((a, b) => (a === 'evalsha' ? -1 : b === 'evalsha' ? 1 : order(a) - order(b) || a.localeCompare(b)));
+    if (commands.length) {
+      out.push('');
+      out.push(
+        table(
+          ['command', ...runs.map((r) => `${runName(r)}: calls/request (µs/request)`)],
+          commands.map((cmd) => [
+            `\`${cmd}\``,
+            ...runs.map((r) => {
+              const b = r.breakdown.find((x) => x.command === cmd);
+              return b ? `${b.perRequest.toFixed(3)} (${b.usecPerRequest.toFixed(2)})` : '—';
+            }),
+          ]),
+        ),
+      );
+      out.push('');
+      out.push(
+        'Every command Redis executed in the measured windows, over all rounds, divided by the requests. `evalsha` is the scripts themselves ' +
+          '(admit, release, renew, poll); the other rows are mostly the commands the scripts ran. µs as Redis accounts them: ' +
+          "`evalsha`'s include its inner commands', so the column does not add up; Redis CPU above also covers reading, parsing and replying.",
+      );
+    }
+  }
+  if (cost.idle.length) {
+    out.push('');
+    out.push(
+      table(
+        ['idle replica set', 'commands/s per replica', 'by command (per replica, /s)', 'Redis CPU ms/s (whole set + cron)'],
+        cost.idle.map((r) => [
+          `${r.replicas} replica${r.replicas === 1 ? '' : 's'}, ${r.seconds.toFixed(1)} s`,
+          r.perReplicaPerS.toFixed(1),
+          r.breakdown.map((b) => `${b.command} ${b.perReplicaPerS.toFixed(1)}`).join(', '),
+          r.cpuMsPerS.toFixed(2),
+        ]),
+      ),
+    );
+  }
+  return out.join('\n');
+}
+
 const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
 
 /** Hot spots of a profile: categories, then the gateway's own functions by self and total time. */
@@ -250,6 +398,13 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('## Non-streaming Chat Completions');
     out.push('');
     out.push(throughputTable(results.throughput));
+    const ratios = throughputRatioTable(results.throughput);
+    if (ratios) {
+      out.push('');
+      out.push('Throughput ratios (req/s, paired per round; median (min…max)):');
+      out.push('');
+      out.push(ratios);
+    }
     out.push('');
     out.push(
       'mean = 1000 · c / (req/s) by Little\'s law (client time between requests included); p50/p99 from per-request times at sub-ms precision.',
@@ -289,7 +444,13 @@ export function renderMarkdown(results: BenchResults): string {
       ),
     );
     out.push('');
-    out.push('`acquireLease` + `release` called directly on the queue (no HTTP), rounds interleaved; BullMQ on its own redis-server, 3 replicas = 3 queue instances in one process sharing a prefix.');
+    out.push('`acquireLease` + `release` called directly on the queue (no HTTP), rounds interleaved; the Redis backend on its own redis-server, 3 replicas = 3 queue instances in one process sharing a prefix.');
+  }
+  if (results.redisCost) {
+    out.push('');
+    out.push('## Redis cost of the Redis backend (commands and Redis CPU per request, idle replicas)');
+    out.push('');
+    out.push(redisCostSection(results.redisCost));
   }
   if (results.profile) {
     out.push('');
