@@ -3,6 +3,7 @@ import { scanKeys, startRedis, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream } from '@iop/fake-upstream';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { parseConfigText } from '@iop/validate';
 import { Redis } from 'ioredis';
 import { EXPORTER_MAIN, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from '../testing/exporter-fixtures';
@@ -175,6 +176,9 @@ async function startMeter(target: string, limits: Record<string, { provider: str
   };
 }
 
+/** The CLI model shipped in the repository (`examples/cli/echo-llm.mjs`). */
+const ECHO_LLM = path.resolve(__dirname, '../../../../examples/cli/echo-llm.mjs');
+
 const chaosYaml = () => `
 version: 1
 gateway: { request_timeout_ms: 20000 }
@@ -184,7 +188,7 @@ nodes:
   - id: n
     adapters:
       - { id: up, type: openai_compat, base_url: "\${UPSTREAM}" }
-      - { id: echo, type: cli, command: ["node", ${JSON.stringify(require.resolve('../../../../examples/cli/echo-llm.mjs'))}], env: { ECHO_LLM_CHUNK_MS: "5" } }
+      - { id: echo, type: cli, command: ["node", ${JSON.stringify(ECHO_LLM)}], env: { ECHO_LLM_CHUNK_MS: "5" } }
     providers:
 ${PROVIDERS.map((p) => `      - { id: ${p.id}, category: openai_compat, adapter: up, models: [{ name: ${p.model}, upstream: ${p.upstream} }], max_concurrency: ${p.limit} }`).join('\n')}
       - { id: echo-cli, category: cli, adapter: echo, models: [echo] }
