@@ -136,7 +136,8 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   await queue.configure(queueProviders(initial));
   const adapters = new AdapterRegistry();
   const metrics = new GatewayMetrics();
-  let httpServer: Server | undefined;
+  // Set once the server exists; a reload before that has no server to apply limits to.
+  const listening: { server?: Server } = {};
   const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: loaded.hash, loadedAt: new Date() }, {
     env,
     logger,
@@ -145,7 +146,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       warnRestartOnly(initial, next.config, (c) => resolveQueueBackend(c, process.env, overrides), logger);
       await queue.configure(queueProviders(next.config));
       await health.refresh(queueProviders(next.config).map((p) => p.providerId));
-      if (httpServer) applyServerLimits(httpServer, next.config.gateway);
+      if (listening.server) applyServerLimits(listening.server, next.config.gateway);
     },
   });
   const config = () => runtime.current.config;
@@ -173,8 +174,9 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
 
   const { host, port } = parseListenAddress(cmd.listen ?? initial.gateway.listen);
   // Connection cap and header/body times (README "Security"), applied again on every reload.
-  httpServer = createServer(SERVER_OPTIONS, app);
+  const httpServer = createServer(SERVER_OPTIONS, app);
   applyServerLimits(httpServer, initial.gateway);
+  listening.server = httpServer;
   const server = await listen(httpServer, host, port).catch((err: Error) => {
     process.stderr.write(`cannot listen on ${host}:${port}: ${err.message}\n`);
     return undefined;
