@@ -39,7 +39,7 @@ import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
 import { GatewayMetrics } from './http/gateway-metrics';
 import { flushLogs } from './flush-logs';
-import { applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
+import { answerContinue, applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
 
 
 /** Longest a SIGTERM waits for in-flight requests before closing the rest, in ms. */
@@ -176,6 +176,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   // Connection cap and header/body times (README "Security"), applied again on every reload.
   const httpServer = createServer(SERVER_OPTIONS, app);
   applyServerLimits(httpServer, initial.gateway);
+  answerContinue(httpServer, () => config().gateway.max_body_bytes, app);
   listening.server = httpServer;
   const server = await listen(httpServer, host, port).catch((err: Error) => {
     process.stderr.write(`cannot listen on ${host}:${port}: ${err.message}\n`);

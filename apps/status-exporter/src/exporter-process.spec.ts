@@ -82,4 +82,50 @@ describe('status-exporter as a process (node dist/apps/status-exporter/main.js)'
     expect(after.config_hash).not.toBe(before.config_hash);
     expect(after.nodes[0].resources.find((r) => r.id === 'llama-a')?.max_concurrency).toBe(9);
   });
+
+  it('applies a changed status.push_url and status.interval_ms on reload, and says so when a reload changes nothing', async () => {
+    const receivers: Array<{ server: Server; received: number; url: string }> = [];
+    for (let i = 0; i < 2; i++) {
+      const entry = { server: undefined as unknown as Server, received: 0, url: '' };
+      entry.server = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          entry.received++;
+          res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((r) => entry.server.listen(0, '127.0.0.1', () => r()));
+      entry.url = `http://127.0.0.1:${(entry.server.address() as AddressInfo).port}/push`;
+      receivers.push(entry);
+    }
+    const waitFor = async (check: () => boolean, what: string) => {
+      const deadline = Date.now() + 5000;
+      while (!check()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      const prefix = configPrefix('proc-push-reload');
+      const file = writeTempConfig(exporterYaml({ prefix }));
+      const p = await run(['--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'], { LOG_LEVEL: 'info' });
+      p.child.kill('SIGHUP');
+      await waitFor(() => /config reload: the file is unchanged/.test(p.output()), 'the unchanged reload to be logged');
+      writeFileSync(file, exporterYaml({ prefix, pushUrl: receivers[0].url, intervalMs: 100 }));
+      p.child.kill('SIGHUP');
+      await waitFor(() => receivers[0].received >= 2, 'pushes to the first push_url');
+      writeFileSync(file, exporterYaml({ prefix, pushUrl: receivers[1].url, intervalMs: 100 }));
+      p.child.kill('SIGHUP');
+      await waitFor(() => receivers[1].received >= 2, 'pushes to the new push_url');
+      const first = receivers[0].received;
+      await new Promise((r) => setTimeout(r, 400));
+      expect(receivers[0].received).toBe(first);
+      expect(p.output()).toMatch(/status-exporter: push settings reloaded/);
+    } finally {
+      for (const { server } of receivers) {
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+    }
+  });
 });

@@ -79,11 +79,20 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   // Give Redis a moment so the first scrape has counts; never block the start on it.
   await Promise.race([new Promise((r) => redis.once('ready', r)), new Promise((r) => setTimeout(r, 2000).unref())]);
 
+  let pusher: StatusPusher | undefined;
   const runtime = new ConfigRuntime(opts.configFile ?? '', { config, hash: opts.configHash ?? '', loadedAt: new Date() }, {
     // A reload expands `${REDIS_URL}` as the first load did (`--redis` stands for it).
     env: opts.redis ? { ...opts.env, REDIS_URL: opts.redis } : opts.env,
     logger,
     transform: opts.transform,
+    // A changed status.push_url or status.interval_ms applies at once (README "Status"): the push loop restarts.
+    apply: async (next, previous) => {
+      const [was, now] = [previous.config.status, next.config.status];
+      if (was.push_url === now.push_url && was.interval_ms === now.interval_ms) return;
+      await pusher?.close();
+      pusher = startPusher(next.config);
+      logger.info({ push: now.push_url !== undefined, interval_ms: now.interval_ms }, 'status-exporter: push settings reloaded');
+    },
   });
   if (opts.configFile) runtime.watch();
   const current = () => runtime.current.config;
@@ -119,17 +128,19 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   const address = server.address();
   const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : `http://${opts.host}:${opts.port}`;
 
-  let pusher: StatusPusher | undefined;
-  if (config.status.push_url) {
-    pusher = new StatusPusher({
-      url: config.status.push_url,
-      intervalMs: config.status.interval_ms,
+  function startPusher(cfg: EdgeConfig): StatusPusher | undefined {
+    if (!cfg.status.push_url) return undefined;
+    const started: StatusPusher = new StatusPusher({
+      url: cfg.status.push_url,
+      intervalMs: cfg.status.interval_ms,
       ...opts.push,
       snapshot: async () => (await source.read()).snapshot,
-      onError: (err, failures) => logger.warn({ err: err.message, consecutive_failures: failures, next_ms: pusher?.nextDelayMs() }, 'status-exporter: push failed'),
+      onError: (err, failures) => logger.warn({ err: err.message, consecutive_failures: failures, next_ms: started.nextDelayMs() }, 'status-exporter: push failed'),
     });
-    pusher.start();
+    started.start();
+    return started;
   }
+  pusher = startPusher(config);
   logger.info({ listen: url, redis: redactUrl(choice.redisUrl), prefix: config.queue.prefix, push: config.status.push_url !== undefined }, 'status-exporter listening');
 
   return {

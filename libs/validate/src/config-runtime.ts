@@ -85,7 +85,11 @@ export class ConfigRuntime {
       this.opts.onRejected?.(result.problems);
       return { outcome: 'rejected', problems: result.problems };
     }
-    if (result.hash === this.loaded.hash) return { outcome: 'unchanged' };
+    if (result.hash === this.loaded.hash) {
+      // Said as such, so an operator who sent SIGHUP knows the file was read and nothing changed.
+      this.opts.logger.info({ reason, hash: result.hash.slice(0, 12) }, 'config reload: the file is unchanged; nothing to apply');
+      return { outcome: 'unchanged' };
+    }
     const next: LoadedConfig = {
       config: this.opts.transform ? this.opts.transform(result.config) : result.config,
       hash: result.hash,
