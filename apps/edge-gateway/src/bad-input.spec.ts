@@ -66,7 +66,7 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
   });
 
   it('answers an unknown path with an OpenAI-shaped 404', async () => {
-    const res = await fetch(`${gateway.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: '{}' });
+    const res = await fetch(`${gateway.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: '{}' });
     await expectError(res, 404, 'not_found');
   });
 

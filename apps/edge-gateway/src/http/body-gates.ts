@@ -97,6 +97,7 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       if (settled) return;
       settled = true;
       req.off('data', onWire);
+      req.off('data', onDecoded);
       req.unpipe();
       req.pause();
       decode?.destroy();

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ApiError, internalError, invalidRequest, requestTooLarge } from '../errors';
+import { lingerClose } from './server-limits';
 
 /**
  * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (DESIGN §6),
@@ -24,7 +25,7 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
       return;
     }
     if (apiError.retryAfterS !== undefined) res.setHeader('retry-after', String(apiError.retryAfterS));
-    if (!req.complete) res.setHeader('connection', 'close');
+    if (!req.complete) lingerClose(req, res);
     res.status(apiError.status).json(apiError.toBody());
   };
 }

@@ -1,5 +1,7 @@
 import type { GatewaySettings } from '@iop/validate';
-import type { Server, ServerOptions } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { requestTooLarge } from '../errors';
 
 /**
  * How often the server looks for connections past their header or body time, in ms. Node's
@@ -27,4 +29,56 @@ export function applyServerLimits(server: Server, gateway: Pick<GatewaySettings,
   server.maxConnections = gateway.max_connections;
   server.headersTimeout = gateway.header_timeout_ms;
   server.requestTimeout = gateway.header_timeout_ms + gateway.body_timeout_ms;
+}
+
+/** After an early answer, how long unread request bytes are read and dropped before the connection is cut, in ms. */
+export const LINGER_MS = 1000;
+/** ... and how many bytes at most. */
+export const LINGER_BYTES = 1024 * 1024;
+
+/**
+ * Closes the connection of a request answered before its body was read (a 413, 415 or 401 on an
+ * upload), the way that lets the client read the answer (README "Security"): once the answer is
+ * written, the gateway half-closes, then reads and drops what the client still sends for at most
+ * {@link LINGER_MS} or {@link LINGER_BYTES}, then cuts the connection. Cutting it at once, with
+ * unread bytes in flight, makes the kernel send a reset that can destroy the answer before the
+ * client reads it. Nothing read is kept.
+ */
+export function lingerClose(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  // Node ends a `connection: close` answer with destroySoon(): a FIN, then a cut as soon as it is
+  // written, unread bytes or not. Here the FIN alone; the cut comes below.
+  socket.destroySoon = () => socket.end();
+  res.once('finish', () => {
+    let dropped = 0;
+    const cut = () => socket.destroy();
+    const timer = setTimeout(cut, LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    req.on('data', (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > LINGER_BYTES) cut();
+    });
+    req.resume();
+  });
+}
+
+/**
+ * `Expect: 100-continue` (curl sends it for bodies over 1 MiB): a completion whose declared
+ * `Content-Length` is over `gateway.max_body_bytes` gets its `413` instead of `100 Continue`, so
+ * the client never sends the body; any other request is continued and served as usual.
+ */
+export function answerContinue(server: Server, maxBodyBytes: () => number, app: (req: IncomingMessage, res: ServerResponse) => void): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const declared = Number(req.headers['content-length']);
+    if (req.method === 'POST' && Number.isFinite(declared) && declared > maxBodyBytes()) {
+      const error = requestTooLarge(maxBodyBytes());
+      res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+      res.end(JSON.stringify(error.toBody()));
+      return;
+    }
+    res.writeContinue();
+    app(req, res);
+  });
 }

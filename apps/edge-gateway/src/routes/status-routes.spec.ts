@@ -9,6 +9,7 @@ import { startTestGateway, type TestGateway } from '../testing/gateway-harness';
 const chat = (gateway: TestGateway, model: string, fake: Record<string, number> = {}, signal?: AbortSignal, content = 'x') =>
   fetch(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content }], fake }),
     signal,
   });
