@@ -29,7 +29,7 @@ async function sigtermWithBrokenStdout(main: string, args: string[], env: Record
   await new Promise((r) => setTimeout(r, 300));
   const sentAt = Date.now();
   child.kill('SIGTERM');
-  const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), giveUpMs))]);
+  const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), giveUpMs).unref())]);
   if (code === 'hung') {
     child.kill('SIGKILL');
     await exited;
@@ -88,7 +88,7 @@ describe('status exporter hardening (README "Security")', () => {
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     // Either it refuses to start, or it runs (Redis down) and logs: give it a moment, then stop it.
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 1500))]);
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 1500).unref())]);
     if (child.exitCode === null) child.kill('SIGTERM');
     await exited;
     expect(output).not.toBe('');

@@ -41,7 +41,7 @@ export function estimateTokens(text: string): number {
  *   when `stream_options.include_usage` is set, then `data: [DONE]`.
  * The program gets {@link cliEnvironment} (the adapter's `env` over `PATH`, `HOME`, `LANG`, `TZ`)
  * and the gateway's working directory. A non-streamed answer holds at most `max_output_bytes`
- * (and the gateway's cap on non-streamed answers, when the dispatcher gives one): more is a 502
+ * and `gateway.max_response_bytes` (`ctx.maxResponseBytes`), the smaller: more is a 502
  * and the process group is killed. A streamed answer is passed on chunk by chunk in constant
  * memory, whatever its length.
  * Failures (DESIGN §6): a program that cannot start, exits non-zero or dies on a signal before any
@@ -83,15 +83,14 @@ export class CliAdapter implements Adapter {
     const created = Math.floor(Date.now() / 1000);
 
     if (req.stream !== true) {
-      const gatewayCap = (ctx as { maxResponseBytes?: number }).maxResponseBytes;
-      const cap = Math.min(this.config.max_output_bytes, gatewayCap ?? Infinity);
+      const cap = Math.min(this.config.max_output_bytes, ctx.maxResponseBytes ?? Infinity);
       let text = '';
       let bytes = 0;
       for (let chunk = await run.read(); chunk !== null; chunk = await run.read()) {
         bytes += Buffer.byteLength(chunk);
         if (bytes > cap) {
-          const tooLong = upstreamError(`The CLI model wrote more than ${cap} bytes for a non-streamed answer (max_output_bytes of adapter "${this.config.id}"); it was stopped. Ask with stream: true for longer answers.`);
-          (tooLong as { detail?: string }).detail = tooLong.message;
+          const message = `The CLI model wrote more than ${cap} bytes for a non-streamed answer (max_output_bytes of adapter "${this.config.id}", gateway.max_response_bytes); it was stopped. Ask with stream: true for longer answers.`;
+          const tooLong = upstreamError(message, 502, { detail: message });
           run.fail(tooLong);
           throw tooLong;
         }

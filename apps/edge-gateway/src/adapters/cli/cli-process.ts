@@ -44,14 +44,11 @@ export const RUN_MARKER = 'IOP_EDGE_CLI_RUN';
 
 /**
  * The 504 of a run that outlived its adapter's `timeout_ms` (README "Adapters"). The message names
- * only the setting and the adapter id, so it is shown to the client as it is (`detail` makes it
- * public where the error type supports it).
+ * only the setting and the adapter id, so it is shown to the client as it is (with `detail`).
  */
 export function cliTimeout(adapterId: string, ms: number): UpstreamError {
   const message = `The CLI model ran longer than its adapter's timeout_ms (${ms} ms, adapter "${adapterId}") and was stopped.`;
-  const err = new UpstreamError(504, 'upstream_timeout', message, 'server_error');
-  (err as { detail?: string }).detail = message;
-  return err;
+  return new UpstreamError(504, 'upstream_timeout', message, 'server_error', { detail: message });
 }
 
 /**
