@@ -105,8 +105,8 @@ interface Meter {
 /**
  * A pass-through HTTP front to the fake upstream that measures each provider's concurrency as the
  * gateways cause it: a call starts when its request is in (the body names the upstream model) and
- * ends at the first of: the answer's last byte written, or the gateway closing the connection (its
- * EOF, seen before any later request of the same event-loop turn). The fake upstream's own counts
+ * ends at the first of: the answer's last byte handed on to the gateway, or the gateway closing the
+ * connection (its EOF, seen before any later request of the same event-loop turn). The fake upstream's own counts
  * end a call only once its socket is fully closed, one loop turn later, which under load can show
  * a call that the gateway already stopped overlapping the next one.
  */
@@ -145,10 +145,12 @@ async function startMeter(target: string, limits: Record<string, { provider: str
       };
       req.socket.once('end', () => end('abort'));
       req.socket.once('close', () => end('abort'));
-      res.once('finish', () => end('finish'));
       res.once('close', () => end('abort'));
       const forward = httpRequest(`${target}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(target).host }, agent }, (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
+        // The call is over for the upstream once its answer's last byte is handed on: the gateway
+        // cannot have it (and release its lease) any earlier.
+        up.once('end', () => end('finish'));
         up.pipe(res);
         up.on('error', () => res.destroy());
       });
