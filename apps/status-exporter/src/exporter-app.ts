@@ -1,4 +1,4 @@
-import type { ProviderCounts } from '@iop/dispatch';
+import type { HealthView, ProviderCounts } from '@iop/dispatch';
 import { buildSnapshot, ResourceGauges, trackedProviderIds, type StatusSnapshot } from '@iop/status';
 import { KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
 import express, { type Express, type RequestHandler } from 'express';
@@ -19,6 +19,8 @@ export interface ExporterDeps {
   configInfo?(): { hash: string; loadedAt: Date };
   /** Ids of providers the fleet marked unhealthy (shared health, issue 5); a rejection shows them as not unhealthy. */
   unhealthy?(providerIds: readonly string[]): Promise<ReadonlySet<string>>;
+  /** Each provider's health record as read by the last `unhealthy` call (README "Provider health"), shown as `health` in `/status`. */
+  healthViews?(): ReadonlyMap<string, HealthView>;
   logger: Logger;
 }
 
@@ -49,7 +51,8 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
       const unhealthy = await deps.unhealthy?.(trackedProviderIds(config)).catch(() => undefined);
       const health = new Map([...(unhealthy ?? [])].map((id) => [id, 'unhealthy' as const]));
       const info = deps.configInfo?.();
-      const snapshot = buildSnapshot(config, counts, { health, configHash: info?.hash, configLoadedAt: info?.loadedAt });
+      const healthDetails = unhealthy ? deps.healthViews?.() : undefined;
+      const snapshot = buildSnapshot(config, counts, { health, healthDetails, configHash: info?.hash, configLoadedAt: info?.loadedAt });
       return { snapshot, countsOk: counts !== undefined };
     },
   };

@@ -2,6 +2,8 @@ import { seedLeases, startRedis, startRedisCluster, type TestRedis } from '@iop/
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
 import { parseConfigText } from '@iop/validate';
+import { RedisHealthStore } from '@iop/dispatch';
+import { Redis } from 'ioredis';
 import pino from 'pino';
 import { ExporterRefusal, MEMORY_BACKEND_REFUSAL, startExporter, type RunningExporter } from './exporter';
 import { configPrefix, exporterYaml } from './testing/exporter-fixtures';
@@ -58,6 +60,22 @@ describe('status exporter HTTP endpoints (DESIGN §6), counts from a real Redis'
     expect(resource(s, 'llama-b')).toMatchObject({ state: 'ready', max_concurrency: 2, in_flight: 1, queued: 0 });
     expect(resource(s, 'echo-cli')).toMatchObject({ in_flight: null, queued: null, max_concurrency: null });
     expect(resource(s, 'codex-cli')).toMatchObject({ pool: false, models: ['codex'], in_flight: null });
+  });
+
+  it('GET /status shows the health record the gateways share: state, reason and retry_at, on every replica\'s view', async () => {
+    const prefix = configPrefix('exporter-health');
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url }));
+    const conn = new Redis(redis.url, { enableOfflineQueue: false });
+    await new Promise((r) => conn.once('ready', r));
+    closers.push(async () => conn.disconnect());
+    // What a gateway writes when three requests to llama-a failed while its probe passed.
+    const gateway = new RedisHealthStore(conn, prefix, () => ({ unhealthy_after: 3, healthy_after: 2, cooldown_ms: 30_000 }), () => 60_000);
+    for (let i = 0; i < 3; i++) await gateway.recordRequest('llama-a', false, 'upstream_timeout');
+    await gateway.backOff('llama-b', 7, 'upstream 429');
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(resource(s, 'llama-a')).toMatchObject({ state: 'unhealthy', health: { state: 'unhealthy', reason: '3 requests failed: upstream_timeout' } });
+    expect(Date.parse(resource(s, 'llama-a').health!.retry_at!) - Date.now()).toBeGreaterThan(20_000);
+    expect(resource(s, 'llama-b')).toMatchObject({ state: 'unhealthy', health: { state: 'backoff', reason: 'upstream 429' } });
   });
 
   it('GET /metrics: valid Prometheus text with the resource gauges and counts_up', async () => {

@@ -105,6 +105,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       await withTimeout(health.refresh(ids), COUNTS_TIMEOUT_MS);
       return health.unhealthy();
     },
+    healthViews: () => health.views(),
     configInfo: () => runtime.current,
     logger,
   };
