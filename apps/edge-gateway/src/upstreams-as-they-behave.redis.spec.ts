@@ -27,10 +27,12 @@ nodes:
     adapters:
       - { id: a, type: openai_compat, base_url: "\${A}" }
       - { id: b, type: vllm, base_url: "\${B}" }
+      - { id: o, type: ollama, base_url: "\${B}" }
     providers:
       - { id: pa, category: openai_compat, adapter: a, models: [pm], max_concurrency: 4${opts.disabled ? ', enabled: false' : ''} }
       - { id: pb, category: vllm, adapter: b, models: [pm], max_concurrency: 4${opts.disabled ? ', enabled: false' : ''} }
       - { id: solo, category: vllm, adapter: b, models: [sm], max_concurrency: 1 }
+      - { id: ol, category: ollama, adapter: o, models: [om], max_concurrency: 2 }
 `;
 
 async function post(url: string, path: string, body: Record<string, unknown>): Promise<{ status: number; headers: Headers; text: string }> {
@@ -145,6 +147,17 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     }
     for (const r of replicas) await waitUntil(async () => (await resource(r.url, 'pa')).state === 'unhealthy', 2000, 'pa unhealthy on every replica');
     expect(a.stats().total).toBe(2);
+  });
+
+  it('a client\'s own mistake reported in-band by a translated Responses stream is passed on and never books the provider', async () => {
+    await start();
+    for (let i = 0; i < 4; i++) {
+      const res = await post(at(i), '/v1/responses', { model: 'om', input: 'hello', stream: true, fake: { error_event_after: 0, error_event_status: 400 } });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.text)).toMatchObject({ error: { code: 'context_length_exceeded' } });
+    }
+    await sleep(600);
+    for (const r of replicas) expect(await resource(r.url, 'ol')).toMatchObject({ state: 'ready' });
   });
 
   it('a client that reads nothing of a big stream loses its slot: the lease is released and the next request, on any replica, is served', async () => {
