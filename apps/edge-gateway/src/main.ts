@@ -38,7 +38,7 @@ import { createApp } from './app';
 import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
 import { GatewayMetrics } from './http/gateway-metrics';
-import { flushLogs } from './flush-logs';
+import { flushLogs } from '@iop/validate';
 import { answerContinue, applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
 
 

@@ -7,7 +7,7 @@ import { formatProblems, loadConfigFile, parseListenAddress } from '@iop/validat
 import pino from 'pino';
 import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
-import { flushLogs } from './flush-logs';
+import { flushLogs } from '@iop/validate';
 
 async function main(): Promise<number> {
   let cmd: ExporterCommand;

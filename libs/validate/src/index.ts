@@ -16,3 +16,4 @@ export { edgeConfigJsonSchema } from './json-schema';
 export { type LoadedConfig, type ReloadResult, type ConfigRuntimeOptions, type RuntimeLogger, ConfigRuntime } from './config-runtime';
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
+export { flushLogs } from './flush-logs';
