@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Cluster } from 'ioredis';
+import { Redis } from 'ioredis';
 import { freePort, spawnRedis } from './redis-server';
 
 /** A real Redis Cluster of `redis-server --cluster-enabled yes` processes on 127.0.0.1, for one test file. */
@@ -72,21 +72,35 @@ async function startOnce(masters: number): Promise<TestRedisCluster> {
   return { urls: ports.map((p) => `redis://127.0.0.1:${p}`), ports, stop };
 }
 
+/**
+ * Polls `CLUSTER INFO` on every node over its own plain connection until each reports
+ * `cluster_state:ok`, all 16384 slots assigned and every master known. An ioredis `Cluster` client
+ * is not used here: its `connect()` can wait for ever on a cluster that is still joining.
+ * @throws Error after 20 s naming the ports.
+ */
 async function waitForClusterOk(ports: readonly number[]): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const client = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { lazyConnect: true, clusterRetryStrategy: () => null });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      const infos = await Promise.all(client.nodes('master').map((n) => n.cluster('INFO') as Promise<string>));
-      if (infos.length === ports.length && infos.every((i) => i.includes('cluster_state:ok'))) return;
-    } catch {
-      // not formed yet
-    } finally {
-      client.disconnect();
-    }
+    const infos = await Promise.all(ports.map((port) => clusterInfo(port)));
+    const formed = infos.every(
+      (i) => i.includes('cluster_state:ok') && i.includes('cluster_slots_assigned:16384') && i.includes(`cluster_known_nodes:${ports.length}`),
+    );
+    if (formed) return;
     if (Date.now() > deadline) throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok within 20 s`);
     await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** `CLUSTER INFO` of one node, or '' when it does not answer within a second. */
+async function clusterInfo(port: number): Promise<string> {
+  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectTimeout: 1000, commandTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.cluster('INFO')) as string;
+  } catch {
+    return '';
+  } finally {
+    client.disconnect();
   }
 }
