@@ -9,7 +9,11 @@ import { configPrefix, exporterYaml } from '../src/testing/exporter-fixtures';
 
 /** Debian's chromium (`apt-get install -y chromium`); `CHROMIUM_PATH` overrides. */
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const SCREENSHOT = path.resolve(__dirname, '../../../docs/dashboard.png');
+/**
+ * Where the screenshot goes: `tmp/dashboard.png` (ignored by git), so a test run never rewrites a
+ * tracked file; `UPDATE_DASHBOARD_PNG=1` refreshes the README's image `docs/dashboard.png` instead.
+ */
+const SCREENSHOT = path.resolve(__dirname, '../../..', process.env['UPDATE_DASHBOARD_PNG'] === '1' ? 'docs/dashboard.png' : 'tmp/dashboard.png');
 
 describe('exporter dashboard in headless Chromium', () => {
   let redis: TestRedis;
