@@ -1,13 +1,13 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { benchGatewayYaml } from './gateway-config';
+import { BENCH_MODEL, benchGatewayYaml } from './gateway-config';
 import { freePort, type ServiceProcess, type ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
-export type TargetId = 'direct' | 'memory' | 'memory-info' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
+export type TargetId = 'direct' | 'node-floor' | 'memory' | 'memory-info' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
 
 /** Every target, in report order. */
-export const TARGET_IDS: readonly TargetId[] = ['direct', 'memory', 'memory-info', 'memory-semi4', 'bullmq-1', 'bullmq-3', 'portkey'];
+export const TARGET_IDS: readonly TargetId[] = ['direct', 'node-floor', 'memory', 'memory-info', 'memory-semi4', 'bullmq-1', 'bullmq-3', 'portkey'];
 
 /** The V8 flag the README recommends for production gateways: a small young generation keeps RSS low. */
 export const RECOMMENDED_NODE_ARGS = ['--max-semi-space-size=4'];
@@ -15,6 +15,7 @@ export const RECOMMENDED_NODE_ARGS = ['--max-semi-space-size=4'];
 /** What each target is, for the report. */
 export const TARGET_LABELS: Record<TargetId, string> = {
   direct: 'direct to upstream (floor)',
+  'node-floor': 'bare Node proxy: http + undici, parse JSON, rename model, pipe back (the Node floor)',
   memory: 'iop-edge, memory backend',
   'memory-info': 'iop-edge, memory backend, LOG_LEVEL=info',
   'memory-semi4': 'iop-edge, memory backend, node --max-semi-space-size=4 (README recommendation)',
@@ -47,6 +48,8 @@ export interface BenchPaths {
   upstreamMain: string;
   /** `loopback-preload.js`, next to the bench's own bundle. */
   preload: string;
+  /** `bare-proxy.js` (the `node-floor` target), next to the bench's own bundle. */
+  bareProxy: string;
   /** Scratch directory of this run (configs, CPU profiles). */
   workDir: string;
 }
@@ -128,6 +131,15 @@ export class TargetLauncher {
     switch (id) {
       case 'direct':
         return { id, label, urls: [`${this.upstreamUrl}/chat/completions`], headers: {}, processes: [] };
+      case 'node-floor': {
+        const proxy = await this.services.start({
+          name: `node-floor${opts.tag ?? ''}`,
+          command: process.execPath,
+          args: [...(opts.nodeArgs ?? []), this.paths.bareProxy, '--upstream', this.upstreamUrl, '--model', BENCH_MODEL, '--port', '0'],
+          ready: /bare-proxy listening on (http:\/\/\S+)/,
+        });
+        return { id, label, urls: [`${proxy.announced}/v1/chat/completions`], headers: {}, processes: [proxy] };
+      }
       case 'memory':
       case 'memory-info':
       case 'memory-semi4': {

@@ -7,6 +7,10 @@ import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 /** Limits of the issue's targets. */
 export const LIMITS = {
   memoryOverheadC1Ms: 0.5,
+  /** Issue "A leaner request path": memory backend overhead over direct at c=1, ms (mean). */
+  leanOverheadC1Ms: 0.3,
+  /** Issue "A leaner request path": memory backend throughput as a share of the bare Node proxy's at c=64. */
+  shareOfNodeFloorC64: 0.45,
   throughputVsPortkeyC64: 4,
   streamTtfbOverheadMs: 1,
   streamGapP99OverheadMs: 1,
@@ -58,6 +62,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
   });
 
   const memC64 = findThroughput(results, 'memory', 64);
+  checks.push(...leanPathChecks(results));
   const pkC64 = findThroughput(results, 'portkey', 64);
   const ratio = memC64 && pkC64 ? spread(pairedRatios(memC64.rounds.map((p) => p.rps), pkC64.rounds.map((p) => p.rps))) : undefined;
   checks.push({
@@ -132,6 +137,31 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
   return checks;
 }
 
+/**
+ * The targets of "A leaner request path": the memory backend's throughput at c=64 against the bare
+ * Node proxy (`node-floor`, paired per round), and its overhead over direct at c=1.
+ */
+export function leanPathChecks(results: BenchResults): TargetCheck[] {
+  const memC1 = findThroughput(results, 'memory', 1);
+  const memC64 = findThroughput(results, 'memory', 64);
+  const floorC64 = findThroughput(results, 'node-floor', 64);
+  const share = memC64 && floorC64 ? spread(pairedRatios(memC64.rounds.map((p) => p.rps), floorC64.rounds.map((p) => p.rps))) : undefined;
+  return [
+    {
+      goal: `memory backend: throughput ≥ ${LIMITS.shareOfNodeFloorC64 * 100}% of the bare Node proxy's (node-floor) at c=64`,
+      measured: share?.n
+        ? `${fmtSpread({ ...share, median: share.median * 100, min: share.min * 100, max: share.max * 100 }, 0)}% (${memC64?.rps.median.toFixed(0)} vs ${floorC64?.rps.median.toFixed(0)} req/s)`
+        : 'not measured',
+      met: share?.n ? share.median >= LIMITS.shareOfNodeFloorC64 : null,
+    },
+    {
+      goal: `memory backend: overhead over direct ≤ ${LIMITS.leanOverheadC1Ms} ms at c=1 (mean, 1000/req·s)`,
+      measured: memC1?.overheadMs?.n ? `${fmtSpread(memC1.overheadMs, 3, true)} ms` : 'not measured',
+      met: memC1?.overheadMs?.n ? memC1.overheadMs.median <= LIMITS.leanOverheadC1Ms : null,
+    },
+  ];
+}
+
 /** The fleet-mode targets: Redis commands and CPU per pooled request, commands of an idle replica. */
 export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck[] {
   const pooled = (cost?.runs ?? []).filter((r) => r.variant === 'pooled' && r.commandsPerRequest.n > 0);
@@ -161,6 +191,7 @@ export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck
 
 const TARGET_SHORT: Record<TargetId, string> = {
   direct: 'direct',
+  'node-floor': 'bare Node proxy',
   memory: 'memory backend',
   'memory-info': 'memory, info logs',
   'memory-semi4': 'memory backend, --max-semi-space-size=4',
@@ -234,6 +265,7 @@ export function rssTable(rows: RssRow[], streams: number): string {
 /** Throughput ratios per concurrency, paired per round: the Redis backend against memory, itself and Portkey. */
 export function throughputRatioTable(rows: ThroughputRow[]): string | undefined {
   const pairs: Array<[TargetId, TargetId, string]> = [
+    ['memory', 'node-floor', 'memory / Node floor'],
     ['bullmq-1', 'memory', 'Redis ×1 / memory'],
     ['bullmq-3', 'memory', 'Redis ×3 / memory'],
     ['bullmq-3', 'bullmq-1', 'Redis ×3 / Redis ×1'],
