@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
 import { ADAPTER_LABEL, FIELD_TABLES, type AdapterRegistry } from './adapters/adapter-registry';
 import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/request-fields';
-import { ApiError, failsOver, modelNotFound, toClientError, UpstreamError, upstreamTimeout } from './errors';
+import { ApiError, catalogError, clientClosed, failsOver, modelNotFound, toClientError, UpstreamError, upstreamTimeout } from './errors';
 import { admissionToApiError } from './http/admission-errors';
 import { sendUpstream, type SendResult } from './http/send-upstream';
 import { watchUsage, type TokenUsage } from './http/token-usage';
@@ -109,7 +109,7 @@ export async function dispatchCompletion(deps: DispatcherDeps, endpoint: Complet
   const onClose = () => {
     if (res.writableFinished) return;
     clientGone = true;
-    attempt.abort(new ApiError(499, 'client_closed', 'The client closed the connection.'));
+    attempt.abort(clientClosed());
   };
   res.on('close', onClose);
   const call: CallContext = { deps, endpoint, res, config, outcome, requestId };
@@ -255,7 +255,7 @@ function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string
   });
   const retryAfterS = waits.length > 0 ? Math.min(...waits) : 5;
   if (ids.length > 0 && ids.every((id) => views?.get(id)?.state === 'backoff')) {
-    return new ApiError(429, 'rate_limit_exceeded', `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`, 'rate_limit_error', null, retryAfterS);
+    return catalogError('rate_limit_exceeded', `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`, { retryAfterS });
   }
   return noAvailableProvider(model, retryAfterS);
 }

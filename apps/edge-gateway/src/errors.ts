@@ -1,3 +1,5 @@
+import { ERROR_CATALOG, type ErrorCatalogEntry, type ErrorCode } from '@iop/validate';
+
 /**
  * Every error the gateway answers with, as a value with an HTTP status and an OpenAI error
  * `code` (DESIGN §6). Routes throw these; `errorMiddleware` turns them into the body
@@ -95,36 +97,54 @@ export const countsAgainstProvider = (err: unknown): err is UpstreamError => err
 /** True for an {@link UpstreamError} after which a pooled request may fail over (see `failsOver`). */
 export const failsOver = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.failsOver;
 
-export const invalidRequest = (message: string, param: string | null = null) =>
-  new ApiError(400, 'invalid_request_error', message, 'invalid_request_error', param);
-export const invalidApiKey = () =>
-  new ApiError(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".', 'invalid_request_error');
+/**
+ * The gateway's own error for a catalog `code`: status, OpenAI `type` and `Retry-After` default come
+ * from `ERROR_CATALOG` (`@iop/validate`, the one map of codes; README "Errors"). `opts.retryAfterS`
+ * overrides the catalog's default.
+ */
+export function catalogError(code: ErrorCode, message: string, opts: { param?: string | null; retryAfterS?: number } = {}): ApiError {
+  const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
+  return new ApiError(entry.status, code, message, entry.type, opts.param ?? null, opts.retryAfterS ?? entry.retryAfterS);
+}
+
+/**
+ * An {@link UpstreamError} with a catalog `code` (`upstream_error`, `upstream_timeout`,
+ * `rate_limit_exceeded`): status, type and `Retry-After` default from `ERROR_CATALOG`; `status`
+ * overrides the catalog's (e.g. a 502-class failure answered with another 5xx).
+ */
+export function catalogUpstreamError(code: 'upstream_error' | 'upstream_timeout' | 'rate_limit_exceeded', message: string, opts: UpstreamErrorOptions & { status?: number } = {}): UpstreamError {
+  const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
+  return new UpstreamError(opts.status ?? entry.status, code, message, entry.type, { ...opts, retryAfterS: opts.retryAfterS ?? entry.retryAfterS });
+}
+
+export const invalidRequest = (message: string, param: string | null = null) => catalogError('invalid_request_error', message, { param });
+export const invalidApiKey = () => catalogError('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
 export const modelNotFound = (model: string) =>
-  new ApiError(404, 'model_not_found', `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`, 'invalid_request_error', 'model');
+  catalogError('model_not_found', `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`, { param: 'model' });
 export const notFound = (path: string) =>
-  new ApiError(404, 'not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`, 'invalid_request_error');
-export const methodNotAllowed = (method: string, path: string, allow: string) =>
-  new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`, 'invalid_request_error');
+  catalogError('not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`);
+export const methodNotAllowed = (method: string, path: string, allow: string) => catalogError('method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`);
 export const requestTooLarge = (limitBytes: number) =>
-  new ApiError(413, 'request_too_large', `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`, 'invalid_request_error');
+  catalogError('request_too_large', `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`);
+/** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
+export const clientClosed = () => catalogError('client_closed', 'The client closed the connection.');
 /**
  * A 5xx-class upstream failure (502 by default). `message` is shown to the client only when
  * `opts.detail` carries the log-only account; otherwise `message` itself goes to the log and the
  * client gets a generic message with the request id (see {@link UpstreamErrorOptions.detail}).
  */
-export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) =>
-  new UpstreamError(status, 'upstream_error', message, 'server_error', opts);
+export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) => catalogUpstreamError('upstream_error', message, { ...opts, status });
 export const upstreamTimeout = (ms: number) => {
   const message = `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`;
-  return new UpstreamError(504, 'upstream_timeout', message, 'server_error', { detail: message });
+  return catalogUpstreamError('upstream_timeout', message, { detail: message });
 };
 /** No byte moved either way for `ms` in a stream (README "Streaming"), on the upstream's side. */
 export const streamIdle = (ms: number) => {
   const message = `The upstream sent nothing for ${ms} ms mid-stream (gateway.stream_idle_timeout_ms).`;
-  return new UpstreamError(504, 'upstream_timeout', message, 'server_error', { detail: message });
+  return catalogUpstreamError('upstream_timeout', message, { detail: message });
 };
 /** The gateway's own fault (a bug): a fixed message, never the error's text or stack; the cause goes to the log. */
-export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle the request; see its logs.', 'server_error');
+export const internalError = () => catalogError('internal_error', 'The gateway failed to handle the request; see its logs.');
 
 /**
  * The error as the client may see it (README "Errors"): an {@link UpstreamError} whose message is

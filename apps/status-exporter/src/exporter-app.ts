@@ -1,7 +1,7 @@
 import type { HealthView, ProviderCounts } from '@iop/dispatch';
 import { buildSnapshot, ResourceGauges, trackedProviderIds, type StatusSnapshot } from '@iop/status';
-import { KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
-import express, { type Express, type RequestHandler } from 'express';
+import { catalogAnswer, KeySet, presentedKey, type EdgeConfig, type ErrorCode } from '@iop/validate';
+import express, { type Express, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
@@ -99,7 +99,7 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
     res.type('html').send(DASHBOARD_HTML);
   });
   app.use((req, res) => {
-    res.status(404).json({ error: { message: `${req.method} ${req.path} is not served here: try /status, /metrics, /healthz or /`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+    sendError(res, 'not_found', `${req.method} ${req.path} is not served here: try /status, /metrics, /healthz or /`);
   });
   return app;
 }
@@ -112,13 +112,13 @@ function statusKeys(apiKeys: () => readonly string[]): RequestHandler {
     if (configured !== keys.keys) keys = new KeySet(configured);
     if (keys.open || keys.matches(presentedKey(req.headers.authorization))) return next();
     res.setHeader('www-authenticate', 'Basic realm="iop-edge status", charset="UTF-8"');
-    res.status(401).json({
-      error: {
-        message: 'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.',
-        type: 'invalid_request_error',
-        param: null,
-        code: 'invalid_api_key',
-      },
-    });
+    sendError(res, 'invalid_api_key', 'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.');
   };
+}
+
+/** Answers an OpenAI-shaped error whose status, type and `Retry-After` come from `ERROR_CATALOG` (`@iop/validate`; README "Errors"). */
+function sendError(res: Response, code: ErrorCode, message: string): void {
+  const answer = catalogAnswer(code, message);
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  res.status(answer.status).json(answer.body);
 }

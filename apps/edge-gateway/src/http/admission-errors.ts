@@ -1,23 +1,27 @@
-import { AdmissionError } from '@iop/dispatch';
-import { ApiError } from '../errors';
+import { AdmissionError, type AdmissionErrorCode } from '@iop/dispatch';
+import type { ErrorCode } from '@iop/validate';
+import { ApiError, catalogError } from '../errors';
 
-const STATUS: Record<AdmissionError['code'], number> = {
-  queue_full: 429,
-  queue_timeout: 503,
-  queue_unavailable: 503,
-  no_available_provider: 503,
-  client_aborted: 499,
+/** The catalog code each queue refusal is answered with (a waiter whose client left: `client_closed`, 499, no body). */
+const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {
+  queue_full: 'queue_full',
+  queue_timeout: 'queue_timeout',
+  queue_unavailable: 'queue_unavailable',
+  no_available_provider: 'no_available_provider',
+  client_aborted: 'client_closed',
 };
 
 /**
- * Maps a queue's refusal to the HTTP error of DESIGN §6: 429 `queue_full`, 503 `queue_timeout`,
- * `queue_unavailable`, `no_available_provider`, each with `Retry-After`. A non-admission error
+ * Maps a queue's refusal to its HTTP error through `ERROR_CATALOG` (`@iop/validate`; README
+ * "Errors"): 429 `queue_full`, 503 `queue_timeout`, `queue_unavailable`, `no_available_provider`,
+ * each with `Retry-After` (the queue's seconds, else the catalog's default). A non-admission error
  * (a bug) becomes 503 `queue_unavailable` so a client never hangs on it.
  */
 export function admissionToApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as Partial<AdmissionError> | undefined;
-  const code = e?.code && e.code in STATUS ? e.code : 'queue_unavailable';
-  const message = e?.code && e.code in STATUS && e.message ? e.message : 'The provider queue is unavailable.';
-  return new ApiError(STATUS[code], code, message, code === 'queue_full' ? 'rate_limit_error' : 'server_error', null, e?.retryAfterS ?? 1);
+  const known = e?.code !== undefined && Object.prototype.hasOwnProperty.call(ANSWER, e.code);
+  const code = known ? ANSWER[e.code as AdmissionErrorCode] : 'queue_unavailable';
+  const message = known && e?.message ? e.message : 'The provider queue is unavailable.';
+  return catalogError(code, message, { retryAfterS: e?.retryAfterS });
 }

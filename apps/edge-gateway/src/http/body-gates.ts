@@ -2,16 +2,11 @@ import type { RequestHandler } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { ApiError, invalidRequest, requestTooLarge } from '../errors';
+import { catalogError, clientClosed, invalidRequest, requestTooLarge } from '../errors';
 
 /** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
 export const unsupportedMediaType = (got: string | undefined) =>
-  new ApiError(
-    415,
-    'unsupported_media_type',
-    `The request body must be JSON sent with Content-Type: application/json${got ? ` (got ${truncateForMessage(got, 100)})` : ' (none was sent)'}.`,
-    'invalid_request_error',
-  );
+  catalogError('unsupported_media_type', `The request body must be JSON sent with Content-Type: application/json${got ? ` (got ${truncateForMessage(got, 100)})` : ' (none was sent)'}.`);
 
 /** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
 function isJson(contentType: string | undefined): boolean {
@@ -124,8 +119,8 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       }
     };
     req.on('data', onWire);
-    req.once('aborted', () => stop(new ApiError(499, 'client_closed', 'The client closed the connection.')));
-    req.once('error', () => stop(new ApiError(499, 'client_closed', 'The client closed the connection.')));
+    req.once('aborted', () => stop(clientClosed()));
+    req.once('error', () => stop(clientClosed()));
     if (decode) {
       decode.on('data', onDecoded);
       decode.once('end', onEnd);

@@ -1,12 +1,14 @@
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { ApiError, internalError, invalidRequest, requestTooLarge } from '../errors';
+import { ERROR_CATALOG, isCatalogCode } from '@iop/validate';
+import { ApiError, clientClosed, internalError, invalidRequest, requestTooLarge } from '../errors';
 import { lingerClose } from './server-limits';
 
 /**
  * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (DESIGN §6),
- * adding `Retry-After` where retrying helps. Body-parser failures map to 400 (invalid JSON) and
- * 413 (over `max_body_bytes`). Unknown errors are logged and answered 500 without a stack trace.
+ * adding `Retry-After` where retrying helps: the error's own seconds, else the default of its code
+ * in `ERROR_CATALOG` (`@iop/validate`, where the gateway's codes get their status and type too).
+ * Body-parser failures map to 400 (invalid JSON) and 413 (over `max_body_bytes`). Unknown errors are logged and answered 500 without a stack trace.
  * When the headers are already sent (mid-stream), the connection is ended instead. An error
  * answered before the request's body was read to its end (a 413, a 415, a 401 on a large upload)
  * closes the connection after the answer: the rest of the body is never read (README "Security").
@@ -14,17 +16,18 @@ import { lingerClose } from './server-limits';
 export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const apiError = toApiError(err, maxBodyBytes);
-    if (apiError.status === 500) logger.error({ err }, 'unhandled error');
+    if (apiError.status === ERROR_CATALOG.internal_error.status) logger.error({ err }, 'unhandled error');
     if (res.headersSent) {
       res.end();
       return;
     }
-    if (apiError.status === 499) {
+    if (apiError.status === ERROR_CATALOG.client_closed.status) {
       // The client is gone; nothing to answer.
       res.status(499).end();
       return;
     }
-    if (apiError.retryAfterS !== undefined) res.setHeader('retry-after', String(apiError.retryAfterS));
+    const retryAfterS = apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? (ERROR_CATALOG[apiError.code] as { retryAfterS?: number }).retryAfterS : undefined);
+    if (retryAfterS !== undefined) res.setHeader('retry-after', String(retryAfterS));
     if (!req.complete) lingerClose(req, res);
     res.status(apiError.status).json(apiError.toBody());
   };
@@ -40,7 +43,7 @@ function toApiError(err: unknown, maxBodyBytes: () => number): ApiError {
   if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
     return invalidRequest('The request body encoding is not supported; send UTF-8 JSON.');
   }
-  if (bodyParser?.type === 'request.aborted') return new ApiError(499, 'client_closed', 'The client closed the connection.');
+  if (bodyParser?.type === 'request.aborted') return clientClosed();
   // Any other body-reading failure (e.g. a corrupt gzip body) is the client's: 4xx from body-parser.
   if (typeof bodyParser?.status === 'number' && bodyParser.status >= 400 && bodyParser.status < 500) {
     const detail = (err as { expose?: boolean; message?: string }).expose ? `: ${(err as Error).message}` : '';

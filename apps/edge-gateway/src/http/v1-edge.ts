@@ -1,6 +1,6 @@
 import type { GatewaySettings } from '@iop/validate';
 import type { RequestHandler, Response } from 'express';
-import { ApiError } from '../errors';
+import { catalogError } from '../errors';
 
 /** Response headers that name the node and provider that served (README "Security": `gateway.topology_headers`). */
 export const TOPOLOGY_HEADERS: ReadonlySet<string> = new Set(['x-iop-node', 'x-iop-resource']);
@@ -15,7 +15,7 @@ const PREFLIGHT_MAX_AGE_S = 600;
 const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/;
 
 export const originNotAllowed = () =>
-  new ApiError(403, 'origin_not_allowed', 'Cross-origin requests from this origin are not allowed (gateway.cors.allowed_origins).', 'invalid_request_error');
+  catalogError('origin_not_allowed', 'Cross-origin requests from this origin are not allowed (gateway.cors.allowed_origins).');
 
 /**
  * What every `/v1` request passes first (README "Security"):

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
-import { UpstreamError, upstreamError } from '../../errors';
+import { catalogUpstreamError, UpstreamError, upstreamError } from '../../errors';
 import { killMarkedProcesses } from './escaped-processes';
 
 /** How much of the end of stderr is kept for the error message of a failed run, in bytes. */
@@ -48,7 +48,7 @@ export const RUN_MARKER = 'IOP_EDGE_CLI_RUN';
  */
 export function cliTimeout(adapterId: string, ms: number): UpstreamError {
   const message = `The CLI model ran longer than its adapter's timeout_ms (${ms} ms, adapter "${adapterId}") and was stopped.`;
-  return new UpstreamError(504, 'upstream_timeout', message, 'server_error', { detail: message });
+  return catalogUpstreamError('upstream_timeout', message, { detail: message });
 }
 
 /**

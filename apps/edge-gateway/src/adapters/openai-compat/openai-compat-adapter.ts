@@ -1,4 +1,4 @@
-import { redactUrl, type HttpAdapterConfig } from '@iop/validate';
+import { ERROR_CATALOG, redactUrl, type HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
 import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from '../adapter';
@@ -11,8 +11,8 @@ export const ERROR_BODY_BYTES = 4096;
 /** Longest back-off an upstream's `Retry-After` may ask for, in seconds (a guard against a typo upstream). */
 export const MAX_RETRY_AFTER_S = 600;
 
-/** `Retry-After` of a 429 that sent none, in seconds. */
-export const DEFAULT_RETRY_AFTER_S = 1;
+/** `Retry-After` of a 429 that sent none, in seconds (the catalog's default for `rate_limit_exceeded`). */
+export const DEFAULT_RETRY_AFTER_S = ERROR_CATALOG.rate_limit_exceeded.retryAfterS;
 
 /**
  * Where an HTTP adapter sends requests, from `base_url` (README "Adapters"):
@@ -283,7 +283,9 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
   const detail = `${where} answered ${status}: ${text.slice(0, ERROR_BODY_BYTES)}`;
   if (status === 429) {
     const retryAfterS = parseRetryAfter(headers['retry-after']) ?? DEFAULT_RETRY_AFTER_S;
-    return new UpstreamError(429, parsed.code ?? 'rate_limit_exceeded', parsed.message ?? 'The upstream is rate limiting requests; retry later.', parsed.type ?? 'rate_limit_error', {
+    // The upstream's own code, type and message when it sent them (README "Errors"); else the catalog's `rate_limit_exceeded`.
+    const { status: limited, type } = ERROR_CATALOG.rate_limit_exceeded;
+    return new UpstreamError(limited, parsed.code ?? 'rate_limit_exceeded', parsed.message ?? 'The upstream is rate limiting requests; retry later.', parsed.type ?? type, {
       detail,
       retryAfterS,
       param: parsed.param ?? null,
@@ -302,7 +304,7 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
   if (status >= 400 && status < 500) {
     // A 4xx about the request itself (context length, a bad field): the client's answer, passed on.
     const message = parsed.message ?? (text.trim().slice(0, 500) || `The upstream answered ${status}.`);
-    return new UpstreamError(status, parsed.code ?? 'invalid_request_error', message, parsed.type ?? 'invalid_request_error', { detail, param: parsed.param ?? null });
+    return new UpstreamError(status, parsed.code ?? 'invalid_request_error', message, parsed.type ?? ERROR_CATALOG.invalid_request_error.type, { detail, param: parsed.param ?? null });
   }
   const what = status >= 300 && status < 400 ? `a redirect (${status})` : status >= 500 ? String(status) : `an unexpected status (${status})`;
   return upstreamError(`The upstream answered ${what}.`, 502, { detail: status >= 300 && status < 400 ? `${detail} location=${String(headers.location ?? '')}` : detail });
