@@ -1,5 +1,6 @@
 export * from './schema';
 export * from './adapter-resolution';
+export { type PoolProviderUse, type UnusableReason, usablePoolProvider } from './pool-provider';
 export { type ConfigProblem, ConfigError, formatProblems } from './config-problem';
 export { type LoadResult, parseConfigText, loadConfigFile } from './load-config';
 export { type SemanticProblem, checkSemantics } from './semantic-rules';

@@ -15,6 +15,9 @@ export type AdapterType = (typeof ADAPTER_TYPES)[number];
 export const POOL_CATEGORIES = ['ollama', 'vllm', 'openai_compat'] as const;
 export type PoolCategory = (typeof POOL_CATEGORIES)[number];
 
+/** `queue.max_queued` when the file sets none. */
+export const DEFAULT_MAX_QUEUED = 100;
+
 /** True when `category` is a pool category: its providers are queued and gated by `max_concurrency`. */
 export function isPoolCategory(category: string): category is PoolCategory {
   return (POOL_CATEGORIES as readonly string[]).includes(category);
@@ -126,7 +129,7 @@ export const queueSchema = z.strictObject({
   /** Longest a request waits for a lease. @defaultValue 60000 */
   max_wait_ms: positiveMs.default(60_000),
   /** Per-provider queue bound for providers without their own. @defaultValue 100 */
-  max_queued: z.number().int().nonnegative().default(100),
+  max_queued: z.number().int().nonnegative().default(DEFAULT_MAX_QUEUED),
 });
 
 export const healthSchema = z.strictObject({

@@ -15,7 +15,8 @@ export interface SemanticProblem {
  * already passed the schema. Returns every broken rule, in rule order. Pure; never throws.
  * - ids unique: node ids; adapter ids within a node; provider ids across the whole file;
  * - `provider.adapter` resolves on its node (missing, disabled-while-provider-enabled, ambiguous are errors)
- *   and `category` equals the resolved adapter's type;
+ *   and `category` equals the resolved adapter's type: the adapter conditions of `usablePoolProvider`
+ *   (docs/architecture.md, "Usable pool providers"), reported here every one, not just the first;
  * - pool categories need `max_concurrency` ≥ 1; cli providers are direct, so no `max_concurrency`/`max_queued`;
  * - `routes[]` name an existing node and an adapter id on it;
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not

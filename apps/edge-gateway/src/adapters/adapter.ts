@@ -76,11 +76,16 @@ export interface Adapter {
    */
   embeddings?(req: EmbeddingsRequest, ctx: DispatchContext): Promise<UpstreamResponse>;
   /**
-   * GET `{server root}{path}` for active health probes (README "Provider health"); resolves to the HTTP status.
-   * Absent on adapters that cannot be probed (CLI).
+   * What the upstream answers when it is up, under its server root (e.g. `/health`): each adapter
+   * knows its own. Absent on adapters that cannot be probed (CLI).
+   */
+  readonly probePath?: string;
+  /**
+   * GET `{server root}{probePath}` for active health probes (docs/architecture.md, "Provider health");
+   * resolves to the HTTP status. Absent on adapters that cannot be probed (CLI).
    * @throws on a connection error or when `signal` aborts.
    */
-  probe?(path: string, signal: AbortSignal): Promise<number>;
+  probe?(signal: AbortSignal): Promise<number>;
   /** Frees sockets or child processes the adapter holds. */
   close(): Promise<void>;
 }

@@ -1,18 +1,12 @@
 import { queueProviders, type HealthStore } from '@iop/dispatch';
-import { isPoolCategory, resolveProviderAdapter, type AdapterConfig, type AdapterType, type EdgeConfig } from '@iop/validate';
+import { usablePoolProvider, type AdapterConfig, type EdgeConfig } from '@iop/validate';
 import type { Logger } from 'pino';
 import type { AdapterRegistry } from '../adapters/adapter-registry';
 
-/** What each adapter type answers when it is up (README "Provider health"). */
-export const PROBE_PATH: Partial<Record<AdapterType, string>> = {
-  vllm: '/health',
-  ollama: '/api/version',
-  openai_compat: '/v1/models',
-};
-
 /**
- * Active health probes (README "Provider health"): every `health.interval_ms`, each enabled pool
- * provider's adapter is probed (`PROBE_PATH`, `health.timeout_ms`); a 2xx is a success, anything
+ * Active health probes (docs/architecture.md, "Provider health"): every `health.interval_ms`, the
+ * adapter of each usable pool provider (`usablePoolProvider`, the rule routing applies) is probed
+ * (the adapter's own `probePath`, `health.timeout_ms`); a 2xx is a success, anything
  * else a failure (with its reason), recorded in the shared `HealthStore`, whose cache is then
  * refreshed. A passing probe never brings back a provider that failing requests took out (that takes
  * a trial request). One probe per adapter per round, whatever the number of providers on it.
@@ -45,24 +39,23 @@ export class ProviderProber {
     const byAdapter = new Map<string, { nodeId: string; adapter: AdapterConfig; providers: string[] }>();
     for (const node of config.nodes) {
       for (const provider of node.providers) {
-        if (!provider.enabled || !isPoolCategory(provider.category)) continue;
-        const resolved = resolveProviderAdapter(node, provider);
-        if (resolved.kind !== 'ok') continue;
-        const key = `${node.id}/${resolved.adapter.id}`;
-        const entry = byAdapter.get(key) ?? { nodeId: node.id, adapter: resolved.adapter, providers: [] };
+        const use = usablePoolProvider(node, provider, config.queue);
+        if (!use.usable) continue;
+        const key = `${node.id}/${use.adapter.id}`;
+        const entry = byAdapter.get(key) ?? { nodeId: node.id, adapter: use.adapter, providers: [] };
         entry.providers.push(provider.id);
         byAdapter.set(key, entry);
       }
     }
     await Promise.all(
       [...byAdapter.values()].map(async ({ nodeId, adapter, providers }) => {
-        const path = PROBE_PATH[adapter.type];
         const live = this.deps.adapters.get(nodeId, adapter);
+        const path = live.probePath;
         if (!path || !live.probe) return;
         let ok = false;
         let reason: string | undefined;
         try {
-          const status = await live.probe(path, AbortSignal.timeout(timeout_ms));
+          const status = await live.probe(AbortSignal.timeout(timeout_ms));
           ok = status >= 200 && status < 300;
           if (!ok) reason = `GET ${path} answered ${status}`;
         } catch (err) {

@@ -1,13 +1,13 @@
 import { DEFAULT_SHARD_TAG } from '../queue/lease-keys';
 import type { StoredProvider } from '../queue/lease-store';
-import { EdgeConfig, isPoolCategory, modelNames, resolveProviderAdapter } from '@iop/validate';
+import { EdgeConfig, isPoolCategory, modelNames, resolveProviderAdapter, usablePoolProvider } from '@iop/validate';
 import type { QueueProvider } from '../queue/provider-queue';
 import type { DirectTarget, PoolCandidate, Route } from './route';
 
 /**
- * Resolves a request's `model` (DESIGN §4 route resolution):
+ * Resolves a request's `model` (docs/architecture.md, "Request path"):
  * 1. pool: pool-category providers listing the model → `{providerPool: true, candidates}` (the
- *    enabled ones whose adapter resolves);
+ *    usable ones, by `usablePoolProvider`);
  * 2. direct: a `cli` provider listing it, else a `routes[]` entry naming it → `{providerPool: false, target}`;
  * 3. else `undefined` (the caller answers 404 `model_not_found`).
  * A model some config entry serves never resolves to `undefined`: a pool whose providers are all
@@ -26,17 +26,17 @@ export function resolveRoute(config: EdgeConfig, model: string, opts: { exclude?
       const entry = provider.models.map(modelNames).find((m) => m.name === model);
       if (!entry) continue;
       poolListed = true;
-      if (!provider.enabled || opts.exclude?.has(provider.id)) continue;
-      const resolved = resolveProviderAdapter(node, provider);
-      // Run-time re-check: a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
-      if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) continue;
+      if (opts.exclude?.has(provider.id)) continue;
+      // Run-time re-check: a disabled provider or a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
+      const use = usablePoolProvider(node, provider, config.queue);
+      if (!use.usable) continue;
       candidates.push({
         providerId: provider.id,
         nodeId: node.id,
-        adapter: resolved.adapter,
+        adapter: use.adapter,
         upstreamModel: entry.upstream,
-        maxConcurrency: Math.max(1, provider.max_concurrency ?? 1),
-        maxQueued: provider.max_queued ?? config.queue.max_queued,
+        maxConcurrency: use.maxConcurrency,
+        maxQueued: use.maxQueued,
       });
     }
   }
@@ -87,22 +87,21 @@ export function listModels(config: EdgeConfig): string[] {
 }
 
 /**
- * Every enabled pool provider whose adapter resolves, with its limits, for
- * `ProviderQueue.configure` (DESIGN §4). A provider whose adapter is missing, disabled or
- * ambiguous is left out, so it takes no requests.
+ * Every usable pool provider (`usablePoolProvider`), with its limits, for
+ * `ProviderQueue.configure` (docs/architecture.md, "Usable pool providers"). A provider whose
+ * adapter is missing, disabled, ambiguous or of another type is left out, so it takes no requests.
  */
 export function queueProviders(config: EdgeConfig): QueueProvider[] {
   const tags = config.queue.cluster ? poolShardTags(config) : undefined;
   const out: QueueProvider[] = [];
   for (const node of config.nodes) {
     for (const provider of node.providers) {
-      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
-      const resolved = resolveProviderAdapter(node, provider);
-      if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) continue;
+      const use = usablePoolProvider(node, provider, config.queue);
+      if (!use.usable) continue;
       out.push({
         providerId: provider.id,
-        maxConcurrency: Math.max(1, provider.max_concurrency ?? 1),
-        maxQueued: provider.max_queued ?? config.queue.max_queued,
+        maxConcurrency: use.maxConcurrency,
+        maxQueued: use.maxQueued,
         ...(tags ? { shardTag: tags.get(provider.id) } : {}),
       });
     }

@@ -2,7 +2,7 @@ import { queueProviders, type ProviderCounts } from '@iop/dispatch';
 import {
   isPoolCategory,
   modelNames,
-  resolveProviderAdapter,
+  usablePoolProvider,
   type AdapterConfig,
   type EdgeConfig,
   type NodeConfig,
@@ -47,7 +47,7 @@ export function adapterHealthKey(nodeId: string, adapterId: string): string {
  * - A node without providers yields one resource per adapter (`source: "adapters"`, `pool: false`),
  *   listing the legacy `routes[]` models that go through it.
  * - `state`: `disabled` (provider disabled, or its adapter reference names a disabled adapter) wins
- *   over `invalid` (missing, ambiguous or mistyped adapter, by `resolveProviderAdapter`), which wins
+ *   over `invalid` (missing, ambiguous or mistyped adapter), both by `usablePoolProvider`, which wins
  *   over `unhealthy` (from `opts.health`); otherwise `ready`.
  * - `in_flight`/`queued` come from `counts` for pool providers the map holds; everything else —
  *   CLI providers, adapter entries, providers the queue does not track, or `counts` undefined (no
@@ -80,19 +80,21 @@ function catalogEntry(
   health: ReadonlyMap<string, ResourceHealth> | undefined,
   details?: SnapshotOptions['healthDetails'],
 ): ResourceStatus {
-  const resolved = resolveProviderAdapter(node, provider);
+  // The pool rule, read for every catalog provider: a sound cli provider reads `not_pool`.
+  const use = usablePoolProvider(node, provider);
+  const reason = use.usable ? undefined : use.reason;
   const pool = isPoolCategory(provider.category);
   const detail = pool ? details?.get(provider.id) : undefined;
   let state: ResourceState;
-  if (!provider.enabled || resolved.kind === 'disabled') state = 'disabled';
-  else if (resolved.kind !== 'ok' || resolved.adapter.type !== provider.category) state = 'invalid';
+  if (reason === 'provider_disabled' || reason === 'adapter_disabled') state = 'disabled';
+  else if (reason !== undefined && reason !== 'not_pool') state = 'invalid';
   else state = health?.get(provider.id) === 'unhealthy' || (detail !== undefined && detail.state !== 'healthy') ? 'unhealthy' : 'ready';
   const tracked = pool ? counts?.get(provider.id) : undefined;
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
     id: provider.id,
     category: provider.category,
-    adapter: resolved.kind === 'ok' || resolved.kind === 'disabled' ? resolved.adapter.id : provider.adapter,
+    adapter: use.adapter?.id ?? provider.adapter,
     models: provider.models.map((m) => modelNames(m).name),
     pool,
     enabled: provider.enabled,
@@ -128,7 +130,7 @@ function adapterEntry(
 
 /**
  * Ids of the providers whose counts a snapshot shows: the pool providers a `ProviderQueue` is
- * configured with (`queueProviders`: enabled, adapter resolved). Ask the counts source for exactly these.
+ * configured with (`queueProviders`: the usable ones, by `usablePoolProvider`). Ask the counts source for exactly these.
  */
 export function trackedProviderIds(config: EdgeConfig): string[] {
   return queueProviders(config).map((p) => p.providerId);

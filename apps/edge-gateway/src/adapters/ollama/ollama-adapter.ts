@@ -18,6 +18,8 @@ import { responsesViaChat } from '../responses-translation';
  */
 export class OllamaAdapter implements Adapter {
   readonly type = 'ollama' as const;
+  /** What Ollama answers when it is up (it has no `/health`). */
+  readonly probePath = '/api/version';
   private readonly upstream: OpenAiCompatAdapter;
 
   /** @throws Error when `config.type` is not `ollama`. */
@@ -38,9 +40,9 @@ export class OllamaAdapter implements Adapter {
     return this.upstream.embeddings(req, ctx, { floatsUpstream: true });
   }
 
-  /** GET `{server root}{path}` (e.g. `/api/version`) for health probes; see {@link OpenAiCompatAdapter.probe}. */
-  probe(path: string, signal: AbortSignal): Promise<number> {
-    return this.upstream.probe(path, signal);
+  /** GET `{server root}/api/version` for health probes; see {@link OpenAiCompatAdapter.probe}. */
+  probe(signal: AbortSignal): Promise<number> {
+    return this.upstream.probe(signal, this.probePath);
   }
 
   close(): Promise<void> {

@@ -82,6 +82,8 @@ export function upstreamTarget(config: Pick<HttpAdapterConfig, 'type' | 'base_ur
  */
 export class OpenAiCompatAdapter implements Adapter {
   readonly type: HttpAdapterConfig['type'];
+  /** What the server answers when it is up: vLLM's `/health`, an OpenAI-compatible server's `/v1/models`. */
+  readonly probePath: string;
   private readonly target: UpstreamTarget;
   private readonly headers: Record<string, string>;
   // No cap on connections: admission control is the provider queue's job, and a hidden cap here
@@ -90,6 +92,7 @@ export class OpenAiCompatAdapter implements Adapter {
 
   constructor(readonly config: HttpAdapterConfig) {
     this.type = config.type;
+    this.probePath = config.type === 'vllm' ? '/health' : '/v1/models';
     this.target = upstreamTarget(config);
     this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (this.target.authorization) this.headers.authorization = this.target.authorization;
@@ -115,8 +118,8 @@ export class OpenAiCompatAdapter implements Adapter {
     return { ...answer, body: normalizeEmbeddings(answer.body, req) };
   }
 
-  /** GET `{server root}{path}` for health probes; resolves to the HTTP status, throws on a connection error. */
-  async probe(path: string, signal: AbortSignal): Promise<number> {
+  /** GET `{server root}{path}` (default {@link probePath}) for health probes; resolves to the HTTP status, throws on a connection error. */
+  async probe(signal: AbortSignal, path = this.probePath): Promise<number> {
     const res = await this.dispatcher.request({ origin: this.target.origin, path: this.target.rootPath + path, method: 'GET', signal, headers: this.headers });
     await res.body.dump();
     return res.statusCode;
