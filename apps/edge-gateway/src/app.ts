@@ -8,6 +8,7 @@ import { completionBody } from './http/body-gates';
 import { errorMiddleware } from './http/error-middleware';
 import { GatewayMetrics } from './http/gateway-metrics';
 import { observeCompletions } from './http/request-observer';
+import { assignRequestId } from './http/request-id';
 import { openAiRoutes } from './routes/openai-routes';
 import { statusRoutes } from './routes/status-routes';
 import { v1Edge } from './http/v1-edge';
@@ -41,6 +42,8 @@ export function createApp(deps: AppDeps): Express {
   const json = completionBody(() => deps.config().gateway.max_body_bytes);
   const observe = observeCompletions(deps.logger, metrics, () => deps.config());
 
+  // Every answer carries x-request-id; each request logs through a child logger bound to it.
+  app.use(assignRequestId(deps.logger));
   // CORS and the topology headers (README "Security") before any /v1 route, preflights included.
   app.use('/v1', v1Edge(() => deps.config().gateway));
   app.use(openAiRoutes(deps, startedAtS, { observe, auth, json }));

@@ -15,6 +15,7 @@ import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, Response
 import { ADAPTER_LABEL, FIELD_TABLES, type AdapterRegistry } from './adapters/adapter-registry';
 import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/request-fields';
 import { ApiError, catalogError, clientClosed, failsOver, modelNotFound, toClientError, UpstreamError, upstreamTimeout } from './errors';
+import { requestLogger } from './http/request-id';
 import { admissionToApiError } from './http/admission-errors';
 import { sendUpstream, type SendResult } from './http/send-upstream';
 import { watchUsage, type TokenUsage } from './http/token-usage';
@@ -342,8 +343,9 @@ function describeFailure(err: UpstreamError): string {
 /** One warning per upstream failure, with everything an operator needs: the request id, provider and the log-only detail. */
 function logUpstreamFailure(call: CallContext, provider: string, err: unknown, msg: string): void {
   if (!(err instanceof UpstreamError)) return;
-  call.deps.logger.warn(
-    { request_id: call.requestId, model: call.res.locals.model, provider, node: call.outcome.nodeId, status: err.status, code: err.code, detail: err.detail ?? err.message },
+  // The request's child logger carries `request_id`, as the access-log line does.
+  requestLogger(call.res, call.deps.logger).warn(
+    { model: call.res.locals.model, provider, node: call.outcome.nodeId, status: err.status, code: err.code, detail: err.detail ?? err.message },
     msg,
   );
 }
@@ -353,10 +355,10 @@ function logStreamEnd(call: CallContext, provider: string, result: SendResult): 
   if (result.outcome === 'upstream_failed') {
     const err = result.error;
     const detail = err instanceof UpstreamError ? (err.detail ?? err.message) : (err as Error)?.message;
-    call.deps.logger.warn({ request_id: call.requestId, provider, node: call.outcome.nodeId, code: (err as ApiError)?.code, detail }, 'upstream failed mid-stream; the client got an error event');
+    requestLogger(call.res, call.deps.logger).warn({ provider, node: call.outcome.nodeId, code: (err as ApiError)?.code, detail }, 'upstream failed mid-stream; the client got an error event');
   } else if (result.outcome === 'client_stalled') {
-    call.deps.logger.warn(
-      { request_id: call.requestId, provider, node: call.outcome.nodeId, idle_ms: call.config.gateway.stream_idle_timeout_ms },
+    requestLogger(call.res, call.deps.logger).warn(
+      { provider, node: call.outcome.nodeId, idle_ms: call.config.gateway.stream_idle_timeout_ms },
       'client accepted no byte for gateway.stream_idle_timeout_ms: stream cut, upstream aborted, lease released',
     );
   }

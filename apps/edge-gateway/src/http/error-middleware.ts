@@ -2,10 +2,11 @@ import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ERROR_CATALOG, isCatalogCode } from '@iop/validate';
 import { ApiError, clientClosed, internalError, invalidRequest, requestTooLarge } from '../errors';
+import { requestLogger } from './request-id';
 import { lingerClose } from './server-limits';
 
 /**
- * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (DESIGN §6),
+ * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (docs/architecture.md, "Errors"),
  * adding `Retry-After` where retrying helps: the error's own seconds, else the default of its code
  * in `ERROR_CATALOG` (`@iop/validate`, where the gateway's codes get their status and type too).
  * Body-parser failures map to 400 (invalid JSON) and 413 (over `max_body_bytes`). Unknown errors are logged and answered 500 without a stack trace.
@@ -16,7 +17,7 @@ import { lingerClose } from './server-limits';
 export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const apiError = toApiError(err, maxBodyBytes);
-    if (apiError.status === ERROR_CATALOG.internal_error.status) logger.error({ err }, 'unhandled error');
+    if (apiError.status === ERROR_CATALOG.internal_error.status) requestLogger(res, logger).error({ err }, 'unhandled error');
     if (res.headersSent) {
       res.end();
       return;

@@ -1,11 +1,11 @@
 import type { EdgeConfig } from '@iop/validate';
 import type { RequestHandler } from 'express';
-import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { DispatchOutcome } from '../completion-dispatcher';
 import type { GatewayMetrics } from './gateway-metrics';
 import { truncateForMessage } from './body-gates';
+import { requestIdFrom, requestIdOf, requestLogger } from './request-id';
 import { ensureTracing, flushOnClose, recordRequestSpans } from './tracing';
 
 /** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */
@@ -13,16 +13,14 @@ export const MAX_LOGGED_CHARS = 256;
 /** A client-sent string as logged: at most {@link MAX_LOGGED_CHARS} characters, the rest counted. */
 const clip = (text: string) => truncateForMessage(text, MAX_LOGGED_CHARS);
 
-/** A client's `x-request-id` is kept when it is a plain token; otherwise the gateway makes one. */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /**
  * The one observer of a completion request: when its response closes it writes the access log
  * line (method, path, status, model, route, node, resource, queue wait, ms — never prompts or keys)
  * and the request metrics, and records the request's trace when tracing is on (`recordRequestSpans`).
  * It reads `res.locals.model` and `res.locals.outcome`, set by the route. One `close` listener per
  * request, whatever fails before the handler (401, 400, 413 included). Every answer carries an
- * `x-request-id` (the client's, when it sent a plain one), which the log line and the trace carry too.
+ * `x-request-id` (the client's, when it sent a plain one; given by `assignRequestId`), which the log
+ * line (written with the request's child logger, `{ request_id }`) and the trace carry too.
  */
 export function observeCompletions(logger: Logger, metrics: GatewayMetrics, config: () => EdgeConfig): RequestHandler {
   // OTLP traces when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (README "Running a fleet"); off otherwise.
@@ -30,9 +28,9 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
   return (req, res, next) => {
     const startedAt = performance.now();
     flushOnClose((req.socket as { server?: Server }).server);
-    const sent = req.headers['x-request-id'];
-    const requestId = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
-    res.setHeader('x-request-id', requestId);
+    // Without `assignRequestId` in front (an app built without it), the observer gives the id itself.
+    const requestId = requestIdOf(res) ?? requestIdFrom(req.headers['x-request-id']);
+    if (!res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
     metrics.startCompletion();
     res.once('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
@@ -41,9 +39,8 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
       metrics.finishCompletion(current, res.locals.model, status, outcome, startedAt);
       recordRequestSpans({ requestId, method: req.method, route: req.route?.path ?? req.path, status, model: metrics.modelLabel(current, res.locals.model), outcome, startedAt, endedAt: performance.now() });
       if (!logger.isLevelEnabled('info')) return;
-      logger.info(
+      requestLogger(res, logger).info(
         {
-          request_id: requestId,
           method: req.method,
           path: clip(req.path),
           status,

@@ -1,0 +1,67 @@
+import type { RequestHandler, Response } from 'express';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+
+/** Longest client-sent `x-request-id` the gateway keeps, in characters; a longer one is replaced. */
+export const MAX_REQUEST_ID_CHARS = 128;
+
+/** Characters a kept `x-request-id` may hold: a plain token, safe in a header, a log line and a message. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]+$/;
+
+/**
+ * The request id of a request (README "Errors": every answer carries `x-request-id`): the client's
+ * `x-request-id` when it sent exactly one of 1 to {@link MAX_REQUEST_ID_CHARS} characters out of
+ * `A-Z a-z 0-9 . _ : -`; otherwise (none, several, too long, other characters) a fresh
+ * `crypto.randomUUID()`. Never throws.
+ */
+export function requestIdFrom(sent: string | string[] | undefined): string {
+  return typeof sent === 'string' && sent.length <= MAX_REQUEST_ID_CHARS && SAFE_REQUEST_ID.test(sent) ? sent : randomUUID();
+}
+
+/** What {@link assignRequestId} keeps in `res.locals` for the rest of the request. */
+interface RequestIdLocals {
+  requestId?: string;
+  /** The app's logger, the parent of the request's child logger. */
+  baseLogger?: Logger;
+  /** The request's child logger, made on first use ({@link requestLogger}). */
+  log?: Logger;
+}
+
+/**
+ * The first middleware of the app: gives every request its id ({@link requestIdFrom}), sets it as
+ * the `x-request-id` response header at once (so every answer, errors and 404s included, carries
+ * it) and keeps it in `res.locals` for {@link requestIdOf} and {@link requestLogger}, whose pino
+ * child logger bound to `{ request_id }` (made on first use, so a request that logs nothing pays
+ * nothing) writes the access-log line and the upstream-failure and failover warnings of the
+ * request under one id.
+ */
+export function assignRequestId(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    res.setHeader('x-request-id', requestId);
+    const locals = res.locals as RequestIdLocals;
+    locals.requestId = requestId;
+    locals.baseLogger = logger;
+    next();
+  };
+}
+
+/** The request id {@link assignRequestId} gave `res`; `undefined` when it did not run (a test app without it). */
+export function requestIdOf(res: Response): string | undefined {
+  return (res.locals as RequestIdLocals).requestId;
+}
+
+/**
+ * The request's child logger, bound to `{ request_id }` and kept for the rest of the request: a
+ * child of the logger given to {@link assignRequestId} (else of `fallback`) for the request's id
+ * (else the `x-request-id` header already on `res`); `fallback` itself when `res` has no id.
+ */
+export function requestLogger(res: Response, fallback: Logger): Logger {
+  const locals = res.locals as RequestIdLocals;
+  if (locals.log) return locals.log;
+  const header = res.getHeader('x-request-id');
+  const id = locals.requestId ?? (typeof header === 'string' && header !== '' ? header : undefined);
+  if (id === undefined) return fallback;
+  locals.log = (locals.baseLogger ?? fallback).child({ request_id: id });
+  return locals.log;
+}
