@@ -21,7 +21,7 @@ const chat = (gateway: TestGateway, model: string, fake: Record<string, number> 
     signal,
   });
 
-describe('admission rule (DESIGN §4): only provider pools are queued', () => {
+describe('admission rule: only provider pools are queued', () => {
   let upstream: FakeUpstream;
   let gateway: TestGateway;
   let queue: RecordingQueue;

@@ -13,22 +13,22 @@ import { openAiRoutes } from './routes/openai-routes';
 import { statusRoutes } from './routes/status-routes';
 import { v1Edge } from './http/v1-edge';
 
-/** Everything the gateway's HTTP app needs; all I/O lives behind these (STYLE "pure core, thin edges"). */
+/** Everything the gateway's HTTP app needs; all I/O lives behind these (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface AppDeps extends DispatcherDeps {
   /** The config in force; read once per request so a refresh applies to new requests at once. */
   config(): EdgeConfig;
   /** The admission queue for provider pools; undefined = no admission control (pools dispatch directly). */
   queue?: ProviderQueue;
-  /** Which file is in force, for `/status` (issue 5: operators see which replica runs which file). */
+  /** Which file is in force, for `/status` (operators see which replica runs which file). */
   configInfo?(): { hash: string; loadedAt: Date };
   /** The gateway's Prometheus registry; one per app when absent. */
   metrics?: GatewayMetrics;
 }
 
 /**
- * Builds the express app of the gateway without listening or any other I/O (DESIGN §2), so tests
+ * Builds the express app of the gateway without listening or any other I/O (docs/architecture.md, "Layering"), so tests
  * drive it in-process and `main.ts` only wires real dependencies and listens.
- * Routes: DESIGN §6. Errors: one middleware, OpenAI-shaped.
+ * Routes: docs/architecture.md, "HTTP surface". Errors: one middleware, OpenAI-shaped ("Errors").
  */
 export function createApp(deps: AppDeps): Express {
   const app = express();

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { fleetYaml } from './testing/fixtures';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
-/** Runtime config refresh (issue 5) against the built gateway process, memory backend. */
+/** Runtime config refresh (README "Operating a running fleet") against the built gateway process, memory backend. */
 describe('config refresh on SIGHUP', () => {
   let upstream: FakeUpstream;
   let gateway: GatewayProcess | undefined;
@@ -27,7 +27,7 @@ describe('config refresh on SIGHUP', () => {
       body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], fake }),
     });
 
-  /** This replica's counts per resource, from its `/status` (DESIGN §5). */
+  /** This replica's counts per resource, from its `/status` (docs/architecture.md, "Status model"). */
   async function resourceCounts(): Promise<Record<string, { in_flight: number; queued: number }>> {
     const status = (await (await fetch(`${gateway!.url}/status`)).json()) as { nodes: Array<{ resources: Array<{ id: string; in_flight: number; queued: number }> }> };
     return Object.fromEntries(status.nodes.flatMap((n) => n.resources.map((r) => [r.id, r])));

@@ -2,7 +2,7 @@ import { ERROR_CATALOG, type ErrorCatalogEntry, type ErrorCode } from '@iop/vali
 
 /**
  * Every error the gateway answers with, as a value with an HTTP status and an OpenAI error
- * `code` (DESIGN §6). Routes throw these; `errorMiddleware` turns them into the body
+ * `code` (docs/architecture.md, "Errors"). Routes throw these; `errorMiddleware` turns them into the body
  * `{"error": {"message", "type", "param", "code"}}`. No route builds an error body by hand.
  */
 export class ApiError extends Error {

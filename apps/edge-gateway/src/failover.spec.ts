@@ -35,7 +35,7 @@ nodes:
       - { id: second, category: openai_compat, adapter: b, models: [m], max_concurrency: 4 }
 `;
 
-describe('failover before the first byte (issue 5)', () => {
+describe('failover before the first byte', () => {
   let good: FakeUpstream;
   beforeAll(async () => {
     good = await startFakeUpstream({ name: 'good' });
@@ -138,7 +138,7 @@ describe('failover before the first byte (issue 5)', () => {
   });
 });
 
-describe('provider health (issue 5)', () => {
+describe('provider health', () => {
   it('turns a stopped upstream unhealthy within the window, sends traffic to the sibling, and returns it after recovery', async () => {
     const first = await startFakeUpstream({ name: 'first' });
     const firstPort = first.port;

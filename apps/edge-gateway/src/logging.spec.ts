@@ -8,7 +8,7 @@ import { AdapterRegistry } from './adapters/adapter-registry';
 import { createApp } from './app';
 import { fleetYaml } from './testing/fixtures';
 
-describe('logs at info level never contain API keys or prompts (issue 2)', () => {
+describe('logs at info level never contain API keys or prompts', () => {
   let upstream: FakeUpstream;
   beforeAll(async () => {
     upstream = await startFakeUpstream();

@@ -1,5 +1,5 @@
 /**
- * Composition root of the gateway (DESIGN §2, §7): parses the command line, loads and validates
+ * Composition root of the gateway (docs/architecture.md, "Layering"): parses the command line, loads and validates
  * edge.yaml, wires the queue backend, adapters and logger into `createApp`, listens, and shuts
  * down gracefully on SIGTERM/SIGINT. Everything with I/O is created here and nowhere else.
  */

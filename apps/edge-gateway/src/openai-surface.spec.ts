@@ -73,7 +73,7 @@ describe('OpenAI surface end to end with the official openai client', () => {
     expect(events[0]).toBe('response.created');
     expect(events).toContain('response.output_text.delta');
     expect(events.at(-1)).toBe('response.completed');
-    // Leases are released on every endpoint, not only chat (DESIGN §4 invariant 3).
+    // Leases are released on every endpoint, not only chat (docs/architecture.md, "Request path", step 5).
     await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the responses lease released');
   });
 

@@ -6,7 +6,7 @@ import { chatOnce, replicaYaml, runConcurrently, startReplicaFleet, type Replica
 const maxConcurrencySeen = (upstream: FakeUpstream, model: string) => upstream.stats().byModel[model]?.max ?? 0;
 
 /**
- * Provider pools across replicas (DESIGN §4 invariants, issue 3): real gateway processes on one
+ * Provider pools across replicas (docs/architecture.md, "Invariants and their tests"): real gateway processes on one
  * real Redis (the lease store of docs/architecture.md, "Lease protocol"), a fake upstream that
  * records each provider's concurrency. Bursts and fencing have their own files
  * (fleet-admission.spec.ts, fleet-fencing.spec.ts).

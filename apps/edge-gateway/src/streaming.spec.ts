@@ -3,7 +3,7 @@ import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import { fleetYaml } from './testing/fixtures';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
-describe('streaming (DESIGN §6)', () => {
+describe('streaming', () => {
   let upstream: FakeUpstream;
   let gateway: TestGateway;
 

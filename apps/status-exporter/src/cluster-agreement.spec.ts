@@ -6,7 +6,7 @@ import pino from 'pino';
 import { startExporter, type RunningExporter } from './exporter';
 import { configPrefix, exporterYaml, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
 
-describe('the exporter and two gateway replicas on one Redis agree (DESIGN §5, cluster-wide counts)', () => {
+describe('the exporter and two gateway replicas on one Redis agree (cluster-wide counts)', () => {
   let redis: TestRedis;
   let upA: FakeUpstream;
   let upB: FakeUpstream;

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
 
-/** Everything the exporter's HTTP app needs; the I/O (Redis) lives behind `counts` (STYLE "pure core, thin edges"). */
+/** Everything the exporter's HTTP app needs; the I/O (Redis) lives behind `counts` (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface ExporterDeps {
   /** The config in force. */
   config(): EdgeConfig;
@@ -17,7 +17,7 @@ export interface ExporterDeps {
   counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;
   /** Which file is in force (sha256, load time), published as `config_hash` / `config_loaded_at`. */
   configInfo?(): { hash: string; loadedAt: Date };
-  /** Ids of providers the fleet marked unhealthy (shared health, issue 5); a rejection shows them as not unhealthy. */
+  /** Ids of providers the fleet marked unhealthy (shared health, docs/architecture.md "Provider health"); a rejection shows them as not unhealthy. */
   unhealthy?(providerIds: readonly string[]): Promise<ReadonlySet<string>>;
   /** Each provider's health record as read by the last `unhealthy` call (README "Provider health"), shown as `health` in `/status`. */
   healthViews?(): ReadonlyMap<string, HealthView>;
@@ -31,7 +31,7 @@ export interface SnapshotSource {
 }
 
 /**
- * The resource-first snapshot with cluster-wide counts (DESIGN §5): asks `deps.counts` for the
+ * The resource-first snapshot with cluster-wide counts (docs/architecture.md, "Status model"): asks `deps.counts` for the
  * tracked providers (`trackedProviderIds`), and on failure logs once per outage and publishes `null`.
  */
 export function snapshotSource(deps: ExporterDeps): SnapshotSource {
@@ -59,7 +59,7 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
 }
 
 /**
- * Builds the exporter's express app without listening or other I/O (DESIGN §2, §6):
+ * Builds the exporter's express app without listening or other I/O (docs/architecture.md, "Layering", "HTTP surface"):
  * - `GET /status`: the snapshot JSON (cluster-wide counts);
  * - `GET /metrics`: Prometheus text: the `iop_edge_resource_*` gauges plus
  *   `iop_edge_status_counts_up` (1 when the counts source answered this scrape);

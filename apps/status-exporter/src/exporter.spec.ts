@@ -15,7 +15,7 @@ const config = (yaml: string) => {
   return loaded;
 };
 
-describe('status exporter HTTP endpoints (DESIGN §6), counts from a real Redis', () => {
+describe('status exporter HTTP endpoints, counts from a real Redis', () => {
   let redis: TestRedis;
   const closers: (() => Promise<unknown>)[] = [];
   const logger = pino({ level: 'silent' });

@@ -48,7 +48,7 @@ export interface RunningExporter {
 export class ExporterRefusal extends Error {}
 
 /**
- * The exporter's I/O wiring (DESIGN §2 `apps/status-exporter`): one Redis connection for the
+ * The exporter's I/O wiring (docs/architecture.md, "Layering"): one Redis connection for the
  * counts (`readLeaseCounts`, cluster-wide), the HTTP app on `host:port`, and the push loop when
  * `status.push_url` is set. A Redis that is down at start is not fatal: counts are `null` until it
  * answers.

@@ -1,5 +1,5 @@
 /**
- * Composition root of the status exporter (DESIGN §2, §7 "the exporter as a sidecar"): parses
+ * Composition root of the status exporter (docs/architecture.md, "Layering"; README "Production layout"): parses
  * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
  */

@@ -2,7 +2,7 @@ import type { AdapterConfig, NodeConfig, ProviderConfig } from './schema';
 import { ADAPTER_TYPES } from './schema';
 
 /**
- * Outcome of resolving a provider's `adapter` reference on its node (DESIGN §3, §4):
+ * Outcome of resolving a provider's `adapter` reference on its node (docs/architecture.md, "Usable pool providers"):
  * - `ok`: the adapter the provider dispatches through;
  * - `missing`: no adapter with that id, and (for a type name) no enabled adapter of that type;
  * - `disabled`: the reference names an adapter that is disabled;

@@ -1,5 +1,5 @@
 /**
- * One thing wrong with a config file (DESIGN §3): where it is and how to fix it.
+ * One thing wrong with a config file (docs/architecture.md, "Settings"): where it is and how to fix it.
  * Never contains the value of an interpolated `${VAR}` (secrets stay out of error text).
  */
 export interface ConfigProblem {
@@ -47,7 +47,7 @@ export function formatProblems(file: string, problems: readonly ConfigProblem[])
 }
 
 /**
- * Thrown by entry points (gateway, exporter) that refuse to start on an invalid file (DESIGN §3).
+ * Thrown by entry points (gateway, exporter) that refuse to start on an invalid file (docs/architecture.md, "Settings").
  * `message` is {@link formatProblems} of every problem, so printing the error is enough.
  */
 export class ConfigError extends Error {

@@ -32,7 +32,7 @@ function setup(text = yaml(1)) {
   return { dir, file, runtime, logs, applied, rejected };
 }
 
-describe('ConfigRuntime (issue 5 runtime config refresh)', () => {
+describe('ConfigRuntime (runtime config refresh)', () => {
   it('swaps in a valid changed file after applying it, and skips an unchanged one', async () => {
     const { file, runtime, applied } = setup();
     const before = runtime.current;

@@ -34,7 +34,7 @@ export interface ConfigRuntimeOptions {
 }
 
 /**
- * Runtime config refresh (issue 5), for the gateway and the exporter alike: holds the config in
+ * Runtime config refresh (docs/architecture.md, "Settings"), for the gateway and the exporter alike: holds the config in
  * force and swaps it atomically for a new,
  * fully validated file on `reload()` (SIGHUP) or when the file changes (debounced). An invalid
  * file is rejected with the same problems as `validate`, logged, counted, and the running config

@@ -19,7 +19,7 @@ const REFERENCE = /\$(\$?)\{([^}]*)\}/g;
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Replaces `${VAR}` in every string value (never in keys) with `env.VAR` (DESIGN §3). `$${VAR}`
+ * Replaces `${VAR}` in every string value (never in keys) with `env.VAR` (docs/architecture.md, "Settings"). `$${VAR}`
  * is an escape for a literal `${VAR}`. An unset variable (`undefined`; an empty string counts as
  * set) or a malformed reference is a problem naming the variable and the path where it is used.
  * Substituted values are always strings. Pure; never throws.

@@ -1,6 +1,6 @@
 import { isRedisUrl, parseListenAddress, redactUrl } from './listen-address';
 
-describe('parseListenAddress (DESIGN §3 listen settings)', () => {
+describe('parseListenAddress (listen settings)', () => {
   it.each([
     ['127.0.0.1:8080', { host: '127.0.0.1', port: 8080 }],
     ['[::1]:9464', { host: '::1', port: 9464 }],

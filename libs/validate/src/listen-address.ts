@@ -7,7 +7,7 @@ export interface ListenAddress {
 }
 
 /**
- * Parses `host:port` (IPv6 in brackets: `[::1]:8080`), the format of every listen setting (DESIGN §3).
+ * Parses `host:port` (IPv6 in brackets: `[::1]:8080`), the format of every listen setting (README "Configuration").
  * @throws Error saying how to write it when the text is not host:port or the port is out of 0–65535.
  */
 export function parseListenAddress(text: string): ListenAddress {

@@ -19,8 +19,8 @@ function problemsOf(result: LoadResult) {
   return result.problems;
 }
 
-describe('parseConfigText (DESIGN §3)', () => {
-  it('accepts the full DESIGN §3 example with its variables set, applying defaults', () => {
+describe('parseConfigText', () => {
+  it('accepts the full example (testing/design-example.yaml) with its variables set, applying defaults', () => {
     const result = parseConfigText(example, env);
     if (!result.ok) throw new Error(formatProblems('design-example.yaml', result.problems));
     expect(result.hash).toBe(createHash('sha256').update(example).digest('hex'));

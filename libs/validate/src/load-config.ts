@@ -9,13 +9,13 @@ import { checkSemantics } from './semantic-rules';
 import { positionOf } from './yaml-positions';
 
 /**
- * Outcome of loading `edge.yaml` (DESIGN §3): the config with defaults applied and the sha256
+ * Outcome of loading `edge.yaml` (docs/architecture.md, "Settings"): the config with defaults applied and the sha256
  * (hex) of the file text, or every problem found, sorted by position.
  */
 export type LoadResult = { ok: true; config: EdgeConfig; hash: string } | { ok: false; problems: ConfigProblem[] };
 
 /**
- * Parses and validates the text of an `edge.yaml` (DESIGN §3), in stages, each returning all its problems:
+ * Parses and validates the text of an `edge.yaml` (docs/architecture.md, "Settings"), in stages, each returning all its problems:
  * 1. YAML syntax (incl. duplicate keys); on errors nothing further is checked;
  * 2. `${VAR}` interpolation in string values from `env`: an unset variable is a problem naming it;
  * 3. the zod schema (`edgeConfigSchema`): unknown keys, types, formats;

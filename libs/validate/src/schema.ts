@@ -2,16 +2,16 @@ import { z } from 'zod';
 import { isRedisUrl } from './listen-address';
 
 /**
- * The zod schema of `edge.yaml`, version 1 (DESIGN §3). Shapes only: rules that relate
+ * The zod schema of `edge.yaml`, version 1 (docs/architecture.md, "Settings"; keys in README "Configuration"). Shapes only: rules that relate
  * one part of the file to another (unique ids, adapter resolution, pooled vs direct) live in
  * `semantic-rules.ts`. Every object is strict so a typo is an error, never silently ignored.
  */
 
-/** Adapter types a node can configure (DESIGN §1). */
+/** Adapter types a node can configure (docs/architecture.md, "Vocabulary"). */
 export const ADAPTER_TYPES = ['cli', 'ollama', 'vllm', 'openai_compat'] as const;
 export type AdapterType = (typeof ADAPTER_TYPES)[number];
 
-/** Provider categories that are admission controlled (provider pools, DESIGN §4). */
+/** Provider categories that are admission controlled (provider pools, docs/architecture.md "Usable pool providers"). */
 export const POOL_CATEGORIES = ['ollama', 'vllm', 'openai_compat'] as const;
 export type PoolCategory = (typeof POOL_CATEGORIES)[number];
 
@@ -222,7 +222,7 @@ export const providerSchema = z.strictObject({
   /** An adapter id on this node, or a type when exactly one enabled adapter of it exists here. */
   adapter: z.string().min(1),
   models: z.array(modelSchema).min(1, 'list at least one model'),
-  /** Required for pool categories (DESIGN §3). */
+  /** Required for pool categories. */
   max_concurrency: z.number().int().optional(),
   /** Overrides queue.max_queued for this provider. */
   max_queued: z.number().int().nonnegative().optional(),

@@ -22,7 +22,7 @@ function runTable(rows: Row[]) {
   });
 }
 
-describe('unique ids (DESIGN §3)', () => {
+describe('unique ids', () => {
   runTable([
     ['accepts distinct node, adapter and provider ids', [{ id: 'a', adapters: [vllm('v')], providers: [pool('p', 'v', ['m'])] }, { id: 'b', adapters: [vllm('v')], providers: [pool('q', 'v', ['m'])] }], [], []],
     ['rejects two nodes with the same id', [{ id: 'a' }, { id: 'a' }], [], [['nodes[1].id', 'node id "a" is already used by nodes[0]']]],
@@ -37,7 +37,7 @@ describe('unique ids (DESIGN §3)', () => {
   ]);
 });
 
-describe('provider.adapter resolves on its own node (DESIGN §3)', () => {
+describe('provider.adapter resolves on its own node', () => {
   runTable([
     ['accepts an exact adapter id', [{ id: 'a', adapters: [vllm('v')], providers: [pool('p', 'v', ['m'])] }], [], []],
     ['accepts a type name with exactly one enabled adapter of that type', [{ id: 'a', adapters: [vllm('v0'), vllm('v1', false)], providers: [pool('p', 'vllm', ['m'])] }], [], []],
@@ -70,7 +70,7 @@ describe('provider.adapter resolves on its own node (DESIGN §3)', () => {
   });
 });
 
-describe('category and concurrency (DESIGN §3)', () => {
+describe('category and concurrency', () => {
   runTable([
     ['rejects a category that differs from the resolved adapter type', [{ id: 'a', adapters: [cli('c')], providers: [pool('p', 'c', ['m'])] }], [], [['nodes[0].providers[0].category', 'category "vllm" does not match the type "cli" of adapter "c"']]],
     ['rejects a pool provider without max_concurrency', [{ id: 'a', adapters: [vllm('v')], providers: [pool('p', 'v', ['m'], { max_concurrency: undefined })] }], [], [['nodes[0].providers[0].max_concurrency', 'has no max_concurrency']]],
@@ -81,7 +81,7 @@ describe('category and concurrency (DESIGN §3)', () => {
   ]);
 });
 
-describe('routes[] targets (DESIGN §3)', () => {
+describe('routes[] targets', () => {
   runTable([
     ['accepts a route to an existing node and adapter id', [{ id: 'laptop', adapters: [cli('codex')] }], [{ model: 'codex', node: 'laptop', adapter: 'codex' }], []],
     ['rejects a route to an unknown node', [{ id: 'laptop', adapters: [cli('codex')] }], [{ model: 'codex', node: 'desk', adapter: 'codex' }], [['routes[0].node', 'node "desk" is not defined']]],
@@ -89,7 +89,7 @@ describe('routes[] targets (DESIGN §3)', () => {
   ]);
 });
 
-describe('a model is pooled or direct, never both (DESIGN §3)', () => {
+describe('a model is pooled or direct, never both', () => {
   const gpu = (providers: NodeInput['providers']): NodeInput => ({ id: 'gpu', adapters: [vllm('v'), cli('c'), cli('d')], providers });
   runTable([
     ['accepts one model served by several pool providers', [gpu([pool('p1', 'v', ['m']), pool('p2', 'v', ['m'])])], [], []],

@@ -11,7 +11,7 @@ export interface SemanticProblem {
 }
 
 /**
- * The rules of DESIGN §3 that relate one part of the file to another, checked on a config that
+ * The rules of the file (docs/architecture.md, "Settings") that relate one part of the file to another, checked on a config that
  * already passed the schema. Returns every broken rule, in rule order. Pure; never throws.
  * - ids unique: node ids; adapter ids within a node; provider ids across the whole file;
  * - `provider.adapter` resolves on its node (missing, disabled-while-provider-enabled, ambiguous are errors)

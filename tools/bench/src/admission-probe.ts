@@ -4,7 +4,7 @@ import { percentile, spread, type Spread } from './stats';
 /** A `ProviderQueue` setup measured by the admission scenario. */
 export type AdmissionBackend = 'memory' | 'bullmq-1' | 'bullmq-3';
 
-/** One backend's admission cost over every round (issue 3 "Measure"). */
+/** One backend's admission cost over every round (README "Benchmarks"). */
 export interface AdmissionRow {
   backend: AdmissionBackend;
   /** acquireLease + release on an idle provider, one at a time: median per round, ms. */
@@ -59,7 +59,7 @@ async function saturatedRate(queues: ProviderQueue[], callers: number, seconds: 
 }
 
 /**
- * Admission overhead of the `ProviderQueue` backends, in process (issue 3 "Measure"): the cost of
+ * Admission overhead of the `ProviderQueue` backends, in process (README "Benchmarks"): the cost of
  * acquireLease + release on an idle pool (median, p99) and the hand-off rate of a saturated one,
  * memory vs BullMQ with 1 and 3 replicas on one Redis. Rounds are interleaved (memory, bullmq-1,
  * bullmq-3, memory, …); each round opens fresh queues and warms them up first.

@@ -145,7 +145,7 @@ export interface BenchResults {
   throughput: ThroughputRow[];
   streaming: StreamingRow[];
   rss: RssRow[];
-  /** ProviderQueue admission cost in process (issue 3 "Measure"). */
+  /** ProviderQueue admission cost in process (README "Benchmarks"). */
   admission: AdmissionRow[];
   /** Redis commands and Redis CPU per pooled request, and of an idle replica (issue "fleet mode"). */
   redisCost?: RedisCostResults;

@@ -12,7 +12,7 @@ export const BENCH_MAX_CONCURRENCY = 2000;
 export interface BenchGatewayConfig {
   /** The fake upstream's OpenAI base URL, e.g. `http://127.0.0.1:PORT/v1`. */
   upstreamUrl: string;
-  /** Queue backend (DESIGN §3): `memory` (one process) or `redis` (BullMQ). */
+  /** Queue backend (README "Queue backend"): `memory` (one process) or `redis` (BullMQ). */
   backend: 'memory' | 'redis';
   /** Redis key prefix, so gateway groups on one redis-server do not share queues. @defaultValue 'iop-bench' */
   prefix?: string;
@@ -25,7 +25,7 @@ export interface BenchGatewayConfig {
 
 /**
  * edge.yaml of a gateway under test: one node, one `openai_compat` adapter on the fake upstream,
- * and one pool provider serving `bench-model` (DESIGN §3). Pooled on purpose: the request takes
+ * and one pool provider serving `bench-model`. Pooled on purpose: the request takes
  * a lease, which is the path the targets are about.
  */
 export function benchGatewayYaml(cfg: BenchGatewayConfig): string {

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the gateway's cost per request, measured side by side on this machine (issue 6).
+ * `npm run bench`: the gateway's cost per request, measured side by side on this machine (README "Benchmarks").
  *
  * Starts one fake upstream, the gateway with the memory backend (also with info logging), with
  * the Redis backend (1 and 3 replicas on a private redis-server) and Portkey's gateway, each its

@@ -1,4 +1,4 @@
-/** OpenAI error body: `{"error":{"message","type","param","code"}}` (DESIGN §6). */
+/** OpenAI error body: `{"error":{"message","type","param","code"}}` (docs/architecture.md, "Errors"). */
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string };
 }

@@ -46,7 +46,7 @@ export interface FakeUpstream {
 type Api = 'chat' | 'responses' | 'embeddings';
 
 /**
- * Starts an OpenAI-compatible fake upstream that records concurrency (DESIGN §2 tools).
+ * Starts an OpenAI-compatible fake upstream that records concurrency (docs/architecture.md, "Layering").
  *
  * Routes: `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/responses` (stream and not),
  * `POST /v1/embeddings` (deterministic vectors, `encoding_format` float or base64),

@@ -56,13 +56,13 @@ export interface DispatchContext {
  * - `json`: a whole body (already serialized bytes, passed through without re-encoding);
  * - `sse`: Server-Sent Events in the OpenAI wire format of the endpoint the client called, one
  *   or more whole frames per chunk. The iterator throws on a mid-stream failure; the gateway then
- *   ends the stream with an error event, never `[DONE]` (DESIGN §6).
+ *   ends the stream with an error event, never `[DONE]` (docs/architecture.md, "HTTP surface").
  */
 export type UpstreamResponse =
   | { kind: 'json'; status: number; body: Uint8Array | string }
   | { kind: 'sse'; status: number; body: AsyncIterable<Uint8Array | string> };
 
-/** Sends one OpenAI-shaped request to an upstream and streams the answer back (STYLE.md). */
+/** Sends one OpenAI-shaped request to an upstream and streams the answer back. */
 export interface Adapter {
   readonly type: AdapterType;
   /** @throws UpstreamError (status, code) before the first byte; mid-stream failures end the stream. */

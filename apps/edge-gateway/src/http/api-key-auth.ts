@@ -13,7 +13,7 @@ function keySets(apiKeys: () => readonly string[]): () => KeySet {
 }
 
 /**
- * Client auth (DESIGN §3 `gateway.api_keys`): `Authorization: Bearer <key>` must match one
+ * Client auth (`gateway.api_keys`, README "Security"): `Authorization: Bearer <key>` must match one
  * configured key, compared in constant time over SHA-256 digests so neither content nor length
  * leaks through timing. No keys configured = no client auth. Keys are read per request so a
  * config refresh applies at once.

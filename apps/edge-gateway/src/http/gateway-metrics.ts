@@ -21,14 +21,14 @@ const OPERATION_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.
 export const GEN_AI_OPERATION = 'chat';
 
 /**
- * The gateway's own Prometheus registry (DESIGN §5 "the gateway adds request counters and
- * latency, queue-wait and time-to-first-byte histograms"), one per app so tests never share series:
+ * The gateway's own Prometheus registry (docs/architecture.md, "Status model": request counters and
+ * latency, queue-wait and time-to-first-byte histograms), one per app so tests never share series:
  * - `iop_edge_requests_total{model,route,status}`: finished completion requests;
  * - `iop_edge_request_duration_seconds{model,route}`: arrival → response finished (or client gone);
  * - `iop_edge_queue_wait_seconds{model}`: acquireLease → grant, pooled requests only;
  * - `iop_edge_time_to_first_byte_seconds{model,route}`: arrival → the upstream's first byte in hand
  *   (includes the queue wait; for a non-streamed answer that is the whole upstream call);
- * - `iop_edge_config_reload_failures_total`: rejected config reloads (issue 5);
+ * - `iop_edge_config_reload_failures_total`: rejected config reloads (docs/architecture.md, "Settings");
  * - `iop_edge_requests_in_flight`: completion requests being served by this replica now;
  * - per provider (`provider` = the provider id, or the adapter id of a legacy route), once a
  *   request reached one: `iop_edge_provider_queue_wait_seconds{provider,model}`,

@@ -20,7 +20,7 @@ export interface OpenAiRouteGates {
 }
 
 /**
- * The OpenAI surface (DESIGN §6): `GET /v1/models`, `POST /v1/chat/completions`,
+ * The OpenAI surface (docs/architecture.md, "HTTP surface"): `GET /v1/models`, `POST /v1/chat/completions`,
  * `POST /v1/responses`, stream and not. Bodies are parsed and checked here; dispatch lives in
  * `dispatchCompletion`. Each route carries its own gates so a completion walks one route, not a
  * chain of app-wide middleware (the hot path, see tools/bench).

@@ -29,7 +29,7 @@ class BrokenCountsQueue extends MemoryProviderQueue {
   }
 }
 
-describe('gateway GET /status and GET /metrics (DESIGN §5, §6)', () => {
+describe('gateway GET /status and GET /metrics', () => {
   let upstream: FakeUpstream;
   let gateway: TestGateway | undefined;
   const start = async (queue?: ProviderQueue) => {

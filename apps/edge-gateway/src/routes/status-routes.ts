@@ -10,14 +10,14 @@ export interface StatusRouteDeps {
   config(): EdgeConfig;
   queue?: ProviderQueue;
   logger: Logger;
-  /** Unhealthy providers show `state: "unhealthy"` (issue 5). */
+  /** Unhealthy providers show `state: "unhealthy"` (docs/architecture.md, "Status model"). */
   health?: HealthStore;
-  /** Which file is in force: `config_hash` and `config_loaded_at` (issue 5). */
+  /** Which file is in force: `config_hash` and `config_loaded_at` (README "Operating a running fleet"). */
   configInfo?(): { hash: string; loadedAt: Date };
 }
 
 /**
- * This replica's status surface (DESIGN §5, §6):
+ * This replica's status surface (docs/architecture.md, "Status model", "HTTP surface"):
  * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
  *   `counts()` (process-local for the memory backend, cluster-wide for bullmq; `null` counts when
  *   there is no queue or it cannot answer now);
@@ -35,7 +35,7 @@ export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics, aut
       try {
         counts = await deps.queue.counts(trackedProviderIds(config));
       } catch (err) {
-        // Unknown counts are null, never a made-up 0 (DESIGN §5).
+        // Unknown counts are null, never a made-up 0 (docs/architecture.md, "Status model").
         deps.logger.warn({ err: (err as Error).message }, 'status: queue counts unavailable');
       }
     }

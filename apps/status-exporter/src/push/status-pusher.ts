@@ -1,6 +1,6 @@
 import type { StatusSnapshot } from '@iop/status';
 
-/** Options of {@link StatusPusher} (DESIGN §3 `status.push_url`, `status.interval_ms`). */
+/** Options of {@link StatusPusher} (`status.push_url`, `status.interval_ms`, README "Configuration"). */
 export interface StatusPusherOptions {
   /** Where to POST the snapshot (JSON). */
   readonly url: string;
@@ -24,7 +24,7 @@ export interface StatusPusherOptions {
 }
 
 /**
- * Pushes the snapshot to a control plane (DESIGN §2 "optional push"): POST every `intervalMs`,
+ * Pushes the snapshot to a control plane (optional, `status.push_url`): POST every `intervalMs`,
  * each with a timeout; on failure (network error, timeout, non-2xx) exponential backoff, capped;
  * the next push is only scheduled once the previous one settled, so never more than one request
  * is in flight and slow receivers never pile requests up. `close()` stops the timer and aborts

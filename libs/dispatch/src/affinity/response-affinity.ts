@@ -3,7 +3,7 @@ import type { RedisClient } from '../queue/redis-connection';
 
 /**
  * Which provider produced a Responses API response, so a follow-up with `previous_response_id`
- * goes back to it while it is healthy (issue 5 "previous_response_id affinity", like LiteLLM's
+ * goes back to it while it is healthy (README "Operating a running fleet", affinity; like LiteLLM's
  * deployment check). Lookups never throw: a lost mapping only loses the preference.
  */
 export interface ResponseAffinity {

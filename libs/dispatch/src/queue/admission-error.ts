@@ -1,5 +1,5 @@
 /**
- * Why a lease was not granted (DESIGN §4 invariants 4 and 5, §6 codes). The gateway maps each
+ * Why a lease was not granted (docs/architecture.md, "Admission", "Errors"). The gateway maps each
  * code to its HTTP status in one place; `retryAfterS` feeds the `Retry-After` header.
  * - `queue_full` (429): the chosen provider already holds `max_queued` waiting requests;
  * - `queue_timeout` (503): no lease within `max_wait_ms`; the waiting job was removed;

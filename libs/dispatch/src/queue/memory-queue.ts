@@ -25,7 +25,7 @@ interface ProviderState {
 }
 
 /**
- * In-process `ProviderQueue` for a single gateway (DESIGN §4 `memory` backend, the embedded
+ * In-process `ProviderQueue` for a single gateway (the `memory` backend, docs/architecture.md "Admission"; the embedded
  * default). Grants are synchronous on release, so a free slot never coexists with a waiting
  * request that could take it: FIFO per provider, work-conserving across a pool's candidates.
  */

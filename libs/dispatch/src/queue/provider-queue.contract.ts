@@ -14,7 +14,7 @@ const provider = (providerId: string, maxConcurrency: number, maxQueued = 100): 
 });
 
 /**
- * The contract every `ProviderQueue` backend passes (DESIGN §4): the memory backend and the
+ * The contract every `ProviderQueue` backend passes (docs/architecture.md, "Admission"): the memory backend and the
  * BullMQ backend run exactly these tests.
  */
 export function describeProviderQueueContract(name: string, makeQueue: ProviderQueueFactory): void {

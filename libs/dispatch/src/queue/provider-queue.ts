@@ -1,5 +1,5 @@
 /**
- * One provider of a pool as the queue sees it: its id and its limits (DESIGN §3–§4).
+ * One provider of a pool as the queue sees it: its id and its limits (docs/architecture.md, "Usable pool providers").
  * `maxConcurrency` ≥ 1 leases at once across every replica; `maxQueued` ≥ 0 waiting requests.
  */
 export interface QueueProvider {
@@ -16,7 +16,7 @@ export interface QueueProvider {
 
 /** A request for one lease on one of `candidates`, all serving the same model group. */
 export interface LeaseRequest {
-  /** The public model name; never empty (DESIGN §4 admission rule). */
+  /** The public model name; never empty (docs/architecture.md, "Request path", step 2). */
   readonly modelGroupKey: string;
   /** Usable providers of the pool, adapters already resolved; at least one. */
   readonly candidates: readonly QueueProvider[];
@@ -27,9 +27,9 @@ export interface LeaseRequest {
 }
 
 /**
- * One unit of a provider's concurrency, held from grant to release (DESIGN §1 "lease").
+ * One unit of a provider's concurrency, held from grant to release (docs/architecture.md, "Vocabulary").
  * `release()` is idempotent and never throws; call it on every path (success, upstream error,
- * timeout, client disconnect) — DESIGN §4 invariant 3.
+ * timeout, client disconnect) (docs/architecture.md, "Request path", step 5).
  */
 export interface Lease {
   readonly providerId: string;
@@ -50,7 +50,7 @@ export interface ProviderCounts {
 }
 
 /**
- * Admission control for provider pools (DESIGN §4). Two backends pass one contract suite
+ * Admission control for provider pools (docs/architecture.md, "Admission"). Two backends pass one contract suite
  * (`provider-queue.contract.ts`): `memory` (one process) and `bullmq` (exact across replicas).
  * Only provider-pool requests reach it; direct routes never call it (`entersQueue`).
  */
@@ -77,7 +77,7 @@ export interface ProviderQueue {
 }
 
 /**
- * The provider a new request should queue on (DESIGN §4 provider choice): the lowest
+ * The provider a new request should queue on (docs/architecture.md, "Admission"): the lowest
  * `(inFlight + queued) / maxConcurrency`; ties go to the first candidate in config order.
  * Pure. Returns undefined for an empty candidate list.
  */

@@ -2,7 +2,7 @@ import type { ProviderQueue } from '../queue/provider-queue';
 import type { Route } from './route';
 
 /**
- * Decides whether a request enters a provider queue (DESIGN §4 admission rule):
+ * Decides whether a request enters a provider queue (docs/architecture.md, "Request path", step 2):
  * `providerPool && modelGroupKey !== "" && queue`. Direct routes never are, whatever
  * their modelGroupKey; everything that is not queued touches no queue, lease or count.
  */

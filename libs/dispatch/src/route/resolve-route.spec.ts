@@ -38,7 +38,7 @@ describe('provider candidates: validation and run-time resolution apply one rule
   });
 });
 
-describe('resolveRoute (DESIGN §4 route resolution)', () => {
+describe('resolveRoute', () => {
   const config = edgeConfigSchema.parse({
     version: 1,
     nodes: [
@@ -110,7 +110,7 @@ describe('resolveRoute (DESIGN §4 route resolution)', () => {
   });
 });
 
-describe('entersQueue (DESIGN §4 admission rule)', () => {
+describe('entersQueue (the admission rule)', () => {
   const queue = new MemoryProviderQueue();
   const pool = { providerPool: true as const, modelGroupKey: 'm', candidates: [] };
   const direct = { providerPool: false as const, modelGroupKey: 'm', target: { nodeId: 'n', adapter: compat('c') as never, upstreamModel: 'm' } };

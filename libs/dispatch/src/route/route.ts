@@ -1,6 +1,6 @@
 import type { AdapterConfig } from '@iop/validate';
 
-/** Where a direct route dispatches: one adapter on one node, never queued (DESIGN §4). */
+/** Where a direct route dispatches: one adapter on one node, never queued (docs/architecture.md, "Request path"). */
 export interface DirectTarget {
   nodeId: string;
   /** The catalog provider id, or undefined for a legacy `routes[]` entry. */
@@ -16,14 +16,14 @@ export interface PoolCandidate {
   nodeId: string;
   adapter: AdapterConfig;
   upstreamModel: string;
-  /** DESIGN §3: ≥ 1. */
+  /** ≥ 1. */
   maxConcurrency: number;
   /** Per-provider queue bound (provider override, else `queue.max_queued`). */
   maxQueued: number;
 }
 
 /**
- * A resolved route (DESIGN §4). Every route carries `modelGroupKey`, the public model name,
+ * A resolved route (docs/architecture.md, "Request path"). Every route carries `modelGroupKey`, the public model name,
  * whether pooled or direct; only `providerPool` routes may enter a queue.
  */
 export type Route =

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 
 /**
- * A Redis for one test file (DESIGN §7 "npm test"): `REDIS_URL` when set, otherwise an own
+ * A Redis for one test file (README "Tests"): `REDIS_URL` when set, otherwise an own
  * `redis-server` without persistence on a free port of 127.0.0.1.
  */
 export interface TestRedis {

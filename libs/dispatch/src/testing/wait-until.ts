@@ -1,5 +1,5 @@
 /**
- * Polls `check` every 10 ms until it returns true (STYLE "Tests": poll with a deadline, no fixed sleeps).
+ * Polls `check` every 10 ms until it returns true (poll with a deadline, no fixed sleeps).
  * @throws Error naming `what` when `timeoutMs` passes first.
  */
 export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {

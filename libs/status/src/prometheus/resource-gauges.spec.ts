@@ -23,7 +23,7 @@ const snapshot: StatusSnapshot = {
   ],
 };
 
-describe('renderPrometheus (DESIGN §5 metric names)', () => {
+describe('renderPrometheus (metric names)', () => {
   it('renders the four resource gauges as valid Prometheus text, labelled node/resource/category', async () => {
     const samples = parsePrometheusText(await renderPrometheus(snapshot));
     const llama = { node: 'gpu-a', resource: 'gpu-a-llama', category: 'vllm' };

@@ -1,10 +1,10 @@
 import { Gauge, Registry } from 'prom-client';
 import type { StatusSnapshot } from '../snapshot/snapshot';
 
-/** Labels of every resource series (DESIGN §5). Their values come from the config, so cardinality is bounded by it. */
+/** Labels of every resource series (docs/architecture.md, "Status model"). Their values come from the config, so cardinality is bounded by it. */
 export type ResourceLabel = 'node' | 'resource' | 'category';
 
-/** Names of the resource gauges (DESIGN §5). */
+/** Names of the resource gauges. */
 export const RESOURCE_METRICS = {
   inFlight: 'iop_edge_resource_in_flight',
   queued: 'iop_edge_resource_queued',
@@ -13,7 +13,7 @@ export const RESOURCE_METRICS = {
 } as const;
 
 /**
- * The four resource gauges of DESIGN §5, registered on one prom-client `Registry`:
+ * The four resource gauges (docs/architecture.md, "Status model"), registered on one prom-client `Registry`:
  * - `iop_edge_resource_in_flight` (leases held), `iop_edge_resource_queued` (requests waiting),
  *   `iop_edge_resource_max_concurrency` (limit): only for resources whose value is not `null`;
  * - `iop_edge_resource_up`: 1 when `state` is `ready`, else 0; every resource.
@@ -50,7 +50,7 @@ export class ResourceGauges {
   }
 }
 
-/** A fresh `Registry` holding only the resource gauges of `snapshot` (DESIGN §5). */
+/** A fresh `Registry` holding only the resource gauges of `snapshot`. */
 export function buildStatusRegistry(snapshot: StatusSnapshot): Registry {
   const registry = new Registry();
   new ResourceGauges(registry).update(snapshot);

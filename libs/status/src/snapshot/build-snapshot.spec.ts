@@ -15,7 +15,7 @@ const byId = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap(
 const http = (id: string, type: 'vllm' | 'ollama' | 'openai_compat', enabled = true) => ({ id, type, base_url: 'http://127.0.0.1:9/v1', enabled });
 const cli = (id: string, enabled = true) => ({ id, type: 'cli' as const, command: ['my-llm'], enabled });
 
-describe('buildSnapshot (DESIGN §5, resource-first)', () => {
+describe('buildSnapshot (resource-first)', () => {
   it('yields exactly the catalog entries, each once, for a node with a CLI adapter, an openai_compat adapter and a catalog', () => {
     const config = cfg([
       {

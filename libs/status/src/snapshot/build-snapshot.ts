@@ -10,7 +10,7 @@ import {
 } from '@iop/validate';
 import type { ResourceHealthDetail, ResourceState, ResourceStatus, StatusSnapshot } from './snapshot';
 
-/** Health of one resource as reported by a health source (active probes, DESIGN §3 `health`). */
+/** Health of one resource as reported by a health source (active probes, the `health` settings). */
 export type ResourceHealth = 'healthy' | 'unhealthy';
 
 /** Optional inputs of {@link buildSnapshot}. */
@@ -41,7 +41,7 @@ export function adapterHealthKey(nodeId: string, adapterId: string): string {
 }
 
 /**
- * Builds the resource-first snapshot (DESIGN §5) from a validated config and a counts source.
+ * Builds the resource-first snapshot (docs/architecture.md, "Status model") from a validated config and a counts source.
  * - A node with providers yields one resource per provider and nothing else (`source: "catalog"`);
  *   counts are joined by provider id, so two providers never share or mix counts.
  * - A node without providers yields one resource per adapter (`source: "adapters"`, `pool: false`),

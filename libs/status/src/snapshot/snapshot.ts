@@ -1,7 +1,7 @@
 import type { AdapterType } from '@iop/validate';
 
 /**
- * State of one resource (DESIGN §5):
+ * State of one resource (docs/architecture.md, "Status model"):
  * - `ready`: enabled, its adapter resolves to an enabled adapter of its category;
  * - `disabled`: the provider (or adapter entry) is disabled, or its adapter reference names a disabled adapter;
  * - `invalid`: the adapter reference does not resolve (missing, ambiguous, or of another type than `category`);
@@ -9,11 +9,11 @@ import type { AdapterType } from '@iop/validate';
  */
 export type ResourceState = 'ready' | 'disabled' | 'invalid' | 'unhealthy';
 
-/** Where a node's resources come from (DESIGN §5): its provider catalog, or (no catalog) its adapters. */
+/** Where a node's resources come from: its provider catalog, or (no catalog) its adapters. */
 export type ResourceSource = 'catalog' | 'adapters';
 
 /**
- * One resource of a node, as published in `/status` (DESIGN §5). Counts that are not tracked
+ * One resource of a node, as published in `/status`. Counts that are not tracked
  * (CLI providers, adapter entries, providers the queue does not hold, no counts source) are `null`,
  * never a made-up 0.
  */
@@ -53,14 +53,14 @@ export interface ResourceHealthDetail {
   retry_at: string | null;
 }
 
-/** One node and its resources, in config order (DESIGN §5). */
+/** One node and its resources, in config order. */
 export interface NodeStatus {
   node_id: string;
   source: ResourceSource;
   resources: ResourceStatus[];
 }
 
-/** The resource-first status document (DESIGN §5), served by `GET /status` and pushed by the exporter. */
+/** The resource-first status document (docs/architecture.md, "Status model"), served by `GET /status` and pushed by the exporter. */
 export interface StatusSnapshot {
   /** ISO 8601 time the snapshot was built. */
   generated_at: string;

@@ -28,7 +28,7 @@ export function estimateTokens(text: string): number {
 }
 
 /**
- * A command-line program wrapped as a model (DESIGN §1, §3 `type: cli`; always a direct route).
+ * A command-line program wrapped as a model (`type: cli`, README "Pooled and direct routes"; always a direct route).
  * Each call runs `command[0]` with `command.slice(1)` as its argv — never through a shell, so
  * spaces and shell metacharacters reach the program literally — in its own process group, writes
  * the prompt ({@link renderPrompt}) to its stdin, closes stdin, and answers with its stdout as the
@@ -44,7 +44,7 @@ export function estimateTokens(text: string): number {
  * and `gateway.max_response_bytes` (`ctx.maxResponseBytes`), the smaller: more is a 502
  * and the process group is killed. A streamed answer is passed on chunk by chunk in constant
  * memory, whatever its length.
- * Failures (DESIGN §6): a program that cannot start, exits non-zero or dies on a signal before any
+ * Failures (README "Errors"): a program that cannot start, exits non-zero or dies on a signal before any
  * output (any time, when not streaming) → UpstreamError 502 `upstream_error` naming the exit code
  * and quoting the end of stderr; `timeout_ms` passed → the process group is killed and 504
  * `upstream_timeout`; once streaming, both make the SSE iterator throw (no `[DONE]`). An aborted

@@ -52,7 +52,7 @@ export function cliTimeout(adapterId: string, ms: number): UpstreamError {
 }
 
 /**
- * One run of a command-line program wrapped as a model (DESIGN §1, §3 `type: cli`).
+ * One run of a command-line program wrapped as a model (`type: cli`, README "Pooled and direct routes").
  * The program starts in its own process group (`detached: true`) so that every kill — timeout,
  * abort, {@link kill}, and the clean-up after the program exits — is `SIGKILL` to the whole group
  * (`-pid`), and then to every process that still carries this run's {@link RUN_MARKER} in its

@@ -31,7 +31,7 @@ export function escapeRoleLines(text: string): string {
 }
 
 /**
- * Renders chat messages into the prompt a CLI model reads on stdin (DESIGN §1: a command-line
+ * Renders chat messages into the prompt a CLI model reads on stdin (a command-line
  * program wrapped as a model), in the adapter's `prompt_format`:
  * - `text` (default), chosen so that a plain "prompt in, answer out" program works unchanged for
  *   the common single-turn call:

@@ -31,7 +31,7 @@ import {
  *   `{"error": …}` payload ({@link inBandError}: a 4xx about the client's request, else 502), sends
  *   data that is not JSON or ends without `[DONE]` (502; `[DONE]` ended by the end of the stream counts);
  *   an error thrown by `chatSse` itself is rethrown as it is. No completion frame follows a failure
- *   (DESIGN §6: a failed stream never ends cleanly).
+ *   (docs/architecture.md, "HTTP surface": a failed stream never ends cleanly).
  */
 export async function* chatStreamToResponsesStream(
   chatSse: AsyncIterable<Uint8Array | string>,
