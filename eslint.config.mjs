@@ -1,7 +1,7 @@
 import nx from '@nx/eslint-plugin';
 
 /**
- * Lint for the whole workspace. The module-boundary rule enforces DESIGN §2:
+ * Lint for the whole workspace. The module-boundary rule enforces docs/architecture.md, "Layering":
  * apps → libs; status → dispatch → validate; no lib imports an app; tools stand alone.
  */
 export default [
