@@ -45,7 +45,7 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
         if (failing) deps.logger.info('status-exporter: counts readable again');
         failing = false;
       } catch (err) {
-        if (!failing) deps.logger.warn({ err: (err as Error).message }, 'status-exporter: cannot read counts; publishing null counts');
+        if (!failing) deps.logger.warn({ err }, 'status-exporter: cannot read counts; publishing null counts');
         failing = true;
       }
       const unhealthy = await deps.unhealthy?.(trackedProviderIds(config)).catch(() => undefined);

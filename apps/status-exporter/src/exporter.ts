@@ -72,7 +72,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   const redis = connectRedis({ url: choice.redisUrl, cluster: config.queue.cluster, failFast: true });
   let redisDown = false;
   redis.on('error', (err: Error) => {
-    if (!redisDown) logger.warn({ err: err.message }, 'status-exporter: Redis connection error');
+    if (!redisDown) logger.warn({ err }, 'status-exporter: Redis connection error');
     redisDown = true;
   });
   redis.on('ready', () => (redisDown = false));
@@ -136,7 +136,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       intervalMs: cfg.status.interval_ms,
       ...opts.push,
       snapshot: async () => (await source.read()).snapshot,
-      onError: (err, failures) => logger.warn({ err: err.message, consecutive_failures: failures, next_ms: started.nextDelayMs() }, 'status-exporter: push failed'),
+      onError: (err, failures) => logger.warn({ err, consecutive_failures: failures, next_ms: started.nextDelayMs() }, 'status-exporter: push failed'),
     });
     started.start();
     return started;

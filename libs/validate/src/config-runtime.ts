@@ -2,14 +2,11 @@ import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { formatProblems, type ConfigProblem } from './config-problem';
 import { loadConfigFile } from './load-config';
+import type { LibLogger } from './lib-logger';
 import type { EdgeConfig } from './schema';
 
-/** The log calls the runtime makes (pino's signature, so a pino logger fits). */
-export interface RuntimeLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
+/** The log calls the runtime makes: the libs' one logger shape, {@link LibLogger} (pino's `(obj, msg)`). */
+export type RuntimeLogger = LibLogger;
 
 /** The config in force, with what identifies it in `/status`. */
 export interface LoadedConfig {
@@ -70,7 +67,7 @@ export class ConfigRuntime {
       clearTimeout(this.debounce);
       this.debounce = setTimeout(() => void this.reload('file changed'), debounceMs);
     });
-    this.watcher.on('error', (err) => this.opts.logger.warn({ err: err.message }, 'config watch failed; SIGHUP still reloads'));
+    this.watcher.on('error', (err) => this.opts.logger.warn({ err }, 'config watch failed; SIGHUP still reloads'));
   }
 
   close(): void {
@@ -100,7 +97,7 @@ export class ConfigRuntime {
       await this.opts.apply?.(next, previous);
     } catch (err) {
       const problem: ConfigProblem = { path: '', line: 0, column: 0, message: `applying the config failed: ${(err as Error).message}`, fix: 'check the queue backend (Redis) and retry the reload.' };
-      this.opts.logger.error({ reason, err: (err as Error).message }, 'config reload could not be applied; the running config stays');
+      this.opts.logger.error({ reason, err }, 'config reload could not be applied; the running config stays');
       this.opts.onRejected?.([problem]);
       return { outcome: 'rejected', problems: [problem] };
     }

@@ -20,3 +20,4 @@ export { KeySet, presentedKey } from './api-keys';
 export { flushLogs } from './flush-logs';
 export { type GatewayEnvironment, type ExporterEnvironment, EnvironmentError, gatewayEnvironmentSchema, exporterEnvironmentSchema, readEnvironment } from './environment';
 export { type ErrorCatalogEntry, type ErrorCode, type OpenAiErrorBody, ERROR_CATALOG, isCatalogCode, catalogAnswer } from './error-catalog';
+export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';

@@ -1,4 +1,5 @@
 import { BullmqProviderQueue, MemoryProviderQueue, type ProviderQueue, type QueueProvider } from '@iop/dispatch';
+import { silentLibLogger, type LibLogger } from '@iop/validate';
 import { percentile, spread, type Spread } from './stats';
 
 /** A `ProviderQueue` setup measured by the admission scenario. */
@@ -25,7 +26,7 @@ async function openBackend(backend: AdmissionBackend, redisUrl: () => Promise<st
   if (backend === 'memory') return [new MemoryProviderQueue()];
   const url = await redisUrl();
   const prefix = `iop-bench-admission-${process.pid}-${backend}-${round}`;
-  const quiet = { info: () => undefined, warn: () => undefined, error: (m: string) => process.stderr.write(`[bench] ${m}\n`) };
+  const quiet: LibLogger = { ...silentLibLogger, error: (obj: { err?: unknown }, m) => process.stderr.write(`[bench] ${m}${obj.err instanceof Error ? `: ${obj.err.message}` : ''}\n`) };
   return Array.from({ length: backend === 'bullmq-3' ? 3 : 1 }, () => new BullmqProviderQueue({ redisUrl: url, prefix, logger: quiet }));
 }
 

@@ -1,11 +1,12 @@
+import { consoleLibLogger, type LibLogger } from '@iop/validate';
 import { randomUUID } from 'node:crypto';
 
-/** Where the Redis backend reports what it cannot throw (connection errors, fenced or swept leases). */
-export interface QueueLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
+/**
+ * Where the Redis backend reports what it cannot throw (connection errors, fenced or swept leases):
+ * the libs' one logger shape, {@link LibLogger} (pino's `(obj, msg)`, errors as `{ err }`), so a
+ * pino logger fits as it is.
+ */
+export type QueueLogger = LibLogger;
 
 /** Options of `BullmqProviderQueue` (docs/architecture.md, "Lease protocol"). */
 export interface BullmqProviderQueueOptions {
@@ -81,12 +82,6 @@ export interface BullmqProviderQueueOptions {
 /** Options with every default applied. */
 export type ResolvedBullmqOptions = Required<BullmqProviderQueueOptions>;
 
-const consoleLogger: QueueLogger = {
-  info: () => undefined,
-  warn: (m) => console.warn(m),
-  error: (m) => console.error(m),
-};
-
 /**
  * Applies the defaults of `BullmqProviderQueueOptions` and checks every value.
  * @throws Error naming the option and the accepted range.
@@ -110,7 +105,7 @@ export function resolveBullmqOptions(options: BullmqProviderQueueOptions): Resol
     hardLeaseLimitMs: options.hardLeaseLimitMs ?? 600_000,
     commandTimeoutMs: options.commandTimeoutMs ?? 1000,
     restartBarrierMs: options.restartBarrierMs ?? leaseTtlMs + 500,
-    logger: options.logger ?? consoleLogger,
+    logger: options.logger ?? consoleLibLogger,
   };
   if (!/^[A-Za-z0-9_-]+$/.test(resolved.replicaId)) {
     throw new Error('BullmqProviderQueue: replicaId must be letters, digits, "_" or "-"');

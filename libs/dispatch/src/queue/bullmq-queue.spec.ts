@@ -178,7 +178,7 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
   it('loses no lease when its event loop is blocked for 1 s', async () => {
     const prefix = uniquePrefix('block');
     const warnings: string[] = [];
-    const q = makeQueue(prefix, { logger: { ...silent, warn: (m) => warnings.push(m) } });
+    const q = makeQueue(prefix, { logger: { ...silent, warn: (_o, m) => warnings.push(m) } });
     open.push(q);
     const p = provider('p', 1);
     await q.configure([p]);
@@ -195,7 +195,7 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
   it('aborts a lease it could not renew in time, with a warning naming the provider, before Redis frees the slot', async () => {
     const prefix = uniquePrefix('fence');
     const warnings: string[] = [];
-    const q = makeQueue(prefix, { logger: { ...silent, warn: (m) => warnings.push(m) } });
+    const q = makeQueue(prefix, { logger: { ...silent, warn: (_o, m) => warnings.push(m) } });
     const other = makeQueue(prefix);
     open.push(q, other);
     const p = provider('gpu-a-llama', 1);
@@ -294,7 +294,7 @@ describe('BullmqProviderQueue when Redis fails', () => {
     const a = provider('a', 2);
     const prefix = uniquePrefix('restart');
     const warnings: string[] = [];
-    const opts = { logger: { ...silent, warn: (m: string) => warnings.push(m) } };
+    const opts = { logger: { ...silent, warn: (_o: object, m: string) => warnings.push(m) } };
     const first = make(prefix, opts);
     const second = make(prefix, opts);
     await first.configure([a]);

@@ -82,12 +82,12 @@ export class BullmqProviderQueue implements ProviderQueue {
     this.firstConnection = new Promise<void>((resolve) => (this.markFirstConnection = resolve));
     this.producer.on('ready', () => {
       this.connectionCheck = this.onProducerReady()
-        .catch((e: unknown) => this.opts.logger.warn(`redis queue: reconnect check failed: ${message(e)}`))
+        .catch((e: unknown) => this.opts.logger.warn({ err: e }, 'redis queue: reconnect check failed'))
         .finally(() => this.markFirstConnection());
     });
     this.producer.on('close', () => this.markOutage('connection closed'));
     this.subscriber.on('message', (_channel: string, payload: string) => this.onGrantMessage(payload));
-    this.subscriber.subscribe(this.store.keys.grantChannel(this.replicaId)).catch((e: unknown) => this.opts.logger.warn(`redis queue: subscribe failed: ${message(e)}`));
+    this.subscriber.subscribe(this.store.keys.grantChannel(this.replicaId)).catch((e: unknown) => this.opts.logger.warn({ err: e }, 'redis queue: subscribe failed'));
     this.timers.push(
       setInterval(() => this.loop('renew', () => this.renewAll()), this.opts.renewIntervalMs),
       setInterval(() => this.holder.fenceOverdue(), Math.max(10, Math.floor(this.opts.fenceMarginMs / 2))),
@@ -122,7 +122,7 @@ export class BullmqProviderQueue implements ProviderQueue {
     try {
       await this.writeLimits();
     } catch (e) {
-      this.opts.logger.warn(`redis queue: limits not written (written again on reconnect): ${message(e)}`);
+      this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again on reconnect)');
     }
     for (const waiter of this.waiters.values()) {
       if (!keep.has(waiter.provider.providerId)) void this.step(waiter, () => this.moveOffRemoved(waiter));
@@ -389,12 +389,12 @@ export class BullmqProviderQueue implements ProviderQueue {
    */
   private async onProducerReady(): Promise<void> {
     if (await this.liveness.restarted()) {
-      this.opts.logger.warn(`redis queue: Redis restarted; no grants for ${this.opts.restartBarrierMs} ms while running leases register again`);
+      this.opts.logger.warn({ barrier_ms: this.opts.restartBarrierMs }, `redis queue: Redis restarted; no grants for ${this.opts.restartBarrierMs} ms while running leases register again`);
       for (const tag of this.providersByTag().keys()) await this.store.raiseBarrier(tag, this.opts.restartBarrierMs);
     }
     await this.writeLimits();
     await this.renewAll();
-    if (this.outage) this.opts.logger.info('redis queue: Redis reachable again');
+    if (this.outage) this.opts.logger.info({}, 'redis queue: Redis reachable again');
     this.outage = false;
   }
 
@@ -413,7 +413,7 @@ export class BullmqProviderQueue implements ProviderQueue {
       if (missing && holding) lostState = true;
     }
     if (lostState) {
-      this.opts.logger.warn('redis queue: Redis lost the limits while leases were held; registering them again behind the barrier');
+      this.opts.logger.warn({}, 'redis queue: Redis lost the limits while leases were held; registering them again behind the barrier');
       await this.renewAll();
     }
   }
@@ -430,15 +430,15 @@ export class BullmqProviderQueue implements ProviderQueue {
 
   private onRedisError(source: string, error: Error): void {
     if (this.closed) return;
-    if (this.markOutage(`${source}: ${error.message}`)) return;
-    this.opts.logger.info(`redis queue: ${source}: ${error.message}`);
+    if (this.markOutage(source, error)) return;
+    this.opts.logger.info({ err: error, connection: source }, 'redis queue: connection error');
   }
 
-  /** Logs the first error of an outage only. */
-  private markOutage(reason: string): boolean {
+  /** Logs the first error of an outage only: why (`reason`: the connection that failed, or how) and the error, when there is one. */
+  private markOutage(reason: string, err?: Error): boolean {
     if (this.closed) return true;
     if (this.producer.status === 'ready') return false;
-    if (!this.outage) this.opts.logger.warn(`redis queue: Redis unreachable (${reason}); pool routes answer queue_unavailable`);
+    if (!this.outage) this.opts.logger.warn({ reason, err }, 'redis queue: Redis unreachable; pool routes answer queue_unavailable');
     this.outage = true;
     return true;
   }

@@ -151,7 +151,10 @@ export class LeaseHolder {
     if (lease.released) return;
     lease.released = true;
     this.leases.delete(lease.jobId);
-    this.logger.warn(`redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`);
+    this.logger.warn(
+      { job_id: lease.jobId, provider: lease.provider.providerId, reason },
+      `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
+    );
     lease.controller.abort(
       new AdmissionError('queue_unavailable', `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`, 1),
     );

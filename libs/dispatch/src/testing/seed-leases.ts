@@ -1,3 +1,4 @@
+import { silentLibLogger } from '@iop/validate';
 import { BullmqProviderQueue } from '../queue/bullmq-queue';
 import { waitUntil } from './wait-until';
 
@@ -17,8 +18,7 @@ export async function seedLeases(
   cluster?: { shardTag: string },
 ): Promise<() => Promise<void>> {
   if (waiting > 0 && active < 1) throw new Error('seedLeases: waiting requests need at least one active lease');
-  const logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
-  const queue = new BullmqProviderQueue({ redisUrl, prefix, cluster: cluster !== undefined, logger });
+  const queue = new BullmqProviderQueue({ redisUrl, prefix, cluster: cluster !== undefined, logger: silentLibLogger });
   const provider = { providerId, maxConcurrency: Math.max(1, active), maxQueued: waiting + 1, shardTag: cluster?.shardTag };
   await queue.configure([provider]);
   const request = { modelGroupKey: 'seed', candidates: [provider], maxWaitMs: 600_000 };
