@@ -4,11 +4,11 @@ import { parseArgs } from 'node:util';
 /** The gateway's command line, parsed (see `USAGE`). */
 export type GatewayCommand =
   | { command: 'validate'; file: string }
-  | { command: 'serve'; config: string; listen?: string; redis?: string; demoUpstream?: string }
+  | { command: 'serve'; config: string; listen?: string; redis?: string }
   | { command: 'help' };
 
 export const USAGE = `usage:
-  main.js [serve] --config FILE [--listen HOST:PORT] [--redis URL] [--demo-upstream HOST:PORT]
+  main.js [serve] --config FILE [--listen HOST:PORT] [--redis URL]
   main.js validate FILE
 
   serve            run the gateway (default command)
@@ -16,14 +16,15 @@ export const USAGE = `usage:
   --listen         overrides gateway.listen
   --redis URL      selects the redis queue backend at URL, even over queue.backend: memory;
                    beats REDIS_URL, which beats queue.redis_url
-  --demo-upstream  also start the bundled OpenAI-compatible demo upstream on HOST:PORT
   validate FILE    check a config file: prints every problem and exits 1, or a summary and exits 0
 
 environment:
   REDIS_URL        like --redis (a redis:// or rediss:// URL; empty = unset): selects the redis
                    backend, even over queue.backend: memory
   LOG_LEVEL        pino level (default info); the startup log says which queue backend runs and why
-  IOP_SHUTDOWN_GRACE_MS  longest SIGTERM waits for in-flight requests (default 30000)`;
+  IOP_SHUTDOWN_GRACE_MS  longest SIGTERM waits for in-flight requests, in ms (default 30000)
+  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*  tracing over OTLP/HTTP (README "Metrics, dashboard and traces")
+  a bad value of LOG_LEVEL, IOP_SHUTDOWN_GRACE_MS or OTEL_BSP_SCHEDULE_DELAY exits 2, naming it`;
 
 /** @throws Error with a usage message for unknown flags or a missing --config/FILE. */
 export function parseGatewayArgs(argv: string[]): GatewayCommand {
@@ -34,7 +35,6 @@ export function parseGatewayArgs(argv: string[]): GatewayCommand {
       config: { type: 'string', short: 'c' },
       listen: { type: 'string' },
       redis: { type: 'string' },
-      'demo-upstream': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -47,18 +47,17 @@ export function parseGatewayArgs(argv: string[]): GatewayCommand {
   }
   if (command !== 'serve') throw new Error(`unknown command "${command}"`);
   if (!values.config) throw new Error('serve needs --config FILE (e.g. --config examples/edge.yaml)');
-  checkAddresses(values.listen, values.redis, values['demo-upstream']);
-  return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis, demoUpstream: values['demo-upstream'] };
+  checkAddresses(values.listen, values.redis);
+  return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis };
 }
 
-/** @throws Error naming the flag when `--listen`/`--demo-upstream` is not host:port or `--redis` not a redis:// URL. */
-function checkAddresses(listen: string | undefined, redis: string | undefined, demoUpstream?: string): void {
-  for (const [flag, value] of [['--listen', listen], ['--demo-upstream', demoUpstream]] as const) {
-    if (value === undefined) continue;
+/** @throws Error naming the flag when `--listen` is not host:port or `--redis` not a redis:// URL. */
+function checkAddresses(listen: string | undefined, redis: string | undefined): void {
+  if (listen !== undefined) {
     try {
-      parseListenAddress(value);
+      parseListenAddress(listen);
     } catch (err) {
-      throw new Error(`${flag}: ${(err as Error).message}`);
+      throw new Error(`--listen: ${(err as Error).message}`);
     }
   }
   if (redis !== undefined && !isRedisUrl(redis)) throw new Error(`--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);

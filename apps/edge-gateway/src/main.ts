@@ -1,7 +1,8 @@
 /**
- * Composition root of the gateway (docs/architecture.md, "Layering"): parses the command line, loads and validates
- * edge.yaml, wires the queue backend, adapters and logger into `createApp`, listens, and shuts
- * down gracefully on SIGTERM/SIGINT. Everything with I/O is created here and nowhere else.
+ * Composition root of the gateway (docs/architecture.md, "Layering"): parses the command line and the environment,
+ * loads and validates edge.yaml, wires the queue backend, adapters and logger into `createApp`,
+ * listens, and shuts down gracefully on SIGTERM/SIGINT. Everything with I/O is created here and
+ * nowhere else, and registered in one close list that every way out uses.
  */
 import {
   BullmqProviderQueue,
@@ -17,17 +18,20 @@ import {
   type ProviderQueue,
   type ResponseAffinity,
 } from '@iop/dispatch';
-import { startFakeUpstream } from '@iop/fake-upstream';
 import {
   ConfigRuntime,
   describeQueueBackend,
+  EnvironmentError,
   formatProblems,
+  gatewayEnvironmentSchema,
   loadConfigFile,
   parseListenAddress,
   QueueBackendError,
+  readEnvironment,
   redactUrl,
   resolveQueueBackend,
   type EdgeConfig,
+  type GatewayEnvironment,
   type QueueBackendChoice,
   type QueueBackendOverrides,
 } from '@iop/validate';
@@ -41,9 +45,33 @@ import { GatewayMetrics } from './http/gateway-metrics';
 import { flushLogs } from '@iop/validate';
 import { answerContinue, applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
 
+/**
+ * What the running gateway holds open (Redis, queue, adapters and their CLI processes, prober,
+ * config watcher, server), closed in the reverse order of opening. One list for every way out:
+ * SIGTERM/SIGINT after the drain, a listen failure, a fatal error.
+ */
+class CloseList {
+  private readonly steps: Array<{ name: string; close: () => unknown }> = [];
 
-/** Longest a SIGTERM waits for in-flight requests before closing the rest, in ms. */
-const SHUTDOWN_GRACE_MS = Number(process.env.IOP_SHUTDOWN_GRACE_MS ?? 30_000);
+  /** Registers `close` (sync or async; its errors are ignored) to run at the way out, before what was registered earlier. */
+  add(name: string, close: () => unknown): void {
+    this.steps.push({ name, close });
+  }
+
+  /** Runs every registered step once, newest first, each awaited; @returns the names closed, in order. */
+  async closeAll(): Promise<string[]> {
+    const closed: string[] = [];
+    for (let step = this.steps.pop(); step; step = this.steps.pop()) {
+      await Promise.resolve()
+        .then(step.close)
+        .catch(() => undefined);
+      closed.push(step.name);
+    }
+    return closed;
+  }
+}
+
+const toClose = new CloseList();
 
 async function main(): Promise<number> {
   let cmd: GatewayCommand;
@@ -76,7 +104,15 @@ function validate(file: string): number {
 }
 
 async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promise<number> {
-  const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'edge-gateway' } });
+  let environment: GatewayEnvironment;
+  try {
+    environment = readEnvironment(gatewayEnvironmentSchema, process.env);
+  } catch (err) {
+    if (!(err instanceof EnvironmentError)) throw err;
+    process.stderr.write(`${err.message}\nrefusing to start (README "Environment variables")\n`);
+    return 2;
+  }
+  const logger = pino({ level: environment.LOG_LEVEL, base: { service: 'edge-gateway' } });
   // A stdout whose reader is gone must not crash the process nor keep it from exiting.
   process.stdout.on('error', () => undefined);
   // `--redis` is also what `${REDIS_URL}` in the file expands to.
@@ -103,9 +139,6 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   if (choice.backend === 'memory' && initial.queue.redis_url) logger.warn(chosen, describeQueueBackend(choice));
   else logger.info(chosen, describeQueueBackend(choice));
 
-  const demo = cmd.demoUpstream ? await startFakeUpstream({ ...parseListenAddress(cmd.demoUpstream), name: 'demo', models: [] }) : undefined;
-  if (demo) logger.info({ url: demo.url }, 'demo upstream listening');
-
   // A Redis outage is logged once when it starts and once when it ends (README "Operating a running
   // fleet"), not per provider per probe round: the queue logs its own, this covers health and affinity.
   let redisOutage = false;
@@ -117,6 +150,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   // Health and affinity share one fail-fast connection; the queue keeps its own.
   const cluster = initial.queue.cluster;
   const redis = choice.backend === 'redis' ? connectRedis({ url: choice.redisUrl!, cluster, failFast: true }) : undefined;
+  if (redis) toClose.add('redis', () => redis.disconnect());
   redis?.on('error', () => undefined);
   redis?.on('ready', () => {
     if (!redisOutage) return;
@@ -133,8 +167,10 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const queue: ProviderQueue = redis
     ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, cluster, prefix: initial.queue.prefix, logger })
     : new MemoryProviderQueue();
+  toClose.add('queue', () => queue.close());
   await queue.configure(queueProviders(initial));
   const adapters = new AdapterRegistry();
+  toClose.add('adapters', () => adapters.close());
   const metrics = new GatewayMetrics();
   // Set once the server exists; a reload before that has no server to apply limits to.
   const listening: { server?: Server } = {};
@@ -159,7 +195,9 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     : new MemoryResponseAffinity();
   const prober = new ProviderProber({ config, adapters, health, logger });
   prober.start();
+  toClose.add('prober', () => prober.stop());
   runtime.watch();
+  toClose.add('config watcher', () => runtime.close());
   process.on('SIGHUP', () => void runtime.reload('SIGHUP'));
   const app = createApp({
     config,
@@ -183,12 +221,16 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     return undefined;
   });
   if (!server) {
-    runtime.close();
-    await prober.stop();
-    await Promise.allSettled([queue.close(), demo?.close()]);
-    redis?.disconnect();
+    logger.info({ closed: await toClose.closeAll() }, 'stopped: cannot listen');
+    await flushLogs(logger);
     return 1;
   }
+  // After a drain this finds the server closed; on a fatal error it cuts every connection.
+  toClose.add('server', async () => {
+    if (!server.listening) return;
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
   server.keepAliveTimeout = 65_000;
   const address = server.address();
   const bound = typeof address === 'object' && address ? `${address.address}:${address.port}` : `${host}:${port}`;
@@ -206,15 +248,11 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       // Keep-alive connections turn idle as their requests finish: close each one then, not after keepAliveTimeout.
       server.closeIdleConnections();
       const sweep = setInterval(() => server.closeIdleConnections(), 100);
-      const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-      runtime.close();
-      await prober.stop();
+      const grace = setTimeout(() => server.closeAllConnections(), environment.IOP_SHUTDOWN_GRACE_MS);
       await closed;
       clearInterval(sweep);
       clearTimeout(grace);
-      await Promise.allSettled([queue.close(), adapters.close(), demo?.close()]);
-      redis?.disconnect();
-      logger.info('stopped');
+      logger.info({ closed: await toClose.closeAll() }, 'stopped');
       await flushLogs(logger);
       resolve(0);
     };
@@ -256,10 +294,15 @@ function warnRestartOnly(initial: EdgeConfig, next: EdgeConfig, resolve: (c: Edg
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`edge-gateway failed: ${(err as Error)?.stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+/** Longest a fatal error waits for the close list before exiting anyway, in ms. */
+const FATAL_CLOSE_MS = 5_000;
+
+/** A fault nothing handled (thrown by main, or uncaught later): print it, close what is open (bounded), exit 1. */
+function fatal(err: unknown): void {
+  process.stderr.write(`edge-gateway failed: ${(err as Error)?.stack ?? String(err)}\n`);
+  const deadline = new Promise((r) => setTimeout(r, FATAL_CLOSE_MS).unref());
+  void Promise.race([toClose.closeAll(), deadline]).finally(() => process.exit(1));
+}
+
+process.once('uncaughtException', fatal);
+main().then((code) => process.exit(code), fatal);

@@ -17,7 +17,8 @@ POSTs the snapshot to status.push_url every status.interval_ms when set.
 
 environment:
   REDIS_URL        like --redis (empty = unset)
-  LOG_LEVEL        pino level (default info); the startup log says which Redis is read and why`;
+  LOG_LEVEL        pino level (default info); the startup log says which Redis is read and why;
+                   another value exits 2, naming it`;
 
 /** @throws Error with a usage message for unknown flags or a missing --config. */
 export function parseExporterArgs(argv: string[]): ExporterCommand {

@@ -3,7 +3,7 @@
  * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
  */
-import { formatProblems, loadConfigFile, parseListenAddress } from '@iop/validate';
+import { EnvironmentError, exporterEnvironmentSchema, formatProblems, loadConfigFile, parseListenAddress, readEnvironment, type ExporterEnvironment } from '@iop/validate';
 import pino from 'pino';
 import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
@@ -21,7 +21,15 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'status-exporter' } });
+  let environment: ExporterEnvironment;
+  try {
+    environment = readEnvironment(exporterEnvironmentSchema, process.env);
+  } catch (err) {
+    if (!(err instanceof EnvironmentError)) throw err;
+    process.stderr.write(`${err.message}\nrefusing to start (README "Environment variables")\n`);
+    return 2;
+  }
+  const logger = pino({ level: environment.LOG_LEVEL, base: { service: 'status-exporter' } });
   // A stdout whose reader is gone must not crash the process nor keep it from exiting.
   process.stdout.on('error', () => undefined);
   // As in the gateway, `--redis` is also what `${REDIS_URL}` in the file expands to.

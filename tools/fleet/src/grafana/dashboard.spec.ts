@@ -1,4 +1,5 @@
 import { freePort, startRedis, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
+import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import { parsePrometheusText } from '@iop/status/testing';
 import { parser } from '@prometheus-io/lezer-promql';
 import type { SyntaxNode } from '@lezer/common';
@@ -79,6 +80,7 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
     let redis: TestRedis;
     let dir: string;
     const processes: ManagedProcess[] = [];
+    let upstream: FakeUpstream | undefined;
     /** Metric name (histograms: _bucket, _sum, _count) → label names seen. */
     const exported = new Map<string, Set<string>>();
 
@@ -104,7 +106,8 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
         processes.push(proc);
         await proc.start();
       };
-      await start('edge-gateway', ['--config', config, '--listen', `127.0.0.1:${gatewayPort}`, '--demo-upstream', `127.0.0.1:${upstreamPort}`]);
+      upstream = await startFakeUpstream({ host: '127.0.0.1', port: upstreamPort, name: 'demo' });
+      await start('edge-gateway', ['--config', config, '--listen', `127.0.0.1:${gatewayPort}`]);
       await start('status-exporter', ['--config', config, '--listen', `127.0.0.1:${exporterPort}`]);
       const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/chat/completions`, {
         method: 'POST',
@@ -123,6 +126,7 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
     }, 60_000);
     afterAll(async () => {
       for (const p of processes) await p.stop('SIGTERM');
+      await upstream?.close();
       await redis?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });

@@ -1,4 +1,5 @@
 import { startRedis, freePort, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
+import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import { validate as dockerfileUtilsValidate } from 'dockerfile-utils';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,6 +66,7 @@ describe('the image runtime stage, reproduced without Docker', () => {
   let image: RuntimeImage;
   let redis: TestRedis;
   const children: ChildProcess[] = [];
+  let upstream: FakeUpstream | undefined;
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'iop-image-'));
@@ -73,6 +75,7 @@ describe('the image runtime stage, reproduced without Docker', () => {
   }, 120_000);
   afterAll(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await upstream?.close();
     await redis?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -98,6 +101,8 @@ describe('the image runtime stage, reproduced without Docker', () => {
     const tini = image.entrypoint[0];
     if (!existsSync(tini)) throw new Error(`${tini} not found: install the Debian package tini (apt-get install -y tini), as the image does`);
     const [upstreamPort, gatewayPort, exporterPort] = [await freePort(), await freePort(), await freePort()];
+    // The image holds no upstream: a test fake stands in for the vLLM server next to it.
+    upstream = await startFakeUpstream({ host: '127.0.0.1', port: upstreamPort, name: 'demo' });
     const prefix = uniquePrefix('image');
     const config = path.join(dir, 'edge.yaml');
     writeFileSync(
@@ -135,7 +140,7 @@ describe('the image runtime stage, reproduced without Docker', () => {
 
     const gatewayArgv = retarget(image.cmd, gatewayPort);
     expect(gatewayArgv).toEqual(['edge-gateway', '--config', config, '--listen', `127.0.0.1:${gatewayPort}`]);
-    const gateway = start([...gatewayArgv, '--demo-upstream', `127.0.0.1:${upstreamPort}`]);
+    const gateway = start(gatewayArgv);
     const exporter = start(retarget(['status-exporter', '--config', '/etc/iop-edge/edge.yaml', '--listen', '0.0.0.0:9464'], exporterPort));
     await Promise.all([gateway.listening, exporter.listening]);
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+// `npm start`: the demo of README "Try it", as two processes. The fake upstream
+// (dist/tools/fake-upstream/main.js, a test tool that never ships in the gateway's bundle) listens
+// on 127.0.0.1:18001, where examples/edge.yaml points its providers; then the gateway
+// (dist/apps/edge-gateway/main.js) serves examples/edge.yaml. Both must be built first
+// (`nx run-many -t build -p edge-gateway fake-upstream`, which `npm start` does).
+//
+// Ctrl-C or SIGTERM stops both (the gateway drains first) and exits with the gateway's code; if
+// either process exits on its own, the other is stopped and the script exits 1.
+// Extra arguments go to the gateway (e.g. `npm start -- --listen 127.0.0.1:8081`).
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const UPSTREAM_MAIN = path.join(root, 'dist/tools/fake-upstream/main.js');
+const GATEWAY_MAIN = path.join(root, 'dist/apps/edge-gateway/main.js');
+/** Where examples/edge.yaml expects its upstream. */
+const UPSTREAM_PORT = '18001';
+
+for (const file of [UPSTREAM_MAIN, GATEWAY_MAIN]) {
+  if (!existsSync(file)) {
+    process.stderr.write(`start-demo: ${path.relative(root, file)} is missing: run "npx nx run-many -t build -p edge-gateway fake-upstream" (npm start does)\n`);
+    process.exit(1);
+  }
+}
+
+/** The children still running, by name. */
+const running = new Map();
+let stopping = false;
+let exitCode = 0;
+
+/**
+ * Starts `node args…` with stderr inherited and stdout copied to ours; resolves with the process
+ * once a stdout line matches `ready`, rejects if it exits first.
+ */
+function start(name, args, ready) {
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  running.set(name, child);
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      if (seen !== undefined) {
+        seen += chunk;
+        const match = ready.exec(seen);
+        if (match) {
+          seen = undefined;
+          resolve(match);
+        }
+      }
+    });
+    child.once('exit', (code, signal) => {
+      running.delete(name);
+      reject(new Error(`${name} exited (${signal ?? code}) before it was ready`));
+      if (!stopping) {
+        process.stderr.write(`start-demo: ${name} exited (${signal ?? code}); stopping the rest\n`);
+        void stopAll(1);
+      } else if (name === 'edge-gateway' && code !== 0) {
+        exitCode = code ?? 1;
+      }
+    });
+  });
+}
+
+/** Stops the gateway (it drains), then the upstream, with SIGTERM; exits once both are gone. */
+async function stopAll(code) {
+  if (stopping) return;
+  stopping = true;
+  exitCode = code;
+  for (const name of ['edge-gateway', 'fake-upstream']) {
+    const child = running.get(name);
+    if (!child) continue;
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await gone;
+  }
+  process.exit(exitCode);
+}
+
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+try {
+  await start('fake-upstream', [UPSTREAM_MAIN, '--host', '127.0.0.1', '--port', UPSTREAM_PORT, '--name', 'demo'], /listening on (\S+)/);
+  const [, url] = await start(
+    'edge-gateway',
+    ['--max-semi-space-size=4', GATEWAY_MAIN, 'serve', '--config', 'examples/edge.yaml', ...process.argv.slice(2)],
+    /edge-gateway listening on (\S+)/,
+  );
+  process.stdout.write(
+    [
+      '',
+      `try: curl -s ${url}/v1/models`,
+      `     curl -s ${url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"llama-3.1-8b","messages":[{"role":"user","content":"hello"}]}'`,
+      'Ctrl-C stops the gateway and the demo upstream.',
+      '',
+    ].join('\n'),
+  );
+} catch (err) {
+  if (!stopping) {
+    process.stderr.write(`start-demo: ${err.message}\n`);
+    await stopAll(1);
+  }
+}
