@@ -235,10 +235,9 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const address = server.address();
   const bound = typeof address === 'object' && address ? `${address.address}:${address.port}` : `${host}:${port}`;
   logger.info({ listen: bound, queue: queue.backend, nodes: initial.nodes.length }, 'edge-gateway listening');
-  // One line on stdout for scripts and tests that wait for the port.
-  process.stdout.write(`edge-gateway listening on http://${bound}\n`);
-
-  return new Promise<number>((resolve) => {
+  // The signal handlers are in place before the line that says the gateway listens: a SIGTERM
+  // sent as soon as it is read drains instead of killing the process with the default action.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = async (signal: string) => {
       if (stopping) return;
@@ -259,6 +258,9 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     process.once('SIGTERM', () => void stop('SIGTERM'));
     process.once('SIGINT', () => void stop('SIGINT'));
   });
+  // One line on stdout for scripts and tests that wait for the port.
+  process.stdout.write(`edge-gateway listening on http://${bound}\n`);
+  return stopped;
 }
 
 /** "1 node", "2 nodes". */

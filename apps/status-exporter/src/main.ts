@@ -59,10 +59,9 @@ async function main(): Promise<number> {
     process.stderr.write(`cannot start on ${listen.host}:${listen.port}: ${(err as Error).message}\n`);
     return 1;
   }
-  // One line on stdout for scripts and tests that wait for the port.
-  process.stdout.write(`status-exporter listening on ${exporter.url}\n`);
-
-  return new Promise<number>((resolve) => {
+  // The signal handlers are in place before the line that says the exporter listens: a SIGTERM
+  // sent as soon as it is read drains instead of killing the process with the default action.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = async (signal: string) => {
       if (stopping) return;
@@ -77,6 +76,9 @@ async function main(): Promise<number> {
     process.once('SIGTERM', () => void stop('SIGTERM'));
     process.once('SIGINT', () => void stop('SIGINT'));
   });
+  // One line on stdout for scripts and tests that wait for the port.
+  process.stdout.write(`status-exporter listening on ${exporter.url}\n`);
+  return stopped;
 }
 
 main().then(
