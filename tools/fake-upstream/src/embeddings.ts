@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { roughTokens } from './prompt';
 
 /** Dimensions of a fake embedding unless the request asks for `dimensions`. */
-export const DEFAULT_DIMENSIONS = 8;
+const DEFAULT_DIMENSIONS = 8;
 
 /** A deterministic unit-ish vector for `text`: the same text always gets the same vector. */
-export function fakeVector(text: string, dimensions: number): number[] {
+function fakeVector(text: string, dimensions: number): number[] {
   const out: number[] = [];
   for (let i = 0; out.length < dimensions; i++) {
     const digest = createHash('sha256').update(`${i}:${text}`).digest();
@@ -35,7 +35,7 @@ export function embeddingsJson(body: Record<string, unknown>, model: string): st
 }
 
 /** Little-endian float32 bytes, base64 (OpenAI's `encoding_format: "base64"`). */
-export function floatsToBase64(values: number[]): string {
+function floatsToBase64(values: number[]): string {
   const bytes = Buffer.alloc(values.length * 4);
   values.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
   return bytes.toString('base64');

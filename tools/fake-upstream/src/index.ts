@@ -1,5 +1,5 @@
 export { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream';
 export type { FakeStats, RequestCounts, RecordedRequest } from './stats';
-export { KNOB_NAMES, type FakeKnobs, type KnobName } from './knobs';
+export type { KnobName } from './knobs';
 export { echoReply } from './prompt';
 export type { OpenAIErrorBody } from './errors';
