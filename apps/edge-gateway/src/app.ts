@@ -9,7 +9,7 @@ import { errorMiddleware } from './http/error-middleware';
 import { GatewayMetrics } from './http/gateway-metrics';
 import { observeCompletions } from './http/request-observer';
 import { assignRequestId } from './http/request-id';
-import { openAiRoutes } from './routes/openai-routes';
+import { completionRoutes, openAiRoutes } from './routes/openai-routes';
 import { statusRoutes } from './routes/status-routes';
 import { v1Edge } from './http/v1-edge';
 
@@ -45,7 +45,10 @@ export function createApp(deps: AppDeps): Express {
   // Every answer carries x-request-id; each request logs through a child logger bound to it.
   app.use(assignRequestId(deps.logger));
   // CORS and the topology headers (README "Security") before any /v1 route, preflights included.
-  app.use('/v1', v1Edge(() => deps.config().gateway));
+  const edge = v1Edge(() => deps.config().gateway);
+  // The completions first, each one route carrying the edge and its gates (the hot path, tools/bench).
+  completionRoutes(app, deps, { edge, observe, auth, json });
+  app.use('/v1', edge);
   app.use(openAiRoutes(deps, startedAtS, { observe, auth, json }));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -130,7 +130,8 @@ export async function dispatchCompletion(deps: DispatcherDeps, endpoint: Complet
     }
     outcome.routeKind = 'pool';
     const { candidates: carriers, bodies } = carriable(route.candidates, endpoint, body);
-    let candidates = await preferAffinity(deps, endpoint, body, carriers);
+    // Only a Responses follow-up can have an affinity: no await on the common path.
+    let candidates = endpoint === 'responses' && deps.affinity ? await preferAffinity(deps, endpoint, body, carriers) : carriers;
     // A half-open provider (README "Provider health") gets one trial request: this one, if it claims it.
     let trial: PoolCandidate | undefined;
     for (const c of candidates) {
@@ -144,8 +145,9 @@ export async function dispatchCompletion(deps: DispatcherDeps, endpoint: Complet
     for (let tries = 0; ; tries++) {
       const offered = tries === 0 && trial ? [trial] : candidates;
       if (offered.length === 0) throw poolUnavailable(deps, config, body.model);
-      if (entersQueue(route, deps.queue)) outcome.queuedAt = performance.now();
-      const lease = entersQueue(route, deps.queue) ? await acquire(deps.queue!, route.modelGroupKey, offered, config, attempt.signal) : undefined;
+      const queued = entersQueue(route, deps.queue);
+      if (queued) outcome.queuedAt = performance.now();
+      const lease = queued ? await acquire(deps.queue!, route.modelGroupKey, offered, config, attempt.signal) : undefined;
       const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
       const providerId = candidate.providerId;
       // Fencing (docs/architecture.md, "Fencing"): a lease the queue can no longer prove stops the call at once.

@@ -10,6 +10,7 @@ export const unsupportedMediaType = (got: string | undefined) =>
 
 /** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
 function isJson(contentType: string | undefined): boolean {
+  if (contentType === 'application/json') return true;
   return contentType !== undefined && contentType.split(';', 1)[0].trim().toLowerCase() === 'application/json';
 }
 
@@ -110,7 +111,7 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
     const onEnd = () => {
       if (settled) return;
       settled = true;
-      const text = Buffer.concat(chunks).toString('utf8');
+      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
       if (text.trim() === '') return resolve({});
       try {
         resolve(JSON.parse(text));
@@ -118,15 +119,16 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
         reject(invalidRequest('The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.'));
       }
     };
-    req.on('data', onWire);
     req.once('aborted', () => stop(clientClosed()));
     req.once('error', () => stop(clientClosed()));
     if (decode) {
+      req.on('data', onWire);
       decode.on('data', onDecoded);
       decode.once('end', onEnd);
       decode.once('error', () => stop(invalidRequest('The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.')));
       req.pipe(decode);
     } else {
+      // Uncompressed: what is received is what is decoded, one listener counts both.
       req.on('data', onDecoded);
       req.once('end', onEnd);
     }

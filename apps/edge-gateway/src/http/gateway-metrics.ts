@@ -20,6 +20,17 @@ const OPERATION_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.
 /** `gen_ai.operation.name` of both completion endpoints (chat-style generation). */
 export const GEN_AI_OPERATION = 'chat';
 
+/** The label objects {@link GatewayMetrics.finishCompletion} passes to prom-client for one kind of request. */
+interface LabelSets {
+  modelRoute: { model: string; route: RouteKindLabel };
+  model: { model: string };
+  withStatus(status: number): { model: string; route: RouteKindLabel; status: string };
+  byProvider: { provider: string; model: string };
+  genAi: { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string };
+  tokens: Record<'input' | 'output', { provider: string; model: string; type: 'input' | 'output' }>;
+  tokenUsage: Record<'input' | 'output', { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string; gen_ai_token_type: 'input' | 'output' }>;
+}
+
 /**
  * The gateway's own Prometheus registry (docs/architecture.md, "Status model": request counters and
  * latency, queue-wait and time-to-first-byte histograms), one per app so tests never share series:
@@ -59,6 +70,7 @@ export class GatewayMetrics {
   private readonly operationDuration = new Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'OpenTelemetry gen_ai.client.operation.duration: the call to the upstream that answered, start to last byte, in seconds.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'provider', 'error_type'] as const, buckets: OPERATION_DURATION_BUCKETS, registers: [this.registry] });
   private readonly resources = new ResourceGauges(this.registry);
   private knownModels: { config: EdgeConfig; names: ReadonlySet<string> } | undefined;
+  private readonly labelCache = new Map<string, LabelSets>();
 
   /** Marks a completion request as started (`iop_edge_requests_in_flight`); pair with {@link finishCompletion}. */
   startCompletion(): void {
@@ -76,25 +88,53 @@ export class GatewayMetrics {
     const label = this.modelLabel(config, model);
     // The dispatcher sets `pool` once a pool resolved; `direct` only counts once a target was picked, so 400/401/404 are `none`.
     const route: RouteKindLabel = outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
-    this.requests.inc({ model: label, route, status: String(status) });
-    this.duration.observe({ model: label, route }, (performance.now() - startedAt) / 1000);
-    if (outcome?.firstByteAt !== undefined) this.firstByte.observe({ model: label, route }, (outcome.firstByteAt - startedAt) / 1000);
-    if (outcome?.queueWaitMs !== undefined) this.queueWait.observe({ model: label }, outcome.queueWaitMs / 1000);
     const provider = outcome?.resourceId;
+    const labels = this.labelSets(label, route, provider, outcome?.adapterType ?? 'unknown');
+    this.requests.inc(labels.withStatus(status));
+    this.duration.observe(labels.modelRoute, (performance.now() - startedAt) / 1000);
+    if (outcome?.firstByteAt !== undefined) this.firstByte.observe(labels.modelRoute, (outcome.firstByteAt - startedAt) / 1000);
+    if (outcome?.queueWaitMs !== undefined) this.queueWait.observe(labels.model, outcome.queueWaitMs / 1000);
     if (outcome === undefined || provider === undefined) return;
-    const byProvider = { provider, model: label };
-    if (outcome.queueWaitMs !== undefined) this.providerQueueWait.observe(byProvider, outcome.queueWaitMs / 1000);
-    if (outcome.firstByteAt !== undefined) this.providerFirstByte.observe(byProvider, (outcome.firstByteAt - startedAt) / 1000);
-    const genAi = { gen_ai_operation_name: GEN_AI_OPERATION, gen_ai_provider_name: outcome.adapterType ?? 'unknown', gen_ai_request_model: label, provider };
+    if (outcome.queueWaitMs !== undefined) this.providerQueueWait.observe(labels.byProvider, outcome.queueWaitMs / 1000);
+    if (outcome.firstByteAt !== undefined) this.providerFirstByte.observe(labels.byProvider, (outcome.firstByteAt - startedAt) / 1000);
     if (outcome.upstreamStartedAt !== undefined) {
-      this.operationDuration.observe(status >= 400 ? { ...genAi, error_type: String(status) } : genAi, (performance.now() - outcome.upstreamStartedAt) / 1000);
+      this.operationDuration.observe(status >= 400 ? { ...labels.genAi, error_type: String(status) } : labels.genAi, (performance.now() - outcome.upstreamStartedAt) / 1000);
     }
     if (outcome.usage) {
       for (const type of ['input', 'output'] as const) {
-        this.tokens.inc({ ...byProvider, type }, outcome.usage[type]);
-        this.tokenUsage.observe({ ...genAi, gen_ai_token_type: type }, outcome.usage[type]);
+        this.tokens.inc(labels.tokens[type], outcome.usage[type]);
+        this.tokenUsage.observe(labels.tokenUsage[type], outcome.usage[type]);
       }
     }
+  }
+
+  /**
+   * The label objects of one (model, route, provider, adapter type), built once and reused (never
+   * mutated: prom-client may keep the first one it saw), so a finished request allocates none.
+   * Bounded by the config's names; emptied when the config changes.
+   */
+  private labelSets(model: string, route: RouteKindLabel, provider: string | undefined, adapterType: string): LabelSets {
+    const key = `${model}\n${route}\n${provider ?? ''}\n${adapterType}`;
+    let sets = this.labelCache.get(key);
+    if (sets) return sets;
+    const byStatus = new Map<number, { model: string; route: RouteKindLabel; status: string }>();
+    const genAi = { gen_ai_operation_name: GEN_AI_OPERATION, gen_ai_provider_name: adapterType, gen_ai_request_model: model, provider: provider ?? '' };
+    const byProvider = { provider: provider ?? '', model };
+    sets = {
+      modelRoute: { model, route },
+      model: { model },
+      withStatus: (status) => {
+        let l = byStatus.get(status);
+        if (!l) byStatus.set(status, (l = { model, route, status: String(status) }));
+        return l;
+      },
+      byProvider,
+      genAi,
+      tokens: { input: { ...byProvider, type: 'input' }, output: { ...byProvider, type: 'output' } },
+      tokenUsage: { input: { ...genAi, gen_ai_token_type: 'input' }, output: { ...genAi, gen_ai_token_type: 'output' } },
+    };
+    this.labelCache.set(key, sets);
+    return sets;
   }
 
   /** Counts one rejected config reload (`iop_edge_config_reload_failures_total`). */
@@ -114,7 +154,10 @@ export class GatewayMetrics {
 
   /** The `model` label of `model`: itself when the config serves it, else `other`. */
   modelLabel(config: EdgeConfig, model: unknown): string {
-    if (this.knownModels?.config !== config) this.knownModels = { config, names: new Set(listModels(config)) };
+    if (this.knownModels?.config !== config) {
+      this.knownModels = { config, names: new Set(listModels(config)) };
+      this.labelCache.clear();
+    }
     return typeof model === 'string' && this.knownModels.names.has(model) ? model : OTHER_MODEL;
   }
 }

@@ -3,6 +3,9 @@ import type { UpstreamResponse } from '../adapters/adapter';
 import type { Endpoint } from '../adapters/request-fields';
 import { ApiError, streamIdle, upstreamError } from '../errors';
 
+/** The content type of a JSON answer, as express's `res.type('application/json')` writes it. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -75,7 +78,10 @@ function drained(res: Response): Promise<void> {
 export async function sendUpstream(res: Response, upstream: UpstreamResponse, opts: SendOptions): Promise<SendResult> {
   if (upstream.kind === 'json') {
     opts.onFirstByte();
-    res.status(upstream.status).type('application/json').end(upstream.body);
+    // What `res.status().type('application/json')` sets, without express's mime lookup per request.
+    res.statusCode = upstream.status;
+    res.setHeader('Content-Type', JSON_CONTENT_TYPE);
+    res.end(upstream.body);
     return { outcome: 'done' };
   }
   const tail = new StreamTail(opts.endpoint);

@@ -1,5 +1,5 @@
 import { listModels } from '@iop/dispatch';
-import { Router, type RequestHandler } from 'express';
+import { Router, type IRouter, type RequestHandler } from 'express';
 import { dispatchCompletion, type CompletionEndpoint, type DispatcherDeps, type DispatchOutcome } from '../completion-dispatcher';
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { truncateForMessage } from '../http/body-gates';
@@ -19,29 +19,42 @@ export interface OpenAiRouteGates {
   json: RequestHandler;
 }
 
-/**
- * The OpenAI surface (docs/architecture.md, "HTTP surface"): `GET /v1/models`, `POST /v1/chat/completions`,
- * `POST /v1/responses`, stream and not. Bodies are parsed and checked here; dispatch lives in
- * `dispatchCompletion`. Each route carries its own gates so a completion walks one route, not a
- * chain of app-wide middleware (the hot path, see tools/bench).
- */
-export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: OpenAiRouteGates): Router {
-  const router = Router();
+/** The completion endpoints, by path. */
+const COMPLETION_PATHS: ReadonlyArray<readonly [string, CompletionEndpoint]> = [
+  ['/v1/chat/completions', 'chat'],
+  ['/v1/responses', 'responses'],
+  // Pooled like chat (README "Embeddings"): admission, leases, failover, health.
+  ['/v1/embeddings', 'embeddings'],
+];
 
-  const completion = (endpoint: CompletionEndpoint): RequestHandler => {
+/**
+ * `POST /v1/chat/completions`, `/v1/responses` and `/v1/embeddings`, stream and not, mounted on
+ * `app` itself (the hot path, see tools/bench): each is one route whose handlers are the `/v1` edge
+ * (CORS, topology headers), then the gates, then the handler, so a completion walks one layer of
+ * the app's router, not a `/v1` middleware and a nested router first. Mount before the `/v1` edge
+ * middleware and {@link openAiRoutes}. Bodies are parsed and checked here; dispatch lives in
+ * `dispatchCompletion`.
+ */
+export function completionRoutes(app: IRouter, deps: DispatcherDeps, gates: OpenAiRouteGates & { edge: RequestHandler }): void {
+  for (const [path, endpoint] of COMPLETION_PATHS) {
     const parse = endpoint === 'chat' ? parseChatRequest : endpoint === 'responses' ? parseResponsesRequest : parseEmbeddingsRequest;
-    return async (req, res) => {
+    const handler: RequestHandler = async (req, res) => {
       const body = parse(req.body);
       const outcome: DispatchOutcome = { routeKind: 'direct' };
       res.locals.outcome = outcome;
       res.locals.model = body.model;
       await dispatchCompletion(deps, endpoint, body, res, outcome);
     };
-  };
-  router.post('/v1/chat/completions', gates.observe, gates.auth, gates.json, completion('chat'));
-  router.post('/v1/responses', gates.observe, gates.auth, gates.json, completion('responses'));
-  // Pooled like chat (README "Embeddings"): admission, leases, failover, health.
-  router.post('/v1/embeddings', gates.observe, gates.auth, gates.json, completion('embeddings'));
+    app.post(path, gates.edge, gates.observe, gates.auth, gates.json, handler);
+  }
+}
+
+/**
+ * The rest of the OpenAI surface (docs/architecture.md, "HTTP surface"): `GET /v1/models`, `GET /v1/models/{id}`, and 405 for
+ * a known path with the wrong method. The completions are {@link completionRoutes}.
+ */
+export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: OpenAiRouteGates): Router {
+  const router = Router();
 
   const modelObject = (id: string) => ({ id, object: 'model', created: startedAtS, owned_by: 'iop-edge' });
   router.get('/v1/models', gates.auth, (_req, res) => {

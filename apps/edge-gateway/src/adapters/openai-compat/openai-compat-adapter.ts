@@ -190,18 +190,33 @@ const tooLarge = (limit: number, where: string, what: string) =>
  * The whole body, at most `limit` bytes. @throws UpstreamError 502 (not booked) past `limit`, the
  * body stream's error on a reset or a body shorter than its `content-length`.
  */
-async function readBytes(body: Dispatcher.ResponseData['body'], limit: number, where: string): Promise<Uint8Array> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const part of body as AsyncIterable<Buffer>) {
-    size += part.length;
-    if (size > limit) {
-      body.destroy();
-      throw tooLarge(limit, where, `more than ${limit} bytes`);
-    }
-    parts.push(part);
-  }
-  return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+function readBytes(body: Dispatcher.ResponseData['body'], limit: number, where: string): Promise<Uint8Array> {
+  // Plain 'data'/'end' listeners: an async iterator costs a promise per chunk on the hot path (tools/bench).
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const onData = (part: Buffer) => {
+      size += part.length;
+      if (size > limit) {
+        body.off('data', onData);
+        body.destroy();
+        reject(tooLarge(limit, where, `more than ${limit} bytes`));
+        return;
+      }
+      parts.push(part);
+    };
+    body.on('data', onData);
+    body.once('error', reject);
+    let ended = false;
+    body.once('end', () => {
+      ended = true;
+      resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
+    });
+    // Closed without an end or an error: cut short, as an iterator would report it.
+    body.once('close', () => {
+      if (!ended) reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    });
+  });
 }
 
 /** At most `limit` bytes of `body` as text; the rest is discarded and the body closed. */
