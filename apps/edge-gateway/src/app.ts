@@ -43,11 +43,12 @@ export function createApp(deps: AppDeps): Express {
   const observe = observeCompletions(deps.logger, metrics, () => deps.config());
 
   // Every answer carries x-request-id; each request logs through a child logger bound to it.
-  app.use(assignRequestId(deps.logger));
+  const requestId = assignRequestId(deps.logger);
   // CORS and the topology headers (README "Security") before any /v1 route, preflights included.
   const edge = v1Edge(() => deps.config().gateway);
-  // The completions first, each one route carrying the edge and its gates (the hot path, tools/bench).
-  completionRoutes(app, deps, { edge, observe, auth, json });
+  // The completions first, each one route carrying the request id, the edge and its gates (the hot path, tools/bench).
+  completionRoutes(app, deps, { requestId, edge, observe, auth, json });
+  app.use(requestId);
   app.use('/v1', edge);
   app.use(openAiRoutes(deps, startedAtS, { observe, auth, json }));
   app.get('/healthz', (_req, res) => {

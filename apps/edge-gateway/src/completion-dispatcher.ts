@@ -17,7 +17,7 @@ import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/re
 import { ApiError, catalogError, clientClosed, failsOver, modelNotFound, toClientError, UpstreamError, upstreamTimeout } from './errors';
 import { requestLogger } from './http/request-id';
 import { admissionToApiError } from './http/admission-errors';
-import { sendUpstream, type SendResult } from './http/send-upstream';
+import { sendJson, sendUpstream, type SendResult } from './http/send-upstream';
 import { watchUsage, type TokenUsage } from './http/token-usage';
 
 /** The OpenAI endpoint a request came in on; picks the adapter method and its field table. */
@@ -318,6 +318,17 @@ async function callUpstream(call: CallContext, body: DispatchBody, target: CallT
     upstream = watchUsage(upstream, (usage) => (outcome.usage = usage));
     if (endpoint === 'responses' && deps.affinity && outcome.routeKind === 'pool') {
       upstream = rememberResponseId(upstream, (id) => void deps.affinity!.set(id, target.resourceId));
+    }
+    if (upstream.kind === 'json') {
+      // Written in one go: no stream options, closures or promise for a non-streamed answer.
+      clearTimeout(firstByteTimer);
+      outcome.firstByteAt = performance.now();
+      onFirstByte?.();
+      try {
+        return sendJson(res, upstream);
+      } catch (err) {
+        throw explain(err);
+      }
     }
     return await sendUpstream(res, upstream, {
       endpoint,

@@ -73,14 +73,17 @@ function decoder(encoding: string): Transform | undefined {
  */
 export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    const contentType = req.headers['content-type'];
+    // The common `application/json` names no charset: no regex for it.
+    const charset = contentType === 'application/json' ? undefined : /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       reject(invalidRequest(`The request body's charset "${truncateForMessage(charset, 50)}" is not supported; send UTF-8 JSON.`));
       return;
     }
     let decode: Transform | undefined;
     try {
-      decode = decoder((req.headers['content-encoding'] ?? 'identity').trim().toLowerCase());
+      const encoding = req.headers['content-encoding'];
+      decode = encoding === undefined ? undefined : decoder(encoding.trim().toLowerCase());
     } catch (err) {
       reject(err);
       return;

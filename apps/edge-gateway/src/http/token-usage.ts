@@ -30,7 +30,9 @@ function lastUsage(text: string): TokenUsage | undefined {
 function textWithUsage(chunk: Uint8Array | string): string | undefined {
   if (typeof chunk === 'string') return chunk.includes(MARK) ? chunk : undefined;
   const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  return bytes.includes(MARK) ? bytes.toString('utf8') : undefined;
+  // Every usage object starts at a mark: decoding from the first one finds the same objects (a mark is ASCII, a character boundary).
+  const at = bytes.indexOf(MARK);
+  return at === -1 ? undefined : bytes.toString('utf8', at);
 }
 
 /**

@@ -29,13 +29,13 @@ const COMPLETION_PATHS: ReadonlyArray<readonly [string, CompletionEndpoint]> = [
 
 /**
  * `POST /v1/chat/completions`, `/v1/responses` and `/v1/embeddings`, stream and not, mounted on
- * `app` itself (the hot path, see tools/bench): each is one route whose handlers are the `/v1` edge
- * (CORS, topology headers), then the gates, then the handler, so a completion walks one layer of
- * the app's router, not a `/v1` middleware and a nested router first. Mount before the `/v1` edge
- * middleware and {@link openAiRoutes}. Bodies are parsed and checked here; dispatch lives in
+ * `app` itself (the hot path, see tools/bench): each is one route whose handlers are the request
+ * id, the `/v1` edge (CORS, topology headers), then the gates, then the handler, so a completion
+ * walks one layer of the app's router, not app-wide middlewares and a nested router first. Mount
+ * before the app-wide request id and `/v1` edge middlewares and {@link openAiRoutes}. Bodies are parsed and checked here; dispatch lives in
  * `dispatchCompletion`.
  */
-export function completionRoutes(app: IRouter, deps: DispatcherDeps, gates: OpenAiRouteGates & { edge: RequestHandler }): void {
+export function completionRoutes(app: IRouter, deps: DispatcherDeps, gates: OpenAiRouteGates & { requestId: RequestHandler; edge: RequestHandler }): void {
   for (const [path, endpoint] of COMPLETION_PATHS) {
     const parse = endpoint === 'chat' ? parseChatRequest : endpoint === 'responses' ? parseResponsesRequest : parseEmbeddingsRequest;
     const handler: RequestHandler = async (req, res) => {
@@ -45,7 +45,7 @@ export function completionRoutes(app: IRouter, deps: DispatcherDeps, gates: Open
       res.locals.model = body.model;
       await dispatchCompletion(deps, endpoint, body, res, outcome);
     };
-    app.post(path, gates.edge, gates.observe, gates.auth, gates.json, handler);
+    app.post(path, gates.requestId, gates.edge, gates.observe, gates.auth, gates.json, handler);
   }
 }
 
