@@ -134,20 +134,24 @@ export async function dispatchCompletion(deps: DispatcherDeps, endpoint: Complet
     let candidates = endpoint === 'responses' && deps.affinity ? await preferAffinity(deps, endpoint, body, carriers) : carriers;
     // A half-open provider (README "Provider health") gets one trial request: this one, if it claims it.
     let trial: PoolCandidate | undefined;
-    for (const c of candidates) {
-      if (!due?.has(c.providerId)) continue;
-      if (await deps.health?.claimTrial(c.providerId, config.gateway.request_timeout_ms + config.queue.max_wait_ms)) {
-        trial = c;
-        break;
+    // Nothing half-open (the common case): no trial to claim, nothing to filter out.
+    if (due && due.size > 0) {
+      for (const c of candidates) {
+        if (!due.has(c.providerId)) continue;
+        if (await deps.health?.claimTrial(c.providerId, config.gateway.request_timeout_ms + config.queue.max_wait_ms)) {
+          trial = c;
+          break;
+        }
       }
+      candidates = candidates.filter((c) => c === trial || !due.has(c.providerId));
     }
-    candidates = candidates.filter((c) => c === trial || !due?.has(c.providerId));
     for (let tries = 0; ; tries++) {
       const offered = tries === 0 && trial ? [trial] : candidates;
       if (offered.length === 0) throw poolUnavailable(deps, config, body.model);
-      const queued = entersQueue(route, deps.queue);
+      const queue = deps.queue;
+      const queued = entersQueue(route, queue);
       if (queued) outcome.queuedAt = performance.now();
-      const lease = queued ? await acquire(deps.queue!, route.modelGroupKey, offered, config, attempt.signal) : undefined;
+      const lease = queued ? await acquire(queue, route.modelGroupKey, offered, config, attempt.signal) : undefined;
       const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
       const providerId = candidate.providerId;
       // Fencing (docs/architecture.md, "Fencing"): a lease the queue can no longer prove stops the call at once.
