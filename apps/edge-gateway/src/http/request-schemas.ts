@@ -46,6 +46,11 @@ const responsesRequestSchema = z.looseObject({
   });
 });
 
+/**
+ * The schema's own output type (`z.infer`), checked against the request interface by the compiler
+ * where a parser returns it: no cast joins the two, so a schema that stops matching its interface
+ * fails the build.
+ */
 function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidRequest('The request body must be a JSON object.');
@@ -69,10 +74,10 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
  * @throws ApiError 400 `invalid_request_error` naming the first bad parameter (for a body nested
  *   too deep, the top-level field under which it goes past the limit).
  */
-export const parseChatRequest = (body: unknown): ChatRequest => parseWith(chatRequestSchema, body) as ChatRequest;
+export const parseChatRequest = (body: unknown): ChatRequest => parseWith(chatRequestSchema, body);
 /**
  * Checks a parsed `POST /v1/responses` body: a JSON object, nested at most `MAX_BODY_DEPTH`
  * levels, with `model` (and `input`, `instructions`, `stream` when present) of the right shape.
  * @throws ApiError 400 `invalid_request_error` as {@link parseChatRequest}.
  */
-export const parseResponsesRequest = (body: unknown): ResponsesRequest => parseWith(responsesRequestSchema, body) as ResponsesRequest;
+export const parseResponsesRequest = (body: unknown): ResponsesRequest => parseWith(responsesRequestSchema, body);

@@ -29,7 +29,7 @@ export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
     throw invalidRequest(`The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep; the gateway accepts at most ${MAX_BODY_DEPTH}.`, tooDeep.field);
   }
   const parsed = embeddingsRequestSchema.safeParse(body);
-  if (parsed.success) return parsed.data as EmbeddingsRequest;
+  if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const param = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || (issue.code === 'invalid_union' ? 'input' : '');
   throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
