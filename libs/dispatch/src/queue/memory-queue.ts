@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { AdmissionError } from './admission-error';
 import {
   chooseProvider,
@@ -210,8 +211,13 @@ export class MemoryProviderQueue implements ProviderQueue {
   }
 }
 
-/** One process holds its leases for sure: nothing can take them away, so this never aborts. */
+/**
+ * One process holds its leases for sure: nothing can take them away, so this never aborts. Every
+ * lease shares it and each request's fencing listener comes off at release, so more than Node's
+ * default of 10 listeners at once is normal here, not a leak.
+ */
 const NEVER_ABORTED = new AbortController().signal;
+setMaxListeners(0, NEVER_ABORTED);
 
 function abortedError(): AdmissionError {
   return new AdmissionError('client_aborted', 'The client closed the request while it waited for a provider.');
