@@ -1,14 +1,12 @@
 import { LeaseKeys } from '../queue/lease-keys';
 import type { RedisClient } from '../queue/redis-connection';
 import {
-  HealthCache,
+  CachedHealthStore,
   INITIAL_HEALTH,
   nextHealth,
   type HealthEvent,
-  type HealthStore,
   type HealthThresholds,
   type HealthTransitionListener,
-  type HealthView,
   type ProviderHealth,
 } from './provider-health';
 
@@ -40,8 +38,7 @@ const MAX_CAS_ATTEMPTS = 32;
  * whose cached record has nothing to reset writes nothing (no Redis command on the hot path).
  * A Redis outage leaves the cache as it was and is reported through `onError`.
  */
-export class RedisHealthStore implements HealthStore {
-  private readonly cache = new HealthCache();
+export class RedisHealthStore extends CachedHealthStore {
   private readonly versions = new Map<string, string>();
   private readonly keys: LeaseKeys;
 
@@ -58,36 +55,8 @@ export class RedisHealthStore implements HealthStore {
     private readonly onError: (err: unknown) => void = () => undefined,
     private readonly onTransition: HealthTransitionListener = () => undefined,
   ) {
+    super();
     this.keys = new LeaseKeys(prefix);
-  }
-
-  async record(providerId: string, ok: boolean, reason?: string): Promise<void> {
-    await this.apply(providerId, { kind: 'probe', ok, reason });
-  }
-
-  async recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void> {
-    await this.apply(providerId, { kind: 'request', ok, reason });
-  }
-
-  async backOff(providerId: string, seconds: number, reason: string): Promise<void> {
-    await this.apply(providerId, { kind: 'backoff', seconds, reason });
-  }
-
-  async claimTrial(providerId: string, holdMs: number): Promise<boolean> {
-    if (!this.cache.trialsDue().has(providerId)) return false;
-    return (await this.apply(providerId, { kind: 'trial', holdMs })).wrote;
-  }
-
-  unhealthy(): ReadonlySet<string> {
-    return this.cache.unhealthy();
-  }
-
-  trialsDue(): ReadonlySet<string> {
-    return this.cache.trialsDue();
-  }
-
-  views(): ReadonlyMap<string, HealthView> {
-    return this.cache.views();
   }
 
   async refresh(providerIds: readonly string[]): Promise<void> {
@@ -122,7 +91,7 @@ export class RedisHealthStore implements HealthStore {
    * Applies `event` to the record with compare-and-set, retrying on a concurrent write.
    * @returns whether this call wrote a change (false: nothing to change, or Redis unreachable).
    */
-  private apply(providerId: string, event: HealthEvent): Promise<{ wrote: boolean }> {
+  protected apply(providerId: string, event: HealthEvent): Promise<boolean> {
     // One update at a time per provider in this process: concurrent ones would only conflict with each other.
     const previous = this.inFlight.get(providerId) ?? Promise.resolve();
     const run = previous.then(() => this.applyNow(providerId, event));
@@ -131,7 +100,7 @@ export class RedisHealthStore implements HealthStore {
     void tail.then(() => {
       if (this.inFlight.get(providerId) === tail) this.inFlight.delete(providerId);
     });
-    return run;
+    return run.then(({ wrote }) => wrote);
   }
 
   private readonly inFlight = new Map<string, Promise<void>>();
