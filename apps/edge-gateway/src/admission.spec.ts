@@ -1,7 +1,6 @@
 import { MemoryProviderQueue, type Lease, type LeaseRequest, type ProviderQueue } from '@iop/dispatch';
 import { waitUntil } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
-import { fleetYaml } from './testing/fixtures';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 /** A memory queue that records every lease request it sees, to prove which requests never reach it. */

@@ -1,5 +1,4 @@
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
-import { fleetYaml } from './testing/fixtures';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 describe('bad input gets an OpenAI-shaped error with the right status and code', () => {

@@ -1,12 +1,11 @@
 import { LeaseKeys, MemoryHealthStore, RedisHealthStore } from '@iop/dispatch';
 import { scanKeys, startRedis, uniquePrefix, waitUntil, type TestRedis } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import type { StatusSnapshot } from '@iop/status';
 import { Redis } from 'ioredis';
 import type { AdapterFactory } from './adapters/adapter';
 import { createAdapter } from './adapters/adapter-registry';
 import { MAX_BODY_DEPTH } from './http/json-depth';
-import { fleetYaml } from './testing/fixtures';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 /** Arrays or objects nested `depth` levels deep, as JSON text (built as text: a test must not overflow either). */

@@ -1,12 +1,11 @@
 import { MemoryProviderQueue, queueProviders } from '@iop/dispatch';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { parseConfigText } from '@iop/validate';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { AdapterRegistry } from './adapters/adapter-registry';
 import { createApp } from './app';
-import { fleetYaml } from './testing/fixtures';
 
 describe('logs at info level never contain API keys or prompts', () => {
   let upstream: FakeUpstream;

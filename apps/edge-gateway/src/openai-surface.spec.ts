@@ -1,7 +1,6 @@
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { waitUntil } from '@iop/dispatch/testing';
 import OpenAI from 'openai';
-import { fleetYaml } from './testing/fixtures';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 describe('OpenAI surface end to end with the official openai client', () => {

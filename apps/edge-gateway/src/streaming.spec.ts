@@ -1,6 +1,5 @@
 import { waitUntil } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
-import { fleetYaml } from './testing/fixtures';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 describe('streaming', () => {

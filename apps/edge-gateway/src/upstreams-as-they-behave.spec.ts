@@ -1,10 +1,9 @@
 import { MemoryHealthStore, type HealthStore } from '@iop/dispatch';
 import { waitUntil } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream, type KnobName } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, type KnobName, ECHO_LLM } from '@iop/fake-upstream';
 import type { StatusSnapshot } from '@iop/status';
 import { connect } from 'node:net';
 import OpenAI from 'openai';
-import { ECHO_LLM } from './testing/fixtures';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 /**

@@ -4,8 +4,8 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { chromium, type Browser } from 'playwright-core';
+import { configPrefix, exporterYaml } from '@iop/fake-upstream';
 import { startExporter, type RunningExporter } from '../src/exporter';
-import { configPrefix, exporterYaml } from '../src/testing/exporter-fixtures';
 
 /** Debian's chromium (`apt-get install -y chromium`); `CHROMIUM_PATH` overrides. */
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';

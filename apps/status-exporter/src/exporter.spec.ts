@@ -5,8 +5,8 @@ import { parseConfigText } from '@iop/validate';
 import { RedisHealthStore } from '@iop/dispatch';
 import { Redis } from 'ioredis';
 import pino from 'pino';
+import { configPrefix, exporterYaml } from '@iop/fake-upstream';
 import { ExporterRefusal, MEMORY_BACKEND_REFUSAL, startExporter, type RunningExporter } from './exporter';
-import { configPrefix, exporterYaml } from './testing/exporter-fixtures';
 
 const resource = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
 const config = (yaml: string) => {

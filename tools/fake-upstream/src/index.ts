@@ -2,4 +2,5 @@ export { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from '
 export type { FakeStats, RequestCounts, RecordedRequest } from './stats';
 export type { KnobName } from './knobs';
 export { echoReply } from './prompt';
+export { ECHO_LLM, fleetYaml, configPrefix, exporterYaml } from './fixtures';
 export type { OpenAIErrorBody } from './errors';

@@ -1,9 +1,8 @@
 import { MemoryProviderQueue, type ProviderCounts, type ProviderQueue } from '@iop/dispatch';
 import { waitUntil } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
-import { fleetYaml } from '../testing/fixtures';
 import { startTestGateway, type TestGateway } from '../testing/gateway-harness';
 
 const chat = (gateway: TestGateway, model: string, fake: Record<string, number> = {}, signal?: AbortSignal, content = 'x') =>

@@ -42,13 +42,13 @@ describe('nx affected sets (nx.json inputs)', () => {
   it.each([
     ['README.md', []],
     ['docs/architecture.md', []],
-    ['examples/edge.yaml', ['edge-gateway', 'fleet', 'status-exporter']],
+    ['examples/edge.yaml', ['edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter', 'status-exporter-e2e']],
     ['deploy/kubernetes/base/deployment.yaml', ['fleet']],
     ['deploy/haproxy/haproxy.cfg', ['fleet']],
     ['Dockerfile', ['fleet']],
     ['.github/workflows/ci.yml', ['fleet']],
-    ['apps/edge-gateway/src/main.ts', ['bench', 'edge-gateway', 'fleet', 'status-exporter']],
-    ['libs/status/src/index.ts', ['bench', 'edge-gateway', 'fleet', 'status', 'status-exporter']],
+    ['apps/edge-gateway/src/main.ts', ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter-e2e']],
+    ['libs/status/src/index.ts', ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status', 'status-exporter', 'status-exporter-e2e']],
     ['tools/bench/src/main.ts', ['bench']],
   ])('a change to %s affects %j', (file, expected) => {
     expect(affectedBy(file)).toEqual(expected);

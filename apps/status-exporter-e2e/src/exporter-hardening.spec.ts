@@ -1,6 +1,7 @@
 import { startRedis, type TestRedis } from '@iop/dispatch/testing';
 import { spawn } from 'node:child_process';
-import { configPrefix, EXPORTER_MAIN, exporterYaml, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
+import { configPrefix, exporterYaml } from '@iop/fake-upstream';
+import { EXPORTER_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
 
 /** README "Security" for the status exporter, as a process: status keys, redacted URLs, a clean exit whatever stdout. */
 const STATUS_KEY = 'status-key-exporter-1';

@@ -1,6 +1,7 @@
 import { startRedis, type TestRedis } from '@iop/dispatch/testing';
 import { spawnSync } from 'node:child_process';
-import { configPrefix, EXPORTER_MAIN, exporterYaml, spawnService, writeTempConfig } from './testing/exporter-fixtures';
+import { configPrefix, exporterYaml } from '@iop/fake-upstream';
+import { EXPORTER_MAIN, spawnService, writeTempConfig } from './testing/exporter-fixtures';
 
 describe('the exporter process reads its environment once, at start', () => {
   let redis: TestRedis;

@@ -1,6 +1,5 @@
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { spawnSync } from 'node:child_process';
-import { fleetYaml } from './testing/fixtures';
 import { GATEWAY_MAIN, spawnGateway, writeTempConfig } from './testing/gateway-process';
 
 describe('the built gateway process', () => {

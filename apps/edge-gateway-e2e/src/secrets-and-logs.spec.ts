@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { fleetYaml } from './testing/fixtures';
+import { fleetYaml } from '@iop/fake-upstream';
 import { GATEWAY_MAIN, spawnGateway, writeTempConfig } from './testing/gateway-process';
 
 /**

@@ -1,8 +1,8 @@
 import { LeaseKeys, leaseAddresses, queueProviders, readLeaseCounts, type ProviderCounts } from '@iop/dispatch';
 import { scanKeys, uniquePrefix } from '@iop/dispatch/testing';
+import { ECHO_LLM } from '@iop/fake-upstream';
 import { parseConfigText } from '@iop/validate';
 import { Redis } from 'ioredis';
-import { ECHO_LLM } from './fixtures';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './gateway-process';
 
 /**

@@ -1,5 +1,4 @@
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
-import { fleetYaml } from './testing/fixtures';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /**

@@ -1,7 +1,6 @@
 import { startRedis, uniquePrefix, waitUntil } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { writeFileSync } from 'node:fs';
-import { fleetYaml } from './testing/fixtures';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /** Runtime config refresh (README "Operating a running fleet") against the built gateway process, memory backend. */

@@ -1,6 +1,5 @@
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { connect, type Socket } from 'node:net';
-import { fleetYaml } from './testing/fixtures';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-/** The built gateway (`nx run edge-gateway:build`); the `test` target depends on `build`. */
+/** The built gateway (`nx run edge-gateway:build`); this project's `test` target depends on it. */
 export const GATEWAY_MAIN = path.resolve(__dirname, '../../../../dist/apps/edge-gateway/main.js');
 
 /** A gateway running as its own OS process, as in production. */

@@ -1,17 +1,14 @@
 import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, configPrefix, exporterYaml } from '@iop/fake-upstream';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
-import { parseConfigText } from '@iop/validate';
-import pino from 'pino';
-import { startExporter, type RunningExporter } from './exporter';
-import { configPrefix, exporterYaml, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
+import { EXPORTER_MAIN, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
 
 describe('the exporter and two gateway replicas on one Redis agree (cluster-wide counts)', () => {
   let redis: TestRedis;
   let upA: FakeUpstream;
   let upB: FakeUpstream;
   let gateways: ServiceProcess[] = [];
-  let exporter: RunningExporter | undefined;
+  let exporter: ServiceProcess | undefined;
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -19,7 +16,7 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
     upB = await startFakeUpstream({ name: 'b' });
   });
   afterAll(async () => {
-    await exporter?.close();
+    await exporter?.stop();
     for (const g of gateways) await g.stop();
     await Promise.all([upA?.close(), upB?.close()]);
     await redis?.stop();
@@ -32,9 +29,8 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
     const env = { REDIS_URL: redis.url };
     gateways = await Promise.all([0, 1].map(() => spawnService(GATEWAY_MAIN, ['serve', '--config', file, '--listen', '127.0.0.1:0'], { env })));
     for (const g of gateways) expect(g.url).toBeDefined();
-    const loaded = parseConfigText(yaml, env, 'edge.yaml');
-    if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
-    exporter = await startExporter({ config: loaded.config, env, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
+    exporter = await spawnService(EXPORTER_MAIN, ['--config', file, '--listen', '127.0.0.1:0'], { env });
+    expect(exporter.url).toBeDefined();
 
     const status = async () => (await (await fetch(`${exporter!.url}/status`)).json()) as StatusSnapshot;
     const res = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;

@@ -3,7 +3,8 @@ import type { StatusSnapshot } from '@iop/status';
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { configPrefix, EXPORTER_MAIN, exporterYaml, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
+import { configPrefix, exporterYaml } from '@iop/fake-upstream';
+import { EXPORTER_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
 
 describe('status-exporter as a process (node dist/apps/status-exporter/main.js)', () => {
   let redis: TestRedis;

@@ -1,8 +1,7 @@
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import type { StatusSnapshot } from '@iop/status';
 import fc from 'fast-check';
 import { request } from 'node:http';
-import { fleetYaml } from './testing/fixtures';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /**
