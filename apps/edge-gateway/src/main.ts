@@ -21,17 +21,15 @@ import {
 import {
   ConfigRuntime,
   describeQueueBackend,
-  EnvironmentError,
   formatProblems,
   gatewayEnvironmentSchema,
   loadConfigFile,
   parseListenAddress,
   QueueBackendError,
-  readEnvironment,
+  readProcessStart,
   redactUrl,
   resolveQueueBackend,
   type EdgeConfig,
-  type GatewayEnvironment,
   type QueueBackendChoice,
   type QueueBackendOverrides,
 } from '@iop/validate';
@@ -104,25 +102,12 @@ function validate(file: string): number {
 }
 
 async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promise<number> {
-  let environment: GatewayEnvironment;
-  try {
-    environment = readEnvironment(gatewayEnvironmentSchema, process.env);
-  } catch (err) {
-    if (!(err instanceof EnvironmentError)) throw err;
-    process.stderr.write(`${err.message}\nrefusing to start (README "Environment variables")\n`);
-    return 2;
-  }
+  const start = readProcessStart(gatewayEnvironmentSchema, cmd);
+  if ('exitCode' in start) return start.exitCode;
+  const { environment, config: initial, env } = start;
   const logger = pino({ level: environment.LOG_LEVEL, base: { service: 'edge-gateway' } });
   // A stdout whose reader is gone must not crash the process nor keep it from exiting.
   process.stdout.on('error', () => undefined);
-  // `--redis` is also what `${REDIS_URL}` in the file expands to.
-  const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
-  const loaded = loadConfigFile(cmd.config, env);
-  if (!loaded.ok) {
-    process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
-    return 1;
-  }
-  const initial = loaded.config;
 
   // The backend is chosen once, by the rule of README "Configuration" (`queue.backend`): a URL from
   // --redis or REDIS_URL selects redis over the file. A reload changes limits and providers, not the backend.
@@ -174,7 +159,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const metrics = new GatewayMetrics();
   // Set once the server exists; a reload before that has no server to apply limits to.
   const listening: { server?: Server } = {};
-  const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: loaded.hash, loadedAt: new Date() }, {
+  const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: start.hash, loadedAt: new Date() }, {
     env,
     logger,
     onRejected: () => metrics.countReloadFailure(),

@@ -3,7 +3,7 @@
  * the command line, loads and validates edge.yaml (refuses to start on an invalid file or the
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT.
  */
-import { EnvironmentError, exporterEnvironmentSchema, formatProblems, loadConfigFile, parseListenAddress, readEnvironment, type ExporterEnvironment } from '@iop/validate';
+import { exporterEnvironmentSchema, parseListenAddress, readProcessStart } from '@iop/validate';
 import pino from 'pino';
 import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
@@ -21,25 +21,12 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  let environment: ExporterEnvironment;
-  try {
-    environment = readEnvironment(exporterEnvironmentSchema, process.env);
-  } catch (err) {
-    if (!(err instanceof EnvironmentError)) throw err;
-    process.stderr.write(`${err.message}\nrefusing to start (README "Environment variables")\n`);
-    return 2;
-  }
+  const start = readProcessStart(exporterEnvironmentSchema, cmd);
+  if ('exitCode' in start) return start.exitCode;
+  const { environment, config } = start;
   const logger = pino({ level: environment.LOG_LEVEL, base: { service: 'status-exporter' } });
   // A stdout whose reader is gone must not crash the process nor keep it from exiting.
   process.stdout.on('error', () => undefined);
-  // As in the gateway, `--redis` is also what `${REDIS_URL}` in the file expands to.
-  const env = cmd.redis ? { ...process.env, REDIS_URL: cmd.redis } : process.env;
-  const loaded = loadConfigFile(cmd.config, env);
-  if (!loaded.ok) {
-    process.stderr.write(`${formatProblems(cmd.config, loaded.problems)}\nrefusing to start: ${cmd.config} is invalid\n`);
-    return 1;
-  }
-  const config = loaded.config;
 
   let listen: { host: string; port: number };
   try {
@@ -50,7 +37,7 @@ async function main(): Promise<number> {
   }
   let exporter: RunningExporter;
   try {
-    exporter = await startExporter({ config, configHash: loaded.hash, configFile: cmd.config, env: process.env, redis: cmd.redis, ...listen, logger });
+    exporter = await startExporter({ config, configHash: start.hash, configFile: cmd.config, env: process.env, redis: cmd.redis, ...listen, logger });
   } catch (err) {
     if (err instanceof ExporterRefusal) {
       process.stderr.write(`${err.message}\n`);

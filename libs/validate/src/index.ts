@@ -21,3 +21,4 @@ export { flushLogs } from './flush-logs';
 export { type GatewayEnvironment, type ExporterEnvironment, EnvironmentError, gatewayEnvironmentSchema, exporterEnvironmentSchema, readEnvironment } from './environment';
 export { type ErrorCatalogEntry, type ErrorCode, type OpenAiErrorBody, ERROR_CATALOG, isCatalogCode, catalogAnswer } from './error-catalog';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
+export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';

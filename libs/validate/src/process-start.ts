@@ -1,0 +1,52 @@
+import type { z } from 'zod';
+import { formatProblems } from './config-problem';
+import { EnvironmentError, readEnvironment } from './environment';
+import { loadConfigFile } from './load-config';
+import type { EdgeConfig } from './schema';
+
+/** The command-line flags both processes share: `--config FILE` and `--redis URL`. */
+export interface StartFlags {
+  readonly config: string;
+  readonly redis?: string;
+}
+
+/** What a process starts from once its environment and its config file are read. */
+export interface ProcessStart<E> {
+  /** The validated environment (README "Environment variables"), defaults filled in. */
+  readonly environment: E;
+  readonly config: EdgeConfig;
+  /** sha256 of the file's bytes, as `/status` shows it. */
+  readonly hash: string;
+  /** The variables `${VAR}` in the file expand from: the process's, with `--redis` as `REDIS_URL`; pass it on to reloads. */
+  readonly env: Record<string, string | undefined>;
+}
+
+/**
+ * The start-up both the gateway and the exporter run before anything opens: validates the
+ * environment (`processEnv`) with `schema`, then loads `flags.config` (README "Configuration"). Problems are written
+ * to `stderr`, each with its path, line and fix, and never thrown.
+ * @returns the start, or the exit code to end with: 2 for a bad environment variable, 1 for an invalid file
+ */
+export function readProcessStart<S extends z.ZodObject>(
+  schema: S,
+  flags: StartFlags,
+  processEnv: Record<string, string | undefined> = process.env,
+  stderr: { write(text: string): unknown } = process.stderr,
+): ProcessStart<z.output<S>> | { exitCode: 1 | 2 } {
+  let environment: z.output<S>;
+  try {
+    environment = readEnvironment(schema, processEnv);
+  } catch (err) {
+    if (!(err instanceof EnvironmentError)) throw err;
+    stderr.write(`${err.message}\nrefusing to start (README "Environment variables")\n`);
+    return { exitCode: 2 };
+  }
+  // `--redis` is also what `${REDIS_URL}` in the file expands to.
+  const env = flags.redis ? { ...processEnv, REDIS_URL: flags.redis } : processEnv;
+  const loaded = loadConfigFile(flags.config, env);
+  if (!loaded.ok) {
+    stderr.write(`${formatProblems(flags.config, loaded.problems)}\nrefusing to start: ${flags.config} is invalid\n`);
+    return { exitCode: 1 };
+  }
+  return { environment, config: loaded.config, hash: loaded.hash, env };
+}
