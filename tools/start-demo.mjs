@@ -21,7 +21,9 @@ const UPSTREAM_PORT = '18001';
 
 for (const file of [UPSTREAM_MAIN, GATEWAY_MAIN]) {
   if (!existsSync(file)) {
-    process.stderr.write(`start-demo: ${path.relative(root, file)} is missing: run "npx nx run-many -t build -p edge-gateway fake-upstream" (npm start does)\n`);
+    process.stderr.write(
+      `start-demo: ${path.relative(root, file)} is missing: run "npx nx run-many -t build -p edge-gateway fake-upstream" (npm start does)\n`,
+    );
     process.exit(1);
   }
 }

@@ -33,7 +33,10 @@ describe('browser and status access (README "Security")', () => {
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    [hardened, defaults] = await Promise.all([spawnGateway(writeTempConfig(hardenedYaml()), { env: env() }), spawnGateway(writeTempConfig(fleetYaml()), { env: env() })]);
+    [hardened, defaults] = await Promise.all([
+      spawnGateway(writeTempConfig(hardenedYaml()), { env: env() }),
+      spawnGateway(writeTempConfig(fleetYaml()), { env: env() }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([hardened?.stop(), defaults?.stop()]);
@@ -52,10 +55,17 @@ describe('browser and status access (README "Security")', () => {
       ['none', {}],
     ])('%s is a 415 and reaches no model', async (_what, headers) => {
       upstream.reset();
-      for (const [path, body] of [['/v1/chat/completions', chatBody('small')], ['/v1/responses', JSON.stringify({ model: 'echo', input: 'x' })]]) {
+      for (const [path, body] of [
+        ['/v1/chat/completions', chatBody('small')],
+        ['/v1/responses', JSON.stringify({ model: 'echo', input: 'x' })],
+      ]) {
         const res = await post(defaults, path, body, headers);
         expect(res.status).toBe(415);
-        expect(await errorOf(res)).toMatchObject({ code: 'unsupported_media_type', type: 'invalid_request_error', message: expect.stringContaining('application/json') });
+        expect(await errorOf(res)).toMatchObject({
+          code: 'unsupported_media_type',
+          type: 'invalid_request_error',
+          message: expect.stringContaining('application/json'),
+        });
       }
       expect(upstream.stats().total).toBe(0);
     });
@@ -153,7 +163,12 @@ describe('browser and status access (README "Security")', () => {
     });
 
     it('an upstream error carries none either', async () => {
-      const res = await post(hardened, '/v1/chat/completions', JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }), { 'content-type': 'application/json' });
+      const res = await post(
+        hardened,
+        '/v1/chat/completions',
+        JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }),
+        { 'content-type': 'application/json' },
+      );
       expect(res.status).toBe(502);
       expect(res.headers.get('x-iop-node')).toBeNull();
       expect(res.headers.get('x-iop-resource')).toBeNull();

@@ -105,7 +105,11 @@ describe('CLI models in a gateway process', () => {
   });
 
   const chat = (model: string, messages: Array<{ role: string; content: string }>, stream = false) =>
-    fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages, stream }) });
+    fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages, stream }),
+    });
   const contentOf = async (res: Response) => ((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content;
 
   it('gives the program its adapter env (with ${VAR}) over PATH, HOME, LANG, TZ, and nothing else of the gateway', async () => {
@@ -164,7 +168,10 @@ describe('CLI models in a gateway process', () => {
   });
 
   it('refuses a role outside the OpenAI set before any program runs', async () => {
-    const res = await chat('cat', [{ role: 'user', content: 'x' }, { role: 'System', content: 'forged' }]);
+    const res = await chat('cat', [
+      { role: 'user', content: 'x' },
+      { role: 'System', content: 'forged' },
+    ]);
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { param: string } }).error.param).toBe('messages[1].role');
   });

@@ -28,12 +28,16 @@ describe('config refresh on SIGHUP', () => {
 
   /** This replica's counts per resource, from its `/status` (docs/architecture.md, "Status model"). */
   async function resourceCounts(): Promise<Record<string, { in_flight: number; queued: number }>> {
-    const status = (await (await fetch(`${gateway!.url}/status`)).json()) as { nodes: Array<{ resources: Array<{ id: string; in_flight: number; queued: number }> }> };
+    const status = (await (await fetch(`${gateway!.url}/status`)).json()) as {
+      nodes: Array<{ resources: Array<{ id: string; in_flight: number; queued: number }> }>;
+    };
     return Object.fromEntries(status.nodes.flatMap((n) => n.resources.map((r) => [r.id, r])));
   }
 
   const resourceMax = (status: unknown, id: string) =>
-    (status as { nodes: Array<{ resources: Array<{ id: string; max_concurrency: number | null }> }> }).nodes.flatMap((n) => n.resources).find((r) => r.id === id)?.max_concurrency;
+    (status as { nodes: Array<{ resources: Array<{ id: string; max_concurrency: number | null }> }> }).nodes
+      .flatMap((n) => n.resources)
+      .find((r) => r.id === id)?.max_concurrency;
 
   it('applies a raised max_concurrency under load: the upstream sees the new limit and never more', async () => {
     const file = writeTempConfig(fleetYaml());
@@ -43,7 +47,13 @@ describe('config refresh on SIGHUP', () => {
     const requests = Array.from({ length: 9 }, () => chat('small', { delay_ms: 300 }));
     await waitUntil(() => upstream.stats().current === 1, 5000, 'the first request upstream');
     expect(upstream.stats().byModel['small']?.max ?? 1).toBe(1);
-    writeFileSync(file, fleetYaml().replace('{ id: solo, category: openai_compat, adapter: compat-0, models: [small], max_concurrency: 1 }', '{ id: solo, category: openai_compat, adapter: compat-0, models: [small], max_concurrency: 3 }'));
+    writeFileSync(
+      file,
+      fleetYaml().replace(
+        '{ id: solo, category: openai_compat, adapter: compat-0, models: [small], max_concurrency: 1 }',
+        '{ id: solo, category: openai_compat, adapter: compat-0, models: [small], max_concurrency: 3 }',
+      ),
+    );
     gateway.child.kill('SIGHUP');
     const statuses = (await Promise.all(requests)).map((r) => r.status);
     expect(statuses.every((s) => s === 200)).toBe(true);
@@ -74,10 +84,19 @@ describe('config refresh on SIGHUP', () => {
     // llama: pool-a (2) + pool-b (1); small: solo (1). Fill both pools and queue behind them.
     const llama = Array.from({ length: 8 }, () => chat('llama', { delay_ms: 400 }));
     const small = Array.from({ length: 3 }, () => chat('small', { delay_ms: 400 }));
-    await waitUntil(async () => {
-      const counts = await resourceCounts();
-      return counts['pool-a']?.in_flight === 2 && counts['pool-b']?.in_flight === 1 && counts['solo']?.queued === 2 && counts['pool-a'].queued + counts['pool-b'].queued === 5;
-    }, 5000, 'both pools saturated with requests waiting');
+    await waitUntil(
+      async () => {
+        const counts = await resourceCounts();
+        return (
+          counts['pool-a']?.in_flight === 2 &&
+          counts['pool-b']?.in_flight === 1 &&
+          counts['solo']?.queued === 2 &&
+          counts['pool-a'].queued + counts['pool-b'].queued === 5
+        );
+      },
+      5000,
+      'both pools saturated with requests waiting',
+    );
     writeFileSync(
       file,
       fleetYaml()
@@ -86,7 +105,12 @@ describe('config refresh on SIGHUP', () => {
     );
     gateway.child.kill('SIGHUP');
     const llamaStatuses = await Promise.all(llama.map(async (r) => (await r).status));
-    const smallBodies = await Promise.all(small.map(async (r) => { const res = await r; return { status: res.status, body: await res.text() }; }));
+    const smallBodies = await Promise.all(
+      small.map(async (r) => {
+        const res = await r;
+        return { status: res.status, body: await res.text() };
+      }),
+    );
     expect(llamaStatuses.every((s) => s === 200)).toBe(true);
     // The request already on solo finishes on the config it started with; the waiting ones fail fast.
     expect(smallBodies.filter((b) => b.status === 200)).toHaveLength(1);

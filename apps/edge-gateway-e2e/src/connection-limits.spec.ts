@@ -129,7 +129,9 @@ describe('connection limits of a gateway process (README "Security")', () => {
 
   it('answers Expect: 100-continue with the 413 instead of 100 Continue when Content-Length is over the limit', async () => {
     const c = await open(gateway.url);
-    c.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${300 * 1024 * 1024}\r\nExpect: 100-continue\r\n\r\n`);
+    c.socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${300 * 1024 * 1024}\r\nExpect: 100-continue\r\n\r\n`,
+    );
     const { text } = await c.closed;
     expect(text).toMatch(/^HTTP\/1\.1 413 /);
     expect(text).not.toContain('100 Continue');
@@ -138,7 +140,9 @@ describe('connection limits of a gateway process (README "Security")', () => {
   it('continues a small body sent with Expect: 100-continue', async () => {
     const body = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }] });
     const c = await open(gateway.url);
-    c.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    c.socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+    );
     await new Promise<void>((resolve) => {
       const check = setInterval(() => /100 Continue/.test(c.received()) && (clearInterval(check), resolve()), 5);
     });

@@ -180,7 +180,7 @@ describe('admission of bursts across gateway replicas (Redis backend)', () => {
     abort.abort();
     await onMemory.all;
     await memoryGateway.kill();
-    await waitUntil(() => upstream.stats().current === 0, 5000, 'the memory gateway\'s calls to end');
+    await waitUntil(() => upstream.stats().current === 0, 5000, "the memory gateway's calls to end");
 
     abort = new AbortController();
     upstream.reset();

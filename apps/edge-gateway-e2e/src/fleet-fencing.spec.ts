@@ -34,7 +34,7 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
   const s1 = async () => (await fleet!.counts(['s1'])).get('s1')!;
   const upstreamS1 = () => upstream.stats().byModel['up-s1'] ?? { total: 0, current: 0, max: 0, aborted: 0 };
 
-  it('keeps a frozen replica\'s slot for the whole SIGSTOP (8 s); resumed, it aborts its stream with an error event and a warning, then the request waiting on the other replica is served', async () => {
+  it("keeps a frozen replica's slot for the whole SIGSTOP (8 s); resumed, it aborts its stream with an error event and a warning, then the request waiting on the other replica is served", async () => {
     fleet = await startReplicaFleet(2, burstYaml(), redis.url, upstream.url);
     const [r1, r2] = fleet.replicas;
     // s1: max_concurrency 1. A stream of 400 chunks, 100 ms apart (40 s), holds its only slot through R1.
@@ -52,7 +52,7 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
     });
     await waitUntil(async () => (await s1()).queued === 1, 3000, 'the request through R2 to wait');
     // R1's liveness key expires (TTL 2 s) while its connections stay open: the sweep must not free its slot.
-    await waitUntil(async () => (await fleet!.liveness()).alive.length === 1, 4000, 'the frozen replica\'s liveness key to expire');
+    await waitUntil(async () => (await fleet!.liveness()).alive.length === 1, 4000, "the frozen replica's liveness key to expire");
     while (Date.now() - frozenAt < 8000) {
       expect(await s1()).toEqual({ inFlight: 1, queued: 1 });
       expect(upstreamS1().current).toBe(1);
@@ -70,7 +70,10 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
     expect(last.error).toMatchObject({ code: 'queue_unavailable', message: expect.stringContaining('"s1"') });
     expect(text).not.toContain('[DONE]');
     await waitUntil(() => /lease \S+ of provider \\"s1\\" lost/.test(r1.output()), 2000, `R1's warning about the fenced lease; R1 output:\n${r1.output()}`);
-    const warning = r1.output().split('\n').find((line) => line.includes('of provider \\"s1\\" lost'))!;
+    const warning = r1
+      .output()
+      .split('\n')
+      .find((line) => line.includes('of provider \\"s1\\" lost'))!;
     const logged = JSON.parse(warning) as { level: number; msg: string };
     expect(logged.level).toBe(40);
     const overdue = /lost \(not renewed for (\d+) ms \(limit 1800 ms\)\); aborting its upstream call$/.exec(logged.msg);
@@ -82,10 +85,14 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
     expect(served.status).toBe(200);
     expect(servedAt! - thawedAt).toBeLessThan(2000);
     expect(upstreamS1()).toMatchObject({ total: 2, max: 1, aborted: 1 });
-    await waitUntil(async () => {
-      const c = await s1();
-      return c.inFlight === 0 && c.queued === 0;
-    }, 2000, 's1 idle again');
+    await waitUntil(
+      async () => {
+        const c = await s1();
+        return c.inFlight === 0 && c.queued === 0;
+      },
+      2000,
+      's1 idle again',
+    );
     expect(await fleet.jobKeys()).toEqual([]);
   }, 40_000);
 
@@ -103,10 +110,14 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
     const served = await waiting;
     expect(served.status).toBe(200);
     expect(served.at - killedAt).toBeLessThanOrEqual(3000);
-    await waitUntil(async () => {
-      const c = await s1();
-      return c.inFlight === 0 && c.queued === 0;
-    }, 3000 - (Date.now() - killedAt), 's1 idle within 3 s of the kill');
+    await waitUntil(
+      async () => {
+        const c = await s1();
+        return c.inFlight === 0 && c.queued === 0;
+      },
+      3000 - (Date.now() - killedAt),
+      's1 idle within 3 s of the kill',
+    );
     expect(upstreamS1()).toMatchObject({ total: 2, max: 1 });
   });
 });

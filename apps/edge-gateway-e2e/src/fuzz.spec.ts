@@ -51,46 +51,89 @@ function send(url: string, method: string, path: string, headers: Record<string,
 /** JSON values without the fake upstream's knobs (`fake`): the property is about the gateway, not a told-to-fail upstream. */
 const json = fc.jsonValue({ maxDepth: 4 }).filter((v) => !JSON.stringify(v).includes('"fake"'));
 const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constantFrom('', 'System: x', '\n\nAssistant: y', 'a'.repeat(2000)));
-const role = fc.oneof({ arbitrary: fc.constantFrom('system', 'developer', 'user', 'assistant', 'tool'), weight: 4 }, { arbitrary: fc.string({ maxLength: 12 }), weight: 1 });
+const role = fc.oneof(
+  { arbitrary: fc.constantFrom('system', 'developer', 'user', 'assistant', 'tool'), weight: 4 },
+  { arbitrary: fc.string({ maxLength: 12 }), weight: 1 },
+);
 const content = fc.oneof(
   { arbitrary: text, weight: 4 },
   fc.constant(null),
-  fc.array(fc.oneof(fc.record({ type: fc.constantFrom('text', 'input_text', 'output_text'), text }), fc.record({ type: fc.string({ maxLength: 10 }), image_url: json })), { maxLength: 3 }),
+  fc.array(
+    fc.oneof(
+      fc.record({ type: fc.constantFrom('text', 'input_text', 'output_text'), text }),
+      fc.record({ type: fc.string({ maxLength: 10 }), image_url: json }),
+    ),
+    { maxLength: 3 },
+  ),
   json,
 );
-const message = fc.oneof({ arbitrary: fc.record({ role, content }), weight: 6 }, { arbitrary: fc.record({ role, content }, { requiredKeys: [] }), weight: 1 }, { arbitrary: json, weight: 1 });
-const extraFields = fc.dictionary(fc.string({ maxLength: 12 }).filter((k) => k !== 'fake' && k !== '__proto__'), json, { maxKeys: 4 });
+const message = fc.oneof(
+  { arbitrary: fc.record({ role, content }), weight: 6 },
+  { arbitrary: fc.record({ role, content }, { requiredKeys: [] }), weight: 1 },
+  { arbitrary: json, weight: 1 },
+);
+const extraFields = fc.dictionary(
+  fc.string({ maxLength: 12 }).filter((k) => k !== 'fake' && k !== '__proto__'),
+  json,
+  { maxKeys: 4 },
+);
 
 /** A chat or Responses body: mostly well-formed enough to reach a model, with random fields and values. */
 const body = fc.oneof(
-  fc.record({
-    model: fc.oneof({ arbitrary: fc.constantFrom(...MODELS), weight: 6 }, fc.string({ maxLength: 40 }), json),
-    messages: fc.oneof({ arbitrary: fc.array(message, { minLength: 1, maxLength: 4 }), weight: 6 }, json),
-    stream: fc.oneof({ arbitrary: fc.boolean(), weight: 6 }, json),
-    extra: fc.oneof(fc.constant({}), extraFields),
-  }).map(({ extra, ...b }) => ({ ...extra, ...b })),
-  fc.record({
-    model: fc.constantFrom(...MODELS),
-    input: fc.oneof(text, fc.array(fc.oneof(fc.record({ role, content }, { requiredKeys: [] }), json), { maxLength: 3 }), json),
-    instructions: fc.oneof(text, json),
-    stream: fc.boolean(),
-  }, { requiredKeys: ['model'] }),
+  fc
+    .record({
+      model: fc.oneof({ arbitrary: fc.constantFrom(...MODELS), weight: 6 }, fc.string({ maxLength: 40 }), json),
+      messages: fc.oneof({ arbitrary: fc.array(message, { minLength: 1, maxLength: 4 }), weight: 6 }, json),
+      stream: fc.oneof({ arbitrary: fc.boolean(), weight: 6 }, json),
+      extra: fc.oneof(fc.constant({}), extraFields),
+    })
+    .map(({ extra, ...b }) => ({ ...extra, ...b })),
+  fc.record(
+    {
+      model: fc.constantFrom(...MODELS),
+      input: fc.oneof(text, fc.array(fc.oneof(fc.record({ role, content }, { requiredKeys: [] }), json), { maxLength: 3 }), json),
+      instructions: fc.oneof(text, json),
+      stream: fc.boolean(),
+    },
+    { requiredKeys: ['model'] },
+  ),
   json,
 );
 
 const token = fc.stringMatching(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,20}$/);
 const headerValue = fc.stringMatching(/^[\x20-\x7e]{0,60}$/).map((v) => v.trim());
-const headers = fc.record(
-  {
-    'content-type': fc.oneof(fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''), headerValue),
-    'content-encoding': fc.oneof(fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'zstd'), headerValue),
-    authorization: fc.oneof(fc.constant('Bearer x'), headerValue),
-    origin: fc.oneof(fc.constantFrom('https://evil.example', 'null'), headerValue),
-    'x-request-id': headerValue,
-    accept: headerValue,
-  },
-  { requiredKeys: [] },
-).chain((h) => fc.dictionary(token.filter((k) => !/^(x-fake|content-length|transfer-encoding|host|connection|expect|upgrade|te|trailer)/i.test(k)), headerValue, { maxKeys: 3 }).map((extra) => ({ ...extra, ...h })));
+const headers = fc
+  .record(
+    {
+      'content-type': fc.oneof(
+        fc.constantFrom(
+          'application/json',
+          'application/json; charset=utf-8',
+          'application/json; charset=latin1',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          '',
+        ),
+        headerValue,
+      ),
+      'content-encoding': fc.oneof(fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'zstd'), headerValue),
+      authorization: fc.oneof(fc.constant('Bearer x'), headerValue),
+      origin: fc.oneof(fc.constantFrom('https://evil.example', 'null'), headerValue),
+      'x-request-id': headerValue,
+      accept: headerValue,
+    },
+    { requiredKeys: [] },
+  )
+  .chain((h) =>
+    fc
+      .dictionary(
+        token.filter((k) => !/^(x-fake|content-length|transfer-encoding|host|connection|expect|upgrade|te|trailer)/i.test(k)),
+        headerValue,
+        { maxKeys: 3 },
+      )
+      .map((extra) => ({ ...extra, ...h })),
+  );
 
 describe('fuzz: the gateway process under random requests (README "Tests")', () => {
   let upstream: FakeUpstream;
@@ -115,7 +158,8 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
       }
       if (/\n\s+at /.test(parsed.error.message)) throw new Error(`${what}: a stack trace in the answer`);
     }
-    if (/data: \{"error"/.test(answer.body) && /"type":"server_error"/.test(answer.body)) throw new Error(`${what}: a server error event mid-stream: ${answer.body.slice(-400)}`);
+    if (/data: \{"error"/.test(answer.body) && /"type":"server_error"/.test(answer.body))
+      throw new Error(`${what}: a server error event mid-stream: ${answer.body.slice(-400)}`);
     if (gateway.child.exitCode !== null || gateway.child.signalCode !== null) throw new Error(`${what}: the gateway died:\n${gateway.output()}`);
     const snapshot = JSON.parse((await send(gateway.url, 'GET', '/status', {})).body) as StatusSnapshot;
     const unhealthy = snapshot.nodes.flatMap((n) => n.resources).filter((r) => r.state === 'unhealthy');
@@ -128,47 +172,73 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
 
   const params = (runs: number) => ({ seed: SEED, numRuns: runs, endOnFailure: true, interruptAfterTimeLimit: LONG ? undefined : 60_000 });
 
-  it('bodies: JSON of every shape to chat and Responses, streamed or not', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...PATHS), body, async (path, b) => {
-        const answer = await send(gateway.url, 'POST', path, { 'content-type': 'application/json' }, JSON.stringify(b));
-        tally(answer);
-        await check(answer, `POST ${path} ${JSON.stringify(b).slice(0, 300)}`);
-      }),
-      params(RUNS),
-    );
-    // The generator is meant to reach the models often, not only the 400s.
-    expect(seen.get(200) ?? 0).toBeGreaterThan(RUNS / 10);
-  }, LONG ? 3_600_000 : 120_000);
+  it(
+    'bodies: JSON of every shape to chat and Responses, streamed or not',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...PATHS), body, async (path, b) => {
+          const answer = await send(gateway.url, 'POST', path, { 'content-type': 'application/json' }, JSON.stringify(b));
+          tally(answer);
+          await check(answer, `POST ${path} ${JSON.stringify(b).slice(0, 300)}`);
+        }),
+        params(RUNS),
+      );
+      // The generator is meant to reach the models often, not only the 400s.
+      expect(seen.get(200) ?? 0).toBeGreaterThan(RUNS / 10);
+    },
+    LONG ? 3_600_000 : 120_000,
+  );
 
-  it('raw bytes: any text or bytes as a JSON body, any declared encoding', async () => {
-    const raw = fc.oneof(fc.string(), fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)), fc.constantFrom('{', '[]', 'null', '{"model":', '\u0000', '{"model":"llama","messages":[{"role":"user","content":"x"}]}'));
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...PATHS), raw, fc.constantFrom(undefined, 'gzip', 'deflate', 'br', 'x-unknown'), async (path, b, encoding) => {
-        const h: Record<string, string> = { 'content-type': 'application/json' };
-        if (encoding) h['content-encoding'] = encoding;
-        const answer = await send(gateway.url, 'POST', path, h, b);
-        await check(answer, `POST ${path} (${encoding ?? 'identity'}) ${JSON.stringify(String(b)).slice(0, 200)}`);
-      }),
-      params(Math.ceil(RUNS / 2)),
-    );
-  }, LONG ? 3_600_000 : 120_000);
+  it(
+    'raw bytes: any text or bytes as a JSON body, any declared encoding',
+    async () => {
+      const raw = fc.oneof(
+        fc.string(),
+        fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
+        fc.constantFrom('{', '[]', 'null', '{"model":', '\u0000', '{"model":"llama","messages":[{"role":"user","content":"x"}]}'),
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...PATHS), raw, fc.constantFrom(undefined, 'gzip', 'deflate', 'br', 'x-unknown'), async (path, b, encoding) => {
+          const h: Record<string, string> = { 'content-type': 'application/json' };
+          if (encoding) h['content-encoding'] = encoding;
+          const answer = await send(gateway.url, 'POST', path, h, b);
+          await check(answer, `POST ${path} (${encoding ?? 'identity'}) ${JSON.stringify(String(b)).slice(0, 200)}`);
+        }),
+        params(Math.ceil(RUNS / 2)),
+      );
+    },
+    LONG ? 3_600_000 : 120_000,
+  );
 
-  it('headers and methods: any header values on a valid body, any method on the API paths', async () => {
-    const valid = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }] });
-    const path = fc.oneof(fc.constantFrom('/v1/chat/completions', '/v1/responses', '/v1/models', '/status', '/v1/models/llama'), fc.webPath().map((p) => `/v1/models/${p.replace(/^\//, '')}`), fc.string({ maxLength: 20 }).map((s) => `/v1/${encodeURIComponent(s)}`));
-    const method = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'HEAD');
-    await fc.assert(
-      fc.asyncProperty(method, path, headers, async (m, p, h) => {
-        const answer = await send(gateway.url, m, p, h, m === 'GET' || m === 'HEAD' ? undefined : valid);
-        await check(m === 'HEAD' ? { ...answer, body: '' } : answer, `${m} ${p} ${JSON.stringify(h)}`);
-      }),
-      params(RUNS),
-    );
-  }, LONG ? 3_600_000 : 120_000);
+  it(
+    'headers and methods: any header values on a valid body, any method on the API paths',
+    async () => {
+      const valid = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }] });
+      const path = fc.oneof(
+        fc.constantFrom('/v1/chat/completions', '/v1/responses', '/v1/models', '/status', '/v1/models/llama'),
+        fc.webPath().map((p) => `/v1/models/${p.replace(/^\//, '')}`),
+        fc.string({ maxLength: 20 }).map((s) => `/v1/${encodeURIComponent(s)}`),
+      );
+      const method = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'HEAD');
+      await fc.assert(
+        fc.asyncProperty(method, path, headers, async (m, p, h) => {
+          const answer = await send(gateway.url, m, p, h, m === 'GET' || m === 'HEAD' ? undefined : valid);
+          await check(m === 'HEAD' ? { ...answer, body: '' } : answer, `${m} ${p} ${JSON.stringify(h)}`);
+        }),
+        params(RUNS),
+      );
+    },
+    LONG ? 3_600_000 : 120_000,
+  );
 
   it('is still healthy and serving after it all', async () => {
-    const answer = await send(gateway.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'still there?' }] }));
+    const answer = await send(
+      gateway.url,
+      'POST',
+      '/v1/chat/completions',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'still there?' }] }),
+    );
     expect(answer.status).toBe(200);
     expect((await send(gateway.url, 'GET', '/healthz', {})).status).toBe(200);
   });

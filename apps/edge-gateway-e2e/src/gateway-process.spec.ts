@@ -29,7 +29,9 @@ describe('the built gateway process', () => {
   });
 
   it('refuses to start on an invalid file and prints every problem with its line', async () => {
-    const file = writeTempConfig('version: 1\nnodes:\n  - id: a\n    adapters:\n      - { id: x, type: vllm, base_url: "http://h/v1", enabeld: true }\n    providers:\n      - { id: p, category: vllm, adapter: x, models: [], max_concurrency: 1 }\n');
+    const file = writeTempConfig(
+      'version: 1\nnodes:\n  - id: a\n    adapters:\n      - { id: x, type: vllm, base_url: "http://h/v1", enabeld: true }\n    providers:\n      - { id: p, category: vllm, adapter: x, models: [], max_concurrency: 1 }\n',
+    );
     const run = spawnSync(process.execPath, [GATEWAY_MAIN, 'serve', '--config', file], { encoding: 'utf8' });
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/:5:\d+ nodes\[0\]\.adapters\[0\]/);

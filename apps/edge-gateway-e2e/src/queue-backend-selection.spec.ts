@@ -83,7 +83,9 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     const withPassword = redis.url.replace('redis://', 'redis://:s3cret@');
     const gateway = await start({ env: { REDIS_URL: withPassword } });
     expect((await readyz(gateway)).queue).toBe('redis');
-    expect(backendLine(gateway)?.msg).toBe(`queue backend: redis at ${redis.url.replace('redis://', 'redis://***@')} (REDIS_URL overrides queue.backend: memory)`);
+    expect(backendLine(gateway)?.msg).toBe(
+      `queue backend: redis at ${redis.url.replace('redis://', 'redis://***@')} (REDIS_URL overrides queue.backend: memory)`,
+    );
     expect(gateway.output()).not.toContain('s3cret');
   });
 
@@ -99,8 +101,16 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     const example = readFileSync(EXAMPLE, 'utf8');
     const file = writeTempConfig(example);
     const gateway = await start({ env: { REDIS_URL: redis.url }, file });
-    const restartWarnings = () => gateway.output().split('\n').filter((line) => line.includes('takes effect only after a restart'));
-    const reloads = () => gateway.output().split('\n').filter((line) => line.includes('"msg":"config reloaded"')).length;
+    const restartWarnings = () =>
+      gateway
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('takes effect only after a restart'));
+    const reloads = () =>
+      gateway
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"config reloaded"')).length;
 
     // REDIS_URL still wins over both: nothing in use changes, so no warning.
     writeFileSync(file, example.replace('backend: memory', 'backend: redis\n  redis_url: redis://127.0.0.1:1'));

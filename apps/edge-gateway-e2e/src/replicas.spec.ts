@@ -179,7 +179,7 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     const victimRequests = Array.from({ length: 12 }, () => chatOnce(victim.url, 'pool', { delay_ms: 30_000 }).catch(() => undefined));
     await waitUntil(() => poolCounts(8, 4), 5000, 'the victim to hold 8 leases and 4 waiting jobs');
     const survivors = Array.from({ length: 4 }, (_, i) => chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: 10 }).then((r) => ({ ...r, at: Date.now() })));
-    await waitUntil(() => poolCounts(8, 8), 5000, 'the survivors\' 4 requests to wait behind the victim\'s');
+    await waitUntil(() => poolCounts(8, 8), 5000, "the survivors' 4 requests to wait behind the victim's");
     const killedAt = Date.now();
     await victim.kill();
     void Promise.all(victimRequests);
@@ -198,7 +198,7 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
   }, 30_000);
 
-  it('frees only the dead replica\'s jobs: a live origin keeps its leases through two replica deaths in a row, and the limit holds', async () => {
+  it("frees only the dead replica's jobs: a live origin keeps its leases through two replica deaths in a row, and the limit holds", async () => {
     fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
     const [origin, first, second] = fleet.replicas;
     // The origin holds all 8 slots (it is also the holder: no other replica can lose them for it).
@@ -209,11 +209,11 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
 
     let killedAt = Date.now();
     await first.kill();
-    await waitUntil(() => poolCounts(8, 2), 3000, 'the first dead replica\'s 2 waiting jobs swept within 3 s');
+    await waitUntil(() => poolCounts(8, 2), 3000, "the first dead replica's 2 waiting jobs swept within 3 s");
     expect(Date.now() - killedAt).toBeLessThanOrEqual(3000);
     killedAt = Date.now();
     await second.kill();
-    await waitUntil(() => poolCounts(8, 0), 3000, 'the second dead replica\'s 2 waiting jobs swept within 3 s');
+    await waitUntil(() => poolCounts(8, 0), 3000, "the second dead replica's 2 waiting jobs swept within 3 s");
     expect(Date.now() - killedAt).toBeLessThanOrEqual(3000);
     void Promise.all(doomed);
     // Both sweeps left the origin's 8 leases alone: still 8 in Redis and 8 at the upstream.

@@ -11,7 +11,10 @@ const env = { UPSTREAM: 'http://127.0.0.1:9/v1', UPSTREAM_KEY: 'k' };
 
 /** Runs the gateway with `args`/`extraEnv` until it exits or 1.5 s passed (then SIGTERM); resolves to its exit code and output. */
 async function runBriefly(args: string[], extraEnv: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [GATEWAY_MAIN, ...args], { env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [GATEWAY_MAIN, ...args], {
+    env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env, ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -63,7 +66,10 @@ describe('the access log truncates client strings', () => {
       await res.text();
       const deadline = Date.now() + 3000;
       while (!/"msg":"request"/.test(gateway.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      const line = gateway.output().split('\n').find((l) => l.includes('"msg":"request"'));
+      const line = gateway
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"msg":"request"'));
       expect(line).toBeDefined();
       expect(line!.length).toBeLessThan(2000);
       expect(JSON.parse(line!).model).toBe(`${'m'.repeat(256)}…(${100_000 - 256} more characters)`);

@@ -63,7 +63,9 @@ describe('OpenTelemetry traces over OTLP from the built gateway', () => {
   it('exports one span per request with child spans for the queue wait and the upstream call, carrying the request id, provider and token usage', async () => {
     const { port } = receiver.address() as AddressInfo;
     const config = writeTempConfig(yaml.replace('${UPSTREAM}', upstream.url));
-    gateway = await spawnGateway(config, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'edge-test', LOG_LEVEL: 'info' } });
+    gateway = await spawnGateway(config, {
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'edge-test', LOG_LEVEL: 'info' },
+    });
     const res = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': 'trace-me-1' },

@@ -40,10 +40,15 @@ async function post(url: string, path: string, body: Record<string, unknown>): P
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 const chat = (model: string, fake: Knobs = {}, stream = false) => ({ model, messages: [{ role: 'user', content: 'hello' }], stream, fake });
-const resources = async (url: string): Promise<ResourceStatus[]> => ((await (await fetch(`${url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) => n.resources);
+const resources = async (url: string): Promise<ResourceStatus[]> =>
+  ((await (await fetch(`${url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) => n.resources);
 const resource = async (url: string, id: string) => (await resources(url)).find((r) => r.id === id)!;
 /** Log lines of a process's output matching `re`. */
-const lines = (p: GatewayProcess, re: RegExp) => p.output().split('\n').filter((l) => re.test(l));
+const lines = (p: GatewayProcess, re: RegExp) =>
+  p
+    .output()
+    .split('\n')
+    .filter((l) => re.test(l));
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -98,7 +103,10 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     expect(paid.filter((ms) => ms >= 900).length).toBeLessThanOrEqual(backend === 'redis' ? 3 : 2);
     expect(paid.slice(-4).every((ms) => ms < 900)).toBe(true);
     for (const r of replicas) {
-      expect(await resource(r.url, 'pa')).toMatchObject({ state: 'unhealthy', health: { state: 'unhealthy', reason: expect.stringContaining('requests failed: upstream_timeout') } });
+      expect(await resource(r.url, 'pa')).toMatchObject({
+        state: 'unhealthy',
+        health: { state: 'unhealthy', reason: expect.stringContaining('requests failed: upstream_timeout') },
+      });
     }
     // Its probe keeps passing: it stays out until the cooldown ends.
     await sleep(800);
@@ -149,7 +157,7 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     expect(a.stats().total).toBe(2);
   });
 
-  it('a client\'s own mistake reported in-band by a translated Responses stream is passed on and never books the provider', async () => {
+  it("a client's own mistake reported in-band by a translated Responses stream is passed on and never books the provider", async () => {
     await start();
     for (let i = 0; i < 4; i++) {
       const res = await post(at(i), '/v1/responses', { model: 'om', input: 'hello', stream: true, fake: { error_event_after: 0, error_event_status: 400 } });
@@ -167,7 +175,9 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     await new Promise<void>((r) => socket.once('connect', () => r()));
     socket.pause();
     const body = JSON.stringify(chat('sm', { chunks: 200, chunk_bytes: 100_000 }, true));
-    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     await waitUntil(async () => (await resource(at(0), 'solo')).in_flight === 1, 3000, 'the stream to hold the only slot');
     await waitUntil(async () => (await resource(at(0), 'solo')).in_flight === 0, 4000, 'the stalled stream to be cut');
     const next = await post(at(1), '/v1/chat/completions', chat('sm'));
@@ -179,7 +189,8 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
   it('serves /v1/embeddings to the openai client through the queue, with leases and status counts', async () => {
     await start();
     const clients = replicas.map((r) => new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'x', maxRetries: 0 }));
-    const create = (i: number) => clients[i % clients.length].embeddings.create({ model: 'sm', input: [`text ${i}`], fake: { delay_ms: 300 } } as never).withResponse();
+    const create = (i: number) =>
+      clients[i % clients.length].embeddings.create({ model: 'sm', input: [`text ${i}`], fake: { delay_ms: 300 } } as never).withResponse();
     const results = await Promise.all(Array.from({ length: 4 }, (_, i) => create(i)));
     for (const { data } of results) expect(data.data[0].embedding).toHaveLength(8);
     // solo has max_concurrency 1: the four requests queued behind each other, on every replica.

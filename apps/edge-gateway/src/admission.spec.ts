@@ -118,10 +118,14 @@ describe('admission rule: only provider pools are queued', () => {
   it('keeps independent in_flight and queued for two providers on one node', async () => {
     const small = [chat(gateway, 'small', { delay_ms: 500 }), chat(gateway, 'small', { delay_ms: 500 })];
     const qwen = [chat(gateway, 'qwen', { delay_ms: 500 })];
-    await waitUntil(async () => {
-      const c = await queue.counts(['solo', 'olla']);
-      return c.get('solo')!.inFlight === 1 && c.get('solo')!.queued === 1 && c.get('olla')!.inFlight === 1;
-    }, 5000, 'both providers busy');
+    await waitUntil(
+      async () => {
+        const c = await queue.counts(['solo', 'olla']);
+        return c.get('solo')!.inFlight === 1 && c.get('solo')!.queued === 1 && c.get('olla')!.inFlight === 1;
+      },
+      5000,
+      'both providers busy',
+    );
     const c = await queue.counts(['solo', 'olla']);
     expect(c.get('solo')).toEqual({ inFlight: 1, queued: 1 });
     expect(c.get('olla')).toEqual({ inFlight: 1, queued: 0 });

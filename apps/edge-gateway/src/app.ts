@@ -61,7 +61,13 @@ export function createApp(deps: AppDeps): Express {
     res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
   });
   // /status and /metrics (README "Status") take the status keys, not the client keys (README "Security"); probes stay open.
-  app.use(statusRoutes(deps, metrics, statusKeyAuth(() => deps.config().status.api_keys)));
+  app.use(
+    statusRoutes(
+      deps,
+      metrics,
+      statusKeyAuth(() => deps.config().status.api_keys),
+    ),
+  );
   // Unknown /v1 paths still ask for the key first, so the surface is not probed without one.
   app.use('/v1', auth);
   app.use((req, _res, next) => next(notFound(`${req.method} ${req.path}`)));

@@ -33,9 +33,21 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
     ['messages of the wrong type', JSON.stringify({ model: 'llama', messages: 'hello' }), 400, 'invalid_request_error', 'messages'],
     ['a message without a role', JSON.stringify({ model: 'llama', messages: [{ content: 'x' }] }), 400, 'invalid_request_error', 'messages[0].role'],
     ['a body that is not an object', '[1,2]', 400, 'invalid_request_error', undefined],
-    ['a body nested deeper than MAX_BODY_DEPTH', `{"model":"llama","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(500)}${']'.repeat(500)}}`, 400, 'invalid_request_error', 'extra'],
+    [
+      'a body nested deeper than MAX_BODY_DEPTH',
+      `{"model":"llama","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(500)}${']'.repeat(500)}}`,
+      400,
+      'invalid_request_error',
+      'extra',
+    ],
     ['an unknown model', JSON.stringify({ model: 'gpt-nope', messages: [{ role: 'user', content: 'x' }] }), 404, 'model_not_found', 'model'],
-    ['a body over max_body_bytes', JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }), 413, 'request_too_large', undefined],
+    [
+      'a body over max_body_bytes',
+      JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }),
+      413,
+      'request_too_large',
+      undefined,
+    ],
   ])('answers %s with %i %s', async (_what, body, status, code, param) => {
     await expectError(await post(body), status, code, param);
   });
@@ -43,7 +55,10 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
   it('answers a model of the wrong type with 400 naming model', async () => {
     const res = await post(JSON.stringify({ model: 5, messages: [{ role: 'user', content: 'x' }] }));
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { message: string; param: string } }).error).toMatchObject({ param: 'model', message: expect.stringContaining('must be a string') });
+    expect(((await res.json()) as { error: { message: string; param: string } }).error).toMatchObject({
+      param: 'model',
+      message: expect.stringContaining('must be a string'),
+    });
   });
 
   it('answers a corrupt compressed body with 400, not 500', async () => {

@@ -3,9 +3,7 @@ import { parseArgs } from 'node:util';
 
 /** The gateway's command line, parsed (see `USAGE`). */
 export type GatewayCommand =
-  | { command: 'validate'; file: string }
-  | { command: 'serve'; config: string; listen?: string; redis?: string }
-  | { command: 'help' };
+  { command: 'validate'; file: string } | { command: 'serve'; config: string; listen?: string; redis?: string } | { command: 'help' };
 
 export const USAGE = `usage:
   main.js [serve] --config FILE [--listen HOST:PORT] [--redis URL]
@@ -60,5 +58,6 @@ function checkAddresses(listen: string | undefined, redis: string | undefined): 
       throw new Error(`--listen: ${(err as Error).message}`);
     }
   }
-  if (redis !== undefined && !isRedisUrl(redis)) throw new Error(`--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
+  if (redis !== undefined && !isRedisUrl(redis))
+    throw new Error(`--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
 }

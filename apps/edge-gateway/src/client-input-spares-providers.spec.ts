@@ -30,7 +30,12 @@ function expectTooDeep(res: { status: number; text: string }, param: string): vo
   expect(res.status).toBe(400);
   const body = JSON.parse(res.text) as { error: Record<string, unknown> };
   expect(Object.keys(body)).toEqual(['error']);
-  expect(body.error).toEqual({ message: expect.stringContaining(`${MAX_BODY_DEPTH} levels`), type: 'invalid_request_error', param, code: 'invalid_request_error' });
+  expect(body.error).toEqual({
+    message: expect.stringContaining(`${MAX_BODY_DEPTH} levels`),
+    type: 'invalid_request_error',
+    param,
+    code: 'invalid_request_error',
+  });
   expect(body.error.message).not.toMatch(/\n\s+at |Maximum call stack/);
 }
 
@@ -87,8 +92,18 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
 
   it.each([
     ['chat', 'inside a message', '{"model":"llama","messages":[{"role":"user","content":"x","extra":DEEP}]}', 'messages'],
-    ['chat', 'in a response_format schema', '{"model":"llama","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":DEEP}}}', 'response_format'],
-    ['chat', 'in tool parameters', '{"model":"echo","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":DEEP}}]}', 'tools'],
+    [
+      'chat',
+      'in a response_format schema',
+      '{"model":"llama","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":DEEP}}}',
+      'response_format',
+    ],
+    [
+      'chat',
+      'in tool parameters',
+      '{"model":"echo","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":DEEP}}]}',
+      'tools',
+    ],
     ['responses', 'inside an input item', '{"model":"qwen","input":[{"role":"user","content":"x","extra":DEEP}]}', 'input'],
     ['responses', 'in a text.format schema', '{"model":"qwen","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":DEEP}}}', 'text'],
   ] as const)('%s: nesting %s is refused too, naming the top-level field', async (endpoint, _where, template, param) => {
@@ -163,10 +178,17 @@ describe('client input never counts against a provider: a pool of two keeps serv
     expect(body.length).toBeGreaterThan(20_000);
     for (let i = 0; i < 3; i++) expectTooDeep(await post(gateway, PATH.chat, body), 'extra');
     expect(first.stats().total + second.stats().total).toBe(0);
-    expect(await states(gateway)).toEqual([['first', 'ready'], ['second', 'ready']]);
+    expect(await states(gateway)).toEqual([
+      ['first', 'ready'],
+      ['second', 'ready'],
+    ]);
     const served = new Set<string | null>();
     for (let i = 0; i < 4; i++) {
-      const res = await fetch(`${gateway.url}${PATH.chat}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) });
+      const res = await fetch(`${gateway.url}${PATH.chat}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      });
       expect(res.status).toBe(200);
       served.add(res.headers.get('x-iop-resource'));
       await res.text();
@@ -176,10 +198,15 @@ describe('client input never counts against a provider: a pool of two keeps serv
 
   it('stays ready after a burst of deep bodies on both endpoints, stream and not, arrays and objects', async () => {
     const burst = (['chat', 'responses'] as const).flatMap((endpoint) =>
-      [false, true].flatMap((stream) => (['arrays', 'objects'] as const).map((shape) => post(gateway, PATH[endpoint], bodyWith(endpoint, 'm', stream, nested(shape, 5_000))))),
+      [false, true].flatMap((stream) =>
+        (['arrays', 'objects'] as const).map((shape) => post(gateway, PATH[endpoint], bodyWith(endpoint, 'm', stream, nested(shape, 5_000)))),
+      ),
     );
     for (const res of await Promise.all(burst)) expectTooDeep(res, 'extra');
-    expect(await states(gateway)).toEqual([['first', 'ready'], ['second', 'ready']]);
+    expect(await states(gateway)).toEqual([
+      ['first', 'ready'],
+      ['second', 'ready'],
+    ]);
     expect((await gateway.queue.counts(['first', 'second'])).get('first')).toEqual({ inFlight: 0, queued: 0 });
     const ok = await post(gateway, PATH.responses, JSON.stringify({ model: 'm', input: 'hi' }));
     expect(ok.status).toBe(200);
@@ -212,17 +239,28 @@ describe('only what an upstream did counts against a provider', () => {
     try {
       first.reset();
       second.reset();
-      for (const [endpoint, body] of [['chat', bodyWith('chat', 'm', false, '1')], ['responses', bodyWith('responses', 'm', true, '1')]] as const) {
+      for (const [endpoint, body] of [
+        ['chat', bodyWith('chat', 'm', false, '1')],
+        ['responses', bodyWith('responses', 'm', true, '1')],
+      ] as const) {
         const before = calls;
         const res = await post(gateway, PATH[endpoint], body);
         expect(res.status).toBe(500);
-        expect(JSON.parse(res.text)).toEqual({ error: { message: 'The gateway failed to handle the request; see its logs.', type: 'server_error', param: null, code: 'internal_error' } });
+        expect(JSON.parse(res.text)).toEqual({
+          error: { message: 'The gateway failed to handle the request; see its logs.', type: 'server_error', param: null, code: 'internal_error' },
+        });
         expect(calls - before).toBe(1); // no failover to the sibling
       }
       expect([...health.unhealthy()]).toEqual([]);
-      expect(await states(gateway)).toEqual([['first', 'ready'], ['second', 'ready']]);
+      expect(await states(gateway)).toEqual([
+        ['first', 'ready'],
+        ['second', 'ready'],
+      ]);
       const counts = await gateway.queue.counts(['first', 'second']);
-      expect([counts.get('first'), counts.get('second')]).toEqual([{ inFlight: 0, queued: 0 }, { inFlight: 0, queued: 0 }]);
+      expect([counts.get('first'), counts.get('second')]).toEqual([
+        { inFlight: 0, queued: 0 },
+        { inFlight: 0, queued: 0 },
+      ]);
       expect(first.stats().total + second.stats().total).toBe(0);
     } finally {
       await gateway.close();
@@ -236,7 +274,11 @@ describe('only what an upstream did counts against a provider', () => {
       first.reset();
       second.reset();
       // Both upstreams flush their headers and destroy the socket before any event (the knob is in the body).
-      const res = await post(gateway, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { cut_after: 0 } }));
+      const res = await post(
+        gateway,
+        PATH.chat,
+        JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { cut_after: 0 } }),
+      );
       expect(res.status).toBe(502);
       expect((JSON.parse(res.text) as { error: { code: string } }).error.code).toBe('upstream_error');
       expect([first.stats().total, second.stats().total]).toEqual([1, 1]);
@@ -246,7 +288,7 @@ describe('only what an upstream did counts against a provider', () => {
     }
   });
 
-  it('a client\'s 4xx from the upstream is passed on, not booked, not retried', async () => {
+  it("a client's 4xx from the upstream is passed on, not booked, not retried", async () => {
     const health = new MemoryHealthStore(() => ({ unhealthy_after: 1, healthy_after: 1 }));
     const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, { health });
     try {
@@ -289,7 +331,10 @@ describe('client input never marks a provider unhealthy in the Redis health stor
     const storeA = new RedisHealthStore(connA, prefix, settings, () => 60_000);
     const storeB = new RedisHealthStore(connB, prefix, settings, () => 60_000);
     const env = { FIRST: first.url, SECOND: second.url };
-    const [a, b] = await Promise.all([startTestGateway(twoProviders(), env, undefined, { health: storeA }), startTestGateway(twoProviders(), env, undefined, { health: storeB })]);
+    const [a, b] = await Promise.all([
+      startTestGateway(twoProviders(), env, undefined, { health: storeA }),
+      startTestGateway(twoProviders(), env, undefined, { health: storeB }),
+    ]);
     try {
       for (const endpoint of ['chat', 'responses'] as const) {
         for (const stream of [false, true]) {
@@ -300,7 +345,10 @@ describe('client input never marks a provider unhealthy in the Redis health stor
       }
       expect(await healthKeys()).toEqual([]);
       await storeB.refresh(['first', 'second']);
-      expect(await states(b)).toEqual([['first', 'ready'], ['second', 'ready']]);
+      expect(await states(b)).toEqual([
+        ['first', 'ready'],
+        ['second', 'ready'],
+      ]);
       expect((await post(b, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }))).status).toBe(200);
 
       // The control: what an upstream did is booked in Redis (one failure each, the first ever:
@@ -308,11 +356,15 @@ describe('client input never marks a provider unhealthy in the Redis health stor
       // here as a longer run), and the other replica sees it.
       const failed = await post(a, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }));
       expect(failed.status).toBe(502);
-      const failures = async (id: string) => String((JSON.parse((await connB.hget(keys.healthKey(id), 'rec')) ?? '{}') as { requestFailures?: number }).requestFailures);
+      const failures = async (id: string) =>
+        String((JSON.parse((await connB.hget(keys.healthKey(id), 'rec')) ?? '{}') as { requestFailures?: number }).requestFailures);
       await waitUntil(async () => (await healthKeys()).length === 2, 5000, 'both failures to be booked');
       expect([await failures('first'), await failures('second')]).toEqual(['1', '1']);
       await storeB.refresh(['first', 'second']);
-      expect(await states(b)).toEqual([['first', 'unhealthy'], ['second', 'unhealthy']]);
+      expect(await states(b)).toEqual([
+        ['first', 'unhealthy'],
+        ['second', 'unhealthy'],
+      ]);
     } finally {
       await Promise.all([a.close(), b.close()]);
       connA.disconnect();

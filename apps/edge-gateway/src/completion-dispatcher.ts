@@ -1,12 +1,4 @@
-import {
-  entersQueue,
-  resolveRoute,
-  type HealthStore,
-  type Lease,
-  type PoolCandidate,
-  type ProviderQueue,
-  type ResponseAffinity,
-} from '@iop/dispatch';
+import { entersQueue, resolveRoute, type HealthStore, type Lease, type PoolCandidate, type ProviderQueue, type ResponseAffinity } from '@iop/dispatch';
 import type { AdapterConfig, EdgeConfig } from '@iop/validate';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
@@ -94,7 +86,13 @@ function requestIdOf(res: Response): string {
  * @throws ApiError for everything answered before the first byte (400, 404, 429, 502, 503, 504); any
  *   other error as it was raised (the error middleware answers it 500 `internal_error`).
  */
-export async function dispatchCompletion(deps: DispatcherDeps, endpoint: CompletionEndpoint, body: DispatchBody, res: Response, outcome: DispatchOutcome): Promise<void> {
+export async function dispatchCompletion(
+  deps: DispatcherDeps,
+  endpoint: CompletionEndpoint,
+  body: DispatchBody,
+  res: Response,
+  outcome: DispatchOutcome,
+): Promise<void> {
   const config = deps.config();
   const requestId = requestIdOf(res);
   const out = deps.health?.unhealthy();
@@ -170,7 +168,8 @@ export async function dispatchCompletion(deps: DispatcherDeps, endpoint: Complet
         });
         logStreamEnd(call, providerId, result);
         if (result.outcome === 'upstream_failed') {
-          if (result.error instanceof UpstreamError && result.error.countsAgainstProvider) void deps.health?.recordRequest(providerId, false, describeFailure(result.error));
+          if (result.error instanceof UpstreamError && result.error.countsAgainstProvider)
+            void deps.health?.recordRequest(providerId, false, describeFailure(result.error));
         } else if (!isTrial) {
           void deps.health?.recordRequest(providerId, true);
         }
@@ -224,7 +223,11 @@ function carry(adapter: AdapterConfig, endpoint: CompletionEndpoint, body: Dispa
  * The candidates whose adapter can carry `body`, and the body each adapter type sends.
  * @throws ApiError 400 of the first candidate's refusal when no candidate can carry it.
  */
-function carriable(candidates: PoolCandidate[], endpoint: CompletionEndpoint, body: DispatchBody): { candidates: PoolCandidate[]; bodies: Map<string, DispatchBody> } {
+function carriable(
+  candidates: PoolCandidate[],
+  endpoint: CompletionEndpoint,
+  body: DispatchBody,
+): { candidates: PoolCandidate[]; bodies: Map<string, DispatchBody> } {
   const bodies = new Map<string, DispatchBody>();
   const refusals = new Map<string, unknown>();
   for (const c of candidates) {
@@ -262,7 +265,9 @@ function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string
   });
   const retryAfterS = waits.length > 0 ? Math.min(...waits) : 5;
   if (ids.length > 0 && ids.every((id) => views?.get(id)?.state === 'backoff')) {
-    return catalogError('rate_limit_exceeded', `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`, { retryAfterS });
+    return catalogError('rate_limit_exceeded', `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`, {
+      retryAfterS,
+    });
   }
   return noAvailableProvider(model, retryAfterS);
 }
@@ -296,7 +301,13 @@ function callAdapter(adapter: Adapter, target: CallTarget, endpoint: CompletionE
  * Calls one target and writes its answer. `onFirstByte` fires when the upstream's first byte is in hand.
  * @returns how the answer ended (mid-stream failures, stalled clients); throws only before the first byte.
  */
-async function callUpstream(call: CallContext, body: DispatchBody, target: CallTarget, attempt: AbortController, onFirstByte?: () => void): Promise<SendResult> {
+async function callUpstream(
+  call: CallContext,
+  body: DispatchBody,
+  target: CallTarget,
+  attempt: AbortController,
+  onFirstByte?: () => void,
+): Promise<SendResult> {
   const { deps, endpoint, res, config, outcome } = call;
   outcome.nodeId = target.nodeId;
   outcome.resourceId = target.resourceId;
@@ -372,7 +383,10 @@ function logStreamEnd(call: CallContext, provider: string, result: SendResult): 
   if (result.outcome === 'upstream_failed') {
     const err = result.error;
     const detail = err instanceof UpstreamError ? (err.detail ?? err.message) : (err as Error)?.message;
-    requestLogger(call.res, call.deps.logger).warn({ provider, node: call.outcome.nodeId, code: (err as ApiError)?.code, detail }, 'upstream failed mid-stream; the client got an error event');
+    requestLogger(call.res, call.deps.logger).warn(
+      { provider, node: call.outcome.nodeId, code: (err as ApiError)?.code, detail },
+      'upstream failed mid-stream; the client got an error event',
+    );
   } else if (result.outcome === 'client_stalled') {
     requestLogger(call.res, call.deps.logger).warn(
       { provider, node: call.outcome.nodeId, idle_ms: call.config.gateway.stream_idle_timeout_ms },

@@ -61,7 +61,13 @@ export class UpstreamError extends ApiError {
   private readonly counts?: boolean;
   private readonly failover?: boolean;
 
-  constructor(status: number, code: string, message: string, type: string = status >= 500 ? 'server_error' : 'invalid_request_error', opts: UpstreamErrorOptions = {}) {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    type: string = status >= 500 ? 'server_error' : 'invalid_request_error',
+    opts: UpstreamErrorOptions = {},
+  ) {
     super(status, code, message, type, opts.param ?? null, opts.retryAfterS);
     this.detail = opts.detail;
     this.counts = opts.counts;
@@ -112,7 +118,11 @@ export function catalogError(code: ErrorCode, message: string, opts: { param?: s
  * `rate_limit_exceeded`): status, type and `Retry-After` default from `ERROR_CATALOG`; `status`
  * overrides the catalog's (e.g. a 502-class failure answered with another 5xx).
  */
-export function catalogUpstreamError(code: 'upstream_error' | 'upstream_timeout' | 'rate_limit_exceeded', message: string, opts: UpstreamErrorOptions & { status?: number } = {}): UpstreamError {
+export function catalogUpstreamError(
+  code: 'upstream_error' | 'upstream_timeout' | 'rate_limit_exceeded',
+  message: string,
+  opts: UpstreamErrorOptions & { status?: number } = {},
+): UpstreamError {
   const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
   return new UpstreamError(opts.status ?? entry.status, code, message, entry.type, { ...opts, retryAfterS: opts.retryAfterS ?? entry.retryAfterS });
 }
@@ -123,7 +133,8 @@ export const modelNotFound = (model: string) =>
   catalogError('model_not_found', `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`, { param: 'model' });
 export const notFound = (path: string) =>
   catalogError('not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`);
-export const methodNotAllowed = (method: string, path: string, allow: string) => catalogError('method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`);
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  catalogError('method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`);
 export const requestTooLarge = (limitBytes: number) =>
   catalogError('request_too_large', `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`);
 /** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
@@ -133,7 +144,8 @@ export const clientClosed = () => catalogError('client_closed', 'The client clos
  * `opts.detail` carries the log-only account; otherwise `message` itself goes to the log and the
  * client gets a generic message with the request id (see {@link UpstreamErrorOptions.detail}).
  */
-export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) => catalogUpstreamError('upstream_error', message, { ...opts, status });
+export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) =>
+  catalogUpstreamError('upstream_error', message, { ...opts, status });
 export const upstreamTimeout = (ms: number) => {
   const message = `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`;
   return catalogUpstreamError('upstream_timeout', message, { detail: message });

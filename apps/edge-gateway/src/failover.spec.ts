@@ -68,7 +68,11 @@ describe('failover before the first byte', () => {
     await gone.close();
     const gateway = await startTestGateway(twoProviders(), { FIRST: goneUrl, SECOND: good.url });
     try {
-      const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
+      const res = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-iop-resource')).toBe('second');
     } finally {
@@ -81,7 +85,11 @@ describe('failover before the first byte', () => {
     const bad2 = await startFailingUpstream(500);
     const gateway = await startTestGateway(twoProviders(), { FIRST: bad1.url, SECOND: bad2.url });
     try {
-      const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
+      const res = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+      });
       expect(res.status).toBe(502);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
       expect(bad1.hits() + bad2.hits()).toBe(2);
@@ -151,10 +159,17 @@ describe('provider health', () => {
       await waitUntil(() => gateway.health!.unhealthy().has('first'), 3000, 'first to turn unhealthy');
       const detectionMs = Date.now() - downAt;
       const status = (await (await fetch(`${gateway.url}/status`)).json()) as { nodes: Array<{ resources: Array<{ id: string; state: string }> }> };
-      expect(status.nodes[0].resources.map((r) => [r.id, r.state])).toEqual([['first', 'unhealthy'], ['second', 'ready']]);
+      expect(status.nodes[0].resources.map((r) => [r.id, r.state])).toEqual([
+        ['first', 'unhealthy'],
+        ['second', 'ready'],
+      ]);
       second.reset();
       for (let i = 0; i < 4; i++) {
-        const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }) });
+        const res = await fetch(`${gateway.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+        });
         expect(res.status).toBe(200);
         expect(res.headers.get('x-iop-resource')).toBe('second');
       }

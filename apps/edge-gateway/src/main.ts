@@ -159,17 +159,21 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const metrics = new GatewayMetrics();
   // Set once the server exists; a reload before that has no server to apply limits to.
   const listening: { server?: Server } = {};
-  const runtime = new ConfigRuntime(cmd.config, { config: initial, hash: start.hash, loadedAt: new Date() }, {
-    env,
-    logger,
-    onRejected: () => metrics.countReloadFailure(),
-    apply: async (next) => {
-      warnRestartOnly(initial, next.config, (c) => resolveQueueBackend(c, process.env, overrides), logger);
-      await queue.configure(queueProviders(next.config));
-      await health.refresh(queueProviders(next.config).map((p) => p.providerId));
-      if (listening.server) applyServerLimits(listening.server, next.config.gateway);
+  const runtime = new ConfigRuntime(
+    cmd.config,
+    { config: initial, hash: start.hash, loadedAt: new Date() },
+    {
+      env,
+      logger,
+      onRejected: () => metrics.countReloadFailure(),
+      apply: async (next) => {
+        warnRestartOnly(initial, next.config, (c) => resolveQueueBackend(c, process.env, overrides), logger);
+        await queue.configure(queueProviders(next.config));
+        await health.refresh(queueProviders(next.config).map((p) => p.providerId));
+        if (listening.server) applyServerLimits(listening.server, next.config.gateway);
+      },
     },
-  });
+  );
   const config = () => runtime.current.config;
   const healthSettings = () => config().health;
   const health: HealthStore = redis

@@ -17,7 +17,12 @@ nodes:
 type Usage = { prompt_tokens?: number; completion_tokens?: number; input_tokens?: number; output_tokens?: number };
 
 /** POSTs to the gateway; for a stream, returns the usage of its usage chunk or `response.completed` event. */
-async function complete(g: TestGateway, path: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<{ res: Response; usage?: Usage }> {
+async function complete(
+  g: TestGateway,
+  path: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ res: Response; usage?: Usage }> {
   const res = await fetch(`${g.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   const text = await res.text();
   if (!body['stream']) return { res, usage: (JSON.parse(text) as { usage?: Usage }).usage };
@@ -84,9 +89,19 @@ describe('token usage and per-provider metrics (README "Running a fleet": metric
   });
 
   it('answers every completion with an x-request-id, keeping a plain one the client sent', async () => {
-    const mine = await complete(gateway, '/v1/chat/completions', { model: 'llama', messages: [{ role: 'user', content: 'x' }] }, { 'x-request-id': 'client-req-42' });
+    const mine = await complete(
+      gateway,
+      '/v1/chat/completions',
+      { model: 'llama', messages: [{ role: 'user', content: 'x' }] },
+      { 'x-request-id': 'client-req-42' },
+    );
     expect(mine.res.headers.get('x-request-id')).toBe('client-req-42');
-    const odd = await complete(gateway, '/v1/chat/completions', { model: 'llama', messages: [{ role: 'user', content: 'x' }] }, { 'x-request-id': 'has spaces and "quotes"' });
+    const odd = await complete(
+      gateway,
+      '/v1/chat/completions',
+      { model: 'llama', messages: [{ role: 'user', content: 'x' }] },
+      { 'x-request-id': 'has spaces and "quotes"' },
+    );
     expect(odd.res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

@@ -30,9 +30,7 @@ describe('OpenAI surface end to end with the official openai client', () => {
   });
 
   it('answers a pooled chat completion, renaming the model upstream and sending the bearer key', async () => {
-    const raw = await client.chat.completions
-      .create({ model: 'llama', messages: [{ role: 'user', content: 'hello pool' }] })
-      .withResponse();
+    const raw = await client.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'hello pool' }] }).withResponse();
     expect(raw.data.choices[0].message.content).toContain('echo: hello pool');
     expect(raw.response.headers.get('x-iop-node')).toBe('gpu-a');
     expect(['pool-a', 'pool-b']).toContain(raw.response.headers.get('x-iop-resource'));

@@ -47,7 +47,8 @@ describe('request ids (README "Errors": x-request-id on every answer, in the log
     const adapters = new AdapterRegistry(createAdapter);
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) {
+        for (const line of chunk.toString('utf8').split('\n'))
+          if (line.trim()) {
             rawLines.push(line);
             lines.push(JSON.parse(line) as LogLine);
           }

@@ -59,7 +59,10 @@ describe('streaming', () => {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      const frames = decoder.decode(value).split('\n\n').filter((f) => f.includes('"content"'));
+      const frames = decoder
+        .decode(value)
+        .split('\n\n')
+        .filter((f) => f.includes('"content"'));
       for (let i = 0; i < frames.length; i++) arrivals.push(Date.now());
     }
     expect(arrivals.length).toBeGreaterThanOrEqual(5);

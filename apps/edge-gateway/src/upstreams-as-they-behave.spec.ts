@@ -55,8 +55,17 @@ function requestBody(endpoint: Endpoint, model: string, stream: boolean, fake: K
   return { model, ...head, stream, fake, ...extra };
 }
 
-async function post(gateway: TestGateway, endpoint: Endpoint, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
-  const res = await fetch(`${gateway.url}${PATHS[endpoint]}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  gateway: TestGateway,
+  endpoint: Endpoint,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
+  const res = await fetch(`${gateway.url}${PATHS[endpoint]}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
 }
@@ -122,7 +131,9 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       await new Promise<void>((r) => socket.once('connect', () => r()));
       socket.pause();
       const body = JSON.stringify(requestBody('chat', 'cm', true, { chunks: 200, chunk_bytes: 100_000 }));
-      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       await waitUntil(async () => (await inFlight(gateway, 'co')) === 1, 2000, 'the stream to hold the slot');
       const cutAt = Date.now();
       await waitUntil(async () => (await inFlight(gateway, 'co')) === 0, 3000, 'the stalled stream to be cut and its lease released');
@@ -140,33 +151,42 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       ['chat, Ollama', 'chat', 'om', 'ol'],
       ['Responses passed through (vLLM)', 'responses', 'vm', 'vl'],
       ['Responses translated (Ollama)', 'responses', 'om', 'ol'],
-    ] as const)('an upstream silent mid-stream (%s): the client gets the error event, the lease is released, the provider booked', async (_what, endpoint, model, provider) => {
-      await start({ idleMs: 400 });
-      const started = Date.now();
-      const res = await post(gateway, endpoint, requestBody(endpoint, model, true, { chunks: 5, stall_after: 1 }));
-      expect(Date.now() - started).toBeLessThan(3000);
-      expect(res.status).toBe(200);
-      const all = events(res.text);
-      expect(res.text).not.toContain('[DONE]');
-      if (endpoint === 'chat') {
-        expect(all.at(-1)?.data).toMatchObject({ error: { code: 'upstream_timeout', message: expect.stringContaining('gateway.stream_idle_timeout_ms') } });
-      } else {
-        expect(all.at(-1)).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_timeout' } });
-        expect(res.text).not.toContain('response.completed');
-      }
-      expect(await inFlight(gateway, provider)).toBe(0);
-      await waitUntil(() => up.stats().aborted === 1, 2000, 'the upstream call to be aborted');
-      await waitUntil(() => health.unhealthy().has(provider), 1000, 'the stall to be booked against the provider');
-    });
+    ] as const)(
+      'an upstream silent mid-stream (%s): the client gets the error event, the lease is released, the provider booked',
+      async (_what, endpoint, model, provider) => {
+        await start({ idleMs: 400 });
+        const started = Date.now();
+        const res = await post(gateway, endpoint, requestBody(endpoint, model, true, { chunks: 5, stall_after: 1 }));
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect(res.status).toBe(200);
+        const all = events(res.text);
+        expect(res.text).not.toContain('[DONE]');
+        if (endpoint === 'chat') {
+          expect(all.at(-1)?.data).toMatchObject({ error: { code: 'upstream_timeout', message: expect.stringContaining('gateway.stream_idle_timeout_ms') } });
+        } else {
+          expect(all.at(-1)).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_timeout' } });
+          expect(res.text).not.toContain('response.completed');
+        }
+        expect(await inFlight(gateway, provider)).toBe(0);
+        await waitUntil(() => up.stats().aborted === 1, 2000, 'the upstream call to be aborted');
+        await waitUntil(() => health.unhealthy().has(provider), 1000, 'the stall to be booked against the provider');
+      },
+    );
 
     it('the openai client reports an idle cut of a chat stream as an error', async () => {
       await start({ idleMs: 400 });
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'x', maxRetries: 0 });
-      const stream = await client.chat.completions.create({ model: 'cm', messages: [{ role: 'user', content: 'hi' }], stream: true, fake: { chunks: 4, stall_after: 1 } } as never);
+      const stream = await client.chat.completions.create({
+        model: 'cm',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+        fake: { chunks: 4, stall_after: 1 },
+      } as never);
       const seen: string[] = [];
       await expect(
         (async () => {
-          for await (const chunk of stream as unknown as AsyncIterable<{ choices: Array<{ delta: { content?: string } }> }>) seen.push(chunk.choices[0]?.delta.content ?? '');
+          for await (const chunk of stream as unknown as AsyncIterable<{ choices: Array<{ delta: { content?: string } }> }>)
+            seen.push(chunk.choices[0]?.delta.content ?? '');
         })(),
       ).rejects.toThrow(/stream_idle_timeout_ms/);
       expect(seen.join('')).not.toBe('');
@@ -253,9 +273,15 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       const res = await post(gateway, 'chat', requestBody('chat', 'om', true, { done_unterminated: 1 }));
       expect(res.text.endsWith('data: [DONE]\n\n')).toBe(true);
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'x', maxRetries: 0 });
-      const stream = await client.chat.completions.create({ model: 'vm', messages: [{ role: 'user', content: 'hi' }], stream: true, fake: { done_unterminated: 1 } } as never);
+      const stream = await client.chat.completions.create({
+        model: 'vm',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+        fake: { done_unterminated: 1 },
+      } as never);
       let text = '';
-      for await (const chunk of stream as unknown as AsyncIterable<{ choices: Array<{ delta: { content?: string } }> }>) text += chunk.choices[0]?.delta.content ?? '';
+      for await (const chunk of stream as unknown as AsyncIterable<{ choices: Array<{ delta: { content?: string } }> }>)
+        text += chunk.choices[0]?.delta.content ?? '';
       expect(text).toContain('echo: hi');
     });
 
@@ -317,14 +343,16 @@ nodes:
   });
 
   describe('an upstream 429', () => {
-    it('reaches the client with the upstream\'s Retry-After and error type (openai client: RateLimitError), not booked as a failure', async () => {
+    it("reaches the client with the upstream's Retry-After and error type (openai client: RateLimitError), not booked as a failure", async () => {
       await start();
       const res = await post(gateway, 'chat', requestBody('chat', 'vm', false, { status: 429, retry_after: 7 }));
       expect(res.status).toBe(429);
       expect(res.headers.get('retry-after')).toBe('7');
       expect(errorOf(res).type).toBe('rate_limit_error');
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'x', maxRetries: 0 });
-      const err = await client.chat.completions.create({ model: 'cm', messages: [{ role: 'user', content: 'x' }], fake: { status: 429, retry_after: 7 } } as never).catch((e: unknown) => e);
+      const err = await client.chat.completions
+        .create({ model: 'cm', messages: [{ role: 'user', content: 'x' }], fake: { status: 429, retry_after: 7 } } as never)
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.RateLimitError);
       expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('7');
       expect(health.views().get('vl')).toMatchObject({ state: 'backoff', reason: expect.stringContaining('429') });
@@ -356,7 +384,7 @@ nodes:
     });
   });
 
-  describe('a client\'s own mistake reported by an upstream never counts against it', () => {
+  describe("a client's own mistake reported by an upstream never counts against it", () => {
     it('a translated Responses stream whose first event is a context-too-long error: 400 passed on, provider healthy', async () => {
       await start();
       for (const stream of [true, false]) {
@@ -462,7 +490,7 @@ nodes:
     });
   });
 
-  describe('issue-9: an upstream\'s answer never leaks the gateway\'s key or the upstream\'s host', () => {
+  describe("issue-9: an upstream's answer never leaks the gateway's key or the upstream's host", () => {
     const KEY = 'sk-gateway-upstream-key-123';
     const keyed = () => `
 version: 1
@@ -476,7 +504,7 @@ nodes:
       - { id: cp, category: cli, adapter: echo, models: [failing-cli] }
 `;
 
-    it.each([401, 403])('an upstream %i is a 502 saying the provider refused the gateway\'s credentials', async (status) => {
+    it.each([401, 403])("an upstream %i is a 502 saying the provider refused the gateway's credentials", async (status) => {
       gateway = await startTestGateway(keyed(), { ORIGIN: up.origin });
       for (const stream of [false, true]) {
         const res = await post(gateway, 'chat', requestBody('chat', 'km', stream, { status, echo_secrets: 1 }));
@@ -520,7 +548,12 @@ nodes:
   describe('issue-9: a capped answer (gateway.max_response_bytes) and error bodies read to a few KB', () => {
     it('a non-streamed answer over the cap is a 502, not booked; a stream of the same size passes', async () => {
       await start({ maxResponseBytes: 200_000 });
-      for (const [endpoint, model] of [['chat', 'vm'], ['responses', 'vm'], ['responses', 'om'], ['embeddings', 'vm']] as const) {
+      for (const [endpoint, model] of [
+        ['chat', 'vm'],
+        ['responses', 'vm'],
+        ['responses', 'om'],
+        ['embeddings', 'vm'],
+      ] as const) {
         const res = await post(gateway, endpoint, requestBody(endpoint, model, false, { body_bytes: 3_000_000 }));
         expect([endpoint, model, res.status]).toEqual([endpoint, model, 502]);
         expect(errorOf(res).message).toContain('gateway.max_response_bytes');
@@ -596,7 +629,10 @@ nodes:
       const all = events(res.text);
       const failed = all.at(-2)!;
       const error = all.at(-1)!;
-      expect(failed).toMatchObject({ event: 'response.failed', data: { type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_error' } } } });
+      expect(failed).toMatchObject({
+        event: 'response.failed',
+        data: { type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_error' } } },
+      });
       expect(error).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_error' } });
       const numbers = all.map((e) => (e.data as { sequence_number?: number }).sequence_number);
       expect(numbers).toEqual(numbers.map((_n, i) => numbers[0]! + i));

@@ -48,11 +48,15 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
     );
     try {
       let last = '';
-      await waitUntil(async () => {
-        const s = await status();
-        last = JSON.stringify({ a: upA.stats().current, b: upB.stats().current, la: res(s, 'llama-a'), lb: res(s, 'llama-b') });
-        return upA.stats().current === 3 && upB.stats().current === 2 && res(s, 'llama-a').queued! + res(s, 'llama-b').queued! === 2;
-      }, 15_000, 'both providers saturated with 2 waiting').catch((err: Error) => {
+      await waitUntil(
+        async () => {
+          const s = await status();
+          last = JSON.stringify({ a: upA.stats().current, b: upB.stats().current, la: res(s, 'llama-a'), lb: res(s, 'llama-b') });
+          return upA.stats().current === 3 && upB.stats().current === 2 && res(s, 'llama-a').queued! + res(s, 'llama-b').queued! === 2;
+        },
+        15_000,
+        'both providers saturated with 2 waiting',
+      ).catch((err: Error) => {
         throw new Error(`${err.message}; last seen ${last}; gateway output: ${gateways.map((g) => g.output()).join('\n')}`);
       });
       const s = await status();
@@ -70,10 +74,14 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
       abort.abort();
       await Promise.all(held);
     }
-    await waitUntil(async () => {
-      const s = await status();
-      return res(s, 'llama-a').in_flight === 0 && res(s, 'llama-b').in_flight === 0 && res(s, 'llama-a').queued === 0 && res(s, 'llama-b').queued === 0;
-    }, 15_000, 'every lease released');
+    await waitUntil(
+      async () => {
+        const s = await status();
+        return res(s, 'llama-a').in_flight === 0 && res(s, 'llama-b').in_flight === 0 && res(s, 'llama-a').queued === 0 && res(s, 'llama-b').queued === 0;
+      },
+      15_000,
+      'every lease released',
+    );
     expect(upA.stats().current + upB.stats().current).toBe(0);
   }, 60_000);
 });

@@ -26,9 +26,14 @@ describe('the exporter process reads its environment once, at start', () => {
   });
 
   it('takes a good LOG_LEVEL (silent logs nothing) and an empty one as the default (info)', async () => {
-    for (const [value, infoLines] of [['silent', false], ['', true]] as const) {
+    for (const [value, infoLines] of [
+      ['silent', false],
+      ['', true],
+    ] as const) {
       const file = writeTempConfig(exporterYaml({ prefix: configPrefix('env') }));
-      const p = await spawnService(EXPORTER_MAIN, ['--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'], { env: { REDIS_URL: '', LOG_LEVEL: value } });
+      const p = await spawnService(EXPORTER_MAIN, ['--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'], {
+        env: { REDIS_URL: '', LOG_LEVEL: value },
+      });
       expect(p.url).toBeDefined();
       // At once: the SIGTERM handler is in place before the "listening on" line.
       expect(await p.stop()).toBe(0);

@@ -12,7 +12,12 @@ const basic = (password: string) => `Basic ${Buffer.from(`dashboard:${password}`
  * end (the log collector died), waits a moment and sends SIGTERM. Resolves to the exit code and how
  * long the exit took, or `undefined` if it had not exited after `giveUpMs` (it is then killed).
  */
-async function sigtermWithBrokenStdout(main: string, args: string[], env: Record<string, string>, giveUpMs = 5000): Promise<{ code: number | null; ms: number } | undefined> {
+async function sigtermWithBrokenStdout(
+  main: string,
+  args: string[],
+  env: Record<string, string>,
+  giveUpMs = 5000,
+): Promise<{ code: number | null; ms: number } | undefined> {
   const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...env } });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
@@ -55,7 +60,9 @@ describe('status exporter hardening (README "Security")', () => {
   const withKeys = () => exporterYaml({ prefix: configPrefix('keys') }).replace('status:\n', `status:\n  api_keys: ["${STATUS_KEY}"]\n`);
 
   it('guards /status, /metrics and the dashboard with status.api_keys; /healthz stays open', async () => {
-    const p = await spawnService(EXPORTER_MAIN, ['--config', writeTempConfig(withKeys()), '--redis', redis.url, '--listen', '127.0.0.1:0'], { env: { REDIS_URL: '' } });
+    const p = await spawnService(EXPORTER_MAIN, ['--config', writeTempConfig(withKeys()), '--redis', redis.url, '--listen', '127.0.0.1:0'], {
+      env: { REDIS_URL: '' },
+    });
     procs.push(p);
     for (const path of ['/status', '/metrics', '/']) {
       const none = await fetch(`${p.url}${path}`);
@@ -71,7 +78,11 @@ describe('status exporter hardening (README "Security")', () => {
   });
 
   it('keeps the pages open without status keys', async () => {
-    const p = await spawnService(EXPORTER_MAIN, ['--config', writeTempConfig(exporterYaml({ prefix: configPrefix('open') })), '--redis', redis.url, '--listen', '127.0.0.1:0'], { env: { REDIS_URL: '' } });
+    const p = await spawnService(
+      EXPORTER_MAIN,
+      ['--config', writeTempConfig(exporterYaml({ prefix: configPrefix('open') })), '--redis', redis.url, '--listen', '127.0.0.1:0'],
+      { env: { REDIS_URL: '' } },
+    );
     procs.push(p);
     expect((await fetch(`${p.url}/status`)).status).toBe(200);
     expect((await fetch(`${p.url}/`)).status).toBe(200);
@@ -83,7 +94,10 @@ describe('status exporter hardening (README "Security")', () => {
     ['REDIS_URL with "/" in the password', [], { REDIS_URL: 'redis://:pa/ss-word-3@127.0.0.1:1' }, ['ss-word-3', 'pa/']],
   ])('never prints a password: %s', async (_what, args, env, secrets) => {
     const file = writeTempConfig(exporterYaml({ prefix: configPrefix('redact') }));
-    const child = spawn(process.execPath, [EXPORTER_MAIN, '--config', file, '--listen', '127.0.0.1:0', ...args], { env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [EXPORTER_MAIN, '--config', file, '--listen', '127.0.0.1:0', ...args], {
+      env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

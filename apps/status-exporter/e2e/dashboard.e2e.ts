@@ -28,13 +28,25 @@ describe('exporter dashboard in headless Chromium', () => {
     const loaded = parseConfigText(exporterYaml({ prefix, redisUrl: redis.url }), {}, 'edge.yaml');
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     // Live counts in Redis, as gateways would leave them: llama-a 2/3 in flight + 1 queued, llama-b full (2/2) + 4 queued.
-    for (const [providerId, active, waiting] of [['llama-a', 2, 1], ['llama-b', 2, 4]] as const) {
+    for (const [providerId, active, waiting] of [
+      ['llama-a', 2, 1],
+      ['llama-b', 2, 4],
+    ] as const) {
       closers.push(await seedLeases(redis.url, prefix, providerId, active, waiting));
     }
     exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env: {}, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {

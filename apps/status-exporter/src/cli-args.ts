@@ -35,6 +35,7 @@ export function parseExporterArgs(argv: string[]): ExporterCommand {
   if (values.help) return { command: 'help' };
   if (!values.config) throw new Error('--config FILE is required (e.g. --config examples/edge.yaml)');
   if (values.listen !== undefined) parseListenAddress(values.listen);
-  if (values.redis !== undefined && !isRedisUrl(values.redis)) throw new Error(`--redis: "${redactUrl(values.redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
+  if (values.redis !== undefined && !isRedisUrl(values.redis))
+    throw new Error(`--redis: "${redactUrl(values.redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
   return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis };
 }

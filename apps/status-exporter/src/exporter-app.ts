@@ -75,7 +75,11 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
   app.disable('etag');
   const registry = new Registry();
   const gauges = new ResourceGauges(registry);
-  const countsUp = new Gauge({ name: 'iop_edge_status_counts_up', help: '1 when the exporter read the shared counts (Redis) for this scrape, else 0.', registers: [registry] });
+  const countsUp = new Gauge({
+    name: 'iop_edge_status_counts_up',
+    help: '1 when the exporter read the shared counts (Redis) for this scrape, else 0.',
+    registers: [registry],
+  });
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -112,7 +116,11 @@ function statusKeys(apiKeys: () => readonly string[]): RequestHandler {
     if (configured !== keys.keys) keys = new KeySet(configured);
     if (keys.open || keys.matches(presentedKey(req.headers.authorization))) return next();
     res.setHeader('www-authenticate', 'Basic realm="iop-edge status", charset="UTF-8"');
-    sendError(res, 'invalid_api_key', 'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.');
+    sendError(
+      res,
+      'invalid_api_key',
+      'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.',
+    );
   };
 }
 

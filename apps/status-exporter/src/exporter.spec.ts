@@ -62,14 +62,19 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
     expect(resource(s, 'codex-cli')).toMatchObject({ pool: false, models: ['codex'], in_flight: null });
   });
 
-  it('GET /status shows the health record the gateways share: state, reason and retry_at, on every replica\'s view', async () => {
+  it("GET /status shows the health record the gateways share: state, reason and retry_at, on every replica's view", async () => {
     const prefix = configPrefix('exporter-health');
     const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url }));
     const conn = new Redis(redis.url, { enableOfflineQueue: false });
     await new Promise((r) => conn.once('ready', r));
     closers.push(async () => conn.disconnect());
     // What a gateway writes when three requests to llama-a failed while its probe passed.
-    const gateway = new RedisHealthStore(conn, prefix, () => ({ unhealthy_after: 3, healthy_after: 2, cooldown_ms: 30_000 }), () => 60_000);
+    const gateway = new RedisHealthStore(
+      conn,
+      prefix,
+      () => ({ unhealthy_after: 3, healthy_after: 2, cooldown_ms: 30_000 }),
+      () => 60_000,
+    );
     for (let i = 0; i < 3; i++) await gateway.recordRequest('llama-a', false, 'upstream_timeout');
     await gateway.backOff('llama-b', 7, 'upstream 429');
     const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
@@ -116,7 +121,7 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
     expect(sampleValue(samples, 'iop_edge_resource_in_flight', { resource: 'llama-a' })).toBeUndefined();
   });
 
-  it('refuses the memory backend with a message pointing at the gateway\'s own /status', async () => {
+  it("refuses the memory backend with a message pointing at the gateway's own /status", async () => {
     const loaded = config(exporterYaml({ prefix: configPrefix('exporter-memory') }));
     const attempt = startExporter({ config: loaded.config, env: {}, host: '127.0.0.1', port: 0, logger });
     await expect(attempt).rejects.toBeInstanceOf(ExporterRefusal);
@@ -144,7 +149,14 @@ describe('status exporter on a real 3-master Redis Cluster', () => {
       closers.push(await seedLeases(cluster.urls[0], prefix, 'llama-a', 2, 1, { shardTag: 'pool.llama-a' }));
       closers.push(await seedLeases(cluster.urls[2], prefix, 'llama-b', 1, 0, { shardTag: 'pool.llama-a' }));
       const loaded = config(yaml);
-      const exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env: {}, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
+      const exporter = await startExporter({
+        config: loaded.config,
+        configHash: loaded.hash,
+        env: {},
+        host: '127.0.0.1',
+        port: 0,
+        logger: pino({ level: 'silent' }),
+      });
       closers.push(() => exporter.close());
       const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
       expect(resource(s, 'llama-a')).toMatchObject({ state: 'ready', max_concurrency: 3, in_flight: 2, queued: 1 });

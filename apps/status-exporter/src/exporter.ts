@@ -1,5 +1,13 @@
 import { connectRedis, leaseAddresses, readLeaseCounts, RedisHealthStore } from '@iop/dispatch';
-import { ConfigRuntime, describeQueueBackend, QueueBackendError, redactUrl, resolveQueueBackend, type EdgeConfig, type QueueBackendChoice } from '@iop/validate';
+import {
+  ConfigRuntime,
+  describeQueueBackend,
+  QueueBackendError,
+  redactUrl,
+  resolveQueueBackend,
+  type EdgeConfig,
+  type QueueBackendChoice,
+} from '@iop/validate';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
@@ -8,7 +16,7 @@ import { StatusPusher } from './push/status-pusher';
 /** Why the exporter refuses the memory backend (README "Status": one process's counts must not pose as the fleet's). */
 export const MEMORY_BACKEND_REFUSAL =
   'With the memory backend the counts live inside ' +
-  'one gateway process and there are no shared counts to export. For a single replica use the gateway\'s own ' +
+  "one gateway process and there are no shared counts to export. For a single replica use the gateway's own " +
   'GET /status and GET /metrics; for a fleet, run the gateways and this exporter on one Redis (--redis, REDIS_URL or queue.redis_url).';
 
 /** What {@link startExporter} needs: a validated config and where to listen. */
@@ -80,24 +88,33 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   await Promise.race([new Promise((r) => redis.once('ready', r)), new Promise((r) => setTimeout(r, 2000).unref())]);
 
   let pusher: StatusPusher | undefined;
-  const runtime = new ConfigRuntime(opts.configFile ?? '', { config, hash: opts.configHash ?? '', loadedAt: new Date() }, {
-    // A reload expands `${REDIS_URL}` as the first load did (`--redis` stands for it).
-    env: opts.redis ? { ...opts.env, REDIS_URL: opts.redis } : opts.env,
-    logger,
-    transform: opts.transform,
-    // A changed status.push_url or status.interval_ms applies at once (README "Status"): the push loop restarts.
-    apply: async (next, previous) => {
-      const [was, now] = [previous.config.status, next.config.status];
-      if (was.push_url === now.push_url && was.interval_ms === now.interval_ms) return;
-      await pusher?.close();
-      pusher = startPusher(next.config);
-      logger.info({ push: now.push_url !== undefined, interval_ms: now.interval_ms }, 'status-exporter: push settings reloaded');
+  const runtime = new ConfigRuntime(
+    opts.configFile ?? '',
+    { config, hash: opts.configHash ?? '', loadedAt: new Date() },
+    {
+      // A reload expands `${REDIS_URL}` as the first load did (`--redis` stands for it).
+      env: opts.redis ? { ...opts.env, REDIS_URL: opts.redis } : opts.env,
+      logger,
+      transform: opts.transform,
+      // A changed status.push_url or status.interval_ms applies at once (README "Status"): the push loop restarts.
+      apply: async (next, previous) => {
+        const [was, now] = [previous.config.status, next.config.status];
+        if (was.push_url === now.push_url && was.interval_ms === now.interval_ms) return;
+        await pusher?.close();
+        pusher = startPusher(next.config);
+        logger.info({ push: now.push_url !== undefined, interval_ms: now.interval_ms }, 'status-exporter: push settings reloaded');
+      },
     },
-  });
+  );
   if (opts.configFile) runtime.watch();
   const current = () => runtime.current.config;
   // Health records are written by the gateways; the exporter only reads them (same keys, same rule).
-  const health = new RedisHealthStore(redis, config.queue.prefix, () => current().health, () => 3 * current().health.interval_ms);
+  const health = new RedisHealthStore(
+    redis,
+    config.queue.prefix,
+    () => current().health,
+    () => 3 * current().health.interval_ms,
+  );
   const deps = {
     config: current,
     counts: (ids: readonly string[]) => withTimeout(readLeaseCounts(redis, current().queue.prefix, leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
@@ -127,7 +144,10 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     throw err;
   }
   const address = server.address();
-  const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : `http://${opts.host}:${opts.port}`;
+  const url =
+    typeof address === 'object' && address
+      ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+      : `http://${opts.host}:${opts.port}`;
 
   function startPusher(cfg: EdgeConfig): StatusPusher | undefined {
     if (!cfg.status.push_url) return undefined;
@@ -142,7 +162,10 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     return started;
   }
   pusher = startPusher(config);
-  logger.info({ listen: url, redis: redactUrl(choice.redisUrl), prefix: config.queue.prefix, push: config.status.push_url !== undefined }, 'status-exporter listening');
+  logger.info(
+    { listen: url, redis: redactUrl(choice.redisUrl), prefix: config.queue.prefix, push: config.status.push_url !== undefined },
+    'status-exporter listening',
+  );
 
   return {
     url,

@@ -9,10 +9,7 @@ import { ADAPTER_TYPES } from './schema';
  * - `ambiguous`: a type name with two or more enabled adapters of that type (`candidates` lists their ids).
  */
 export type AdapterResolution =
-  | { kind: 'ok'; adapter: AdapterConfig }
-  | { kind: 'missing' }
-  | { kind: 'disabled'; adapter: AdapterConfig }
-  | { kind: 'ambiguous'; candidates: string[] };
+  { kind: 'ok'; adapter: AdapterConfig } | { kind: 'missing' } | { kind: 'disabled'; adapter: AdapterConfig } | { kind: 'ambiguous'; candidates: string[] };
 
 /**
  * Resolves `provider.adapter` on the provider's own node: an exact adapter id wins; otherwise a

@@ -41,9 +41,7 @@ export function parsePath(path: string): PathSegments {
  * `edge.yaml:12:9 nodes[0].providers[1].adapter: adapter "vllm-9" is not defined on node "gpu-a". Fix: use one of: vllm-0, echo.`
  */
 export function formatProblems(file: string, problems: readonly ConfigProblem[]): string {
-  return problems
-    .map((p) => `${file}:${p.line}:${p.column} ${p.path ? `${p.path}: ` : ''}${p.message}. Fix: ${p.fix}`)
-    .join('\n');
+  return problems.map((p) => `${file}:${p.line}:${p.column} ${p.path ? `${p.path}: ` : ''}${p.message}. Fix: ${p.fix}`).join('\n');
 }
 
 /**

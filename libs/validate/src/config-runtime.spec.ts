@@ -21,14 +21,18 @@ function setup(text = yaml(1)) {
   const logger: RuntimeLogger = { info: (_o, m) => logs.push(m), warn: (_o, m) => logs.push(m), error: (_o, m) => logs.push(m) };
   const applied: number[] = [];
   const rejected: number[] = [];
-  const runtime = new ConfigRuntime(file, { config: first.config, hash: first.hash, loadedAt: new Date() }, {
-    env: {},
-    logger,
-    apply: async (next) => {
-      applied.push(next.config.nodes[0].providers[0].max_concurrency!);
+  const runtime = new ConfigRuntime(
+    file,
+    { config: first.config, hash: first.hash, loadedAt: new Date() },
+    {
+      env: {},
+      logger,
+      apply: async (next) => {
+        applied.push(next.config.nodes[0].providers[0].max_concurrency!);
+      },
+      onRejected: (problems) => rejected.push(problems.length),
     },
-    onRejected: (problems) => rejected.push(problems.length),
-  });
+  );
   return { dir, file, runtime, logs, applied, rejected };
 }
 

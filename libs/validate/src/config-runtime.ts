@@ -44,7 +44,11 @@ export class ConfigRuntime {
   private debounce?: NodeJS.Timeout;
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(readonly file: string, initial: LoadedConfig, private readonly opts: ConfigRuntimeOptions) {
+  constructor(
+    readonly file: string,
+    initial: LoadedConfig,
+    private readonly opts: ConfigRuntimeOptions,
+  ) {
     this.loaded = initial;
   }
 
@@ -78,7 +82,10 @@ export class ConfigRuntime {
   private async reloadNow(reason: string): Promise<ReloadResult> {
     const result = loadConfigFile(this.file, this.opts.env ?? process.env);
     if (!result.ok) {
-      this.opts.logger.error({ reason, file: this.file, problems: result.problems.length }, `config reload rejected; the running config stays\n${formatProblems(this.file, result.problems)}`);
+      this.opts.logger.error(
+        { reason, file: this.file, problems: result.problems.length },
+        `config reload rejected; the running config stays\n${formatProblems(this.file, result.problems)}`,
+      );
       this.opts.onRejected?.(result.problems);
       return { outcome: 'rejected', problems: result.problems };
     }
@@ -96,7 +103,13 @@ export class ConfigRuntime {
     try {
       await this.opts.apply?.(next, previous);
     } catch (err) {
-      const problem: ConfigProblem = { path: '', line: 0, column: 0, message: `applying the config failed: ${(err as Error).message}`, fix: 'check the queue backend (Redis) and retry the reload.' };
+      const problem: ConfigProblem = {
+        path: '',
+        line: 0,
+        column: 0,
+        message: `applying the config failed: ${(err as Error).message}`,
+        fix: 'check the queue backend (Redis) and retry the reload.',
+      };
       this.opts.logger.error({ reason, err }, 'config reload could not be applied; the running config stays');
       this.opts.onRejected?.([problem]);
       return { outcome: 'rejected', problems: [problem] };

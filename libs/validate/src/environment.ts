@@ -16,7 +16,10 @@ const logLevel = z.preprocess(unsetIfEmpty, z.enum(LOG_LEVELS, { error: `one of 
 
 /** A whole number of milliseconds, 0 or more (digits only: no unit, sign, exponent or fraction). */
 const milliseconds = () =>
-  z.string().regex(/^\d{1,12}$/, { error: 'a whole number of milliseconds, 0 or more (e.g. 30000)' }).transform(Number);
+  z
+    .string()
+    .regex(/^\d{1,12}$/, { error: 'a whole number of milliseconds, 0 or more (e.g. 30000)' })
+    .transform(Number);
 
 /** The gateway's environment: `LOG_LEVEL`, `IOP_SHUTDOWN_GRACE_MS`, `OTEL_BSP_SCHEDULE_DELAY`. */
 export const gatewayEnvironmentSchema = z.object({

@@ -80,7 +80,8 @@ interface Edit {
 
 function apply(data: Record<string, unknown>, e: Edit): unknown {
   const copy = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
-  const parent = e.path.slice(0, -1).reduce<unknown>((node, k) => (node as Record<string | number, unknown>)[k], copy) as Record<string | number, unknown> | unknown[];
+  const parent = e.path.slice(0, -1).reduce<unknown>((node, k) => (node as Record<string | number, unknown>)[k], copy) as
+    Record<string | number, unknown> | unknown[];
   const last = e.path[e.path.length - 1];
   if (e.kind === 'replace') (parent as Record<string | number, unknown>)[last] = e.value;
   else if (e.kind === 'remove') {
@@ -96,13 +97,19 @@ function apply(data: Record<string, unknown>, e: Edit): unknown {
 describe('fuzz: validate over random configs (README "Configuration")', () => {
   it('never throws on any text', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constantFrom('', '---\n---', '{', 'version: 1', '- a\n-', 'nodes: !!binary x', '&a [*a]')), (text) => run(text, JSON.stringify(text).slice(0, 200))),
+      fc.property(
+        fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constantFrom('', '---\n---', '{', 'version: 1', '- a\n-', 'nodes: !!binary x', '&a [*a]')),
+        (text) => run(text, JSON.stringify(text).slice(0, 200)),
+      ),
       params,
     );
   });
 
   it('never throws on any YAML document, and every problem has a path and a position', () => {
-    fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => run(stringify(value), JSON.stringify(value).slice(0, 200))), params);
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => run(stringify(value), JSON.stringify(value).slice(0, 200))),
+      params,
+    );
   });
 
   it('edits of a valid file: 1 to 4 random changes give a config or problems with paths, never a secret', () => {

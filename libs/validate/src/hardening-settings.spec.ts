@@ -93,7 +93,10 @@ describe('the hardening settings and their defaults', () => {
   });
 
   it('accepts origins with ports and IPv6 hosts', () => {
-    const result = parseConfigText(file('gateway: { cors: { allowed_origins: ["https://chat.example.com", "http://localhost:3000", "http://[::1]:8080"] } }'), {});
+    const result = parseConfigText(
+      file('gateway: { cors: { allowed_origins: ["https://chat.example.com", "http://localhost:3000", "http://[::1]:8080"] } }'),
+      {},
+    );
     expect(result.ok).toBe(true);
   });
 });

@@ -18,7 +18,14 @@ export { type LoadedConfig, type ReloadResult, type ConfigRuntimeOptions, type R
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
 export { flushLogs } from './flush-logs';
-export { type GatewayEnvironment, type ExporterEnvironment, EnvironmentError, gatewayEnvironmentSchema, exporterEnvironmentSchema, readEnvironment } from './environment';
+export {
+  type GatewayEnvironment,
+  type ExporterEnvironment,
+  EnvironmentError,
+  gatewayEnvironmentSchema,
+  exporterEnvironmentSchema,
+  readEnvironment,
+} from './environment';
 export { type ErrorCatalogEntry, type ErrorCode, type OpenAiErrorBody, ERROR_CATALOG, isCatalogCode, catalogAnswer } from './error-catalog';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
 export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';

@@ -2,7 +2,7 @@ import pino from 'pino';
 import { Writable } from 'node:stream';
 import { consoleLibLogger, silentLibLogger, type LibLogger } from './lib-logger';
 
-describe('LibLogger, the libs\' one logger shape', () => {
+describe("LibLogger, the libs' one logger shape", () => {
   it('takes a pino logger as it is, errors logged as { err } objects with message and stack', () => {
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({

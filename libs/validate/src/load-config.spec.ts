@@ -32,7 +32,13 @@ describe('parseConfigText', () => {
 
   it('reports an unset ${VAR} naming the variable and the place it is used', () => {
     expect(problemsOf(parseConfigText(example, { EDGE_API_KEY: 'k' }))).toEqual([
-      { path: 'nodes[0].adapters[0].api_key', line: 28, column: 18, message: 'environment variable VLLM_KEY is not set', fix: expect.stringContaining('set VLLM_KEY') },
+      {
+        path: 'nodes[0].adapters[0].api_key',
+        line: 28,
+        column: 18,
+        message: 'environment variable VLLM_KEY is not set',
+        fix: expect.stringContaining('set VLLM_KEY'),
+      },
     ]);
   });
 
@@ -74,7 +80,9 @@ describe('parseConfigText', () => {
   });
 
   it('rejects an empty file', () => {
-    expect(problemsOf(parseConfigText('# nothing\n', env, 'my.yaml'))).toEqual([expect.objectContaining({ path: '', line: 1, column: 1, message: 'my.yaml is empty' })]);
+    expect(problemsOf(parseConfigText('# nothing\n', env, 'my.yaml'))).toEqual([
+      expect.objectContaining({ path: '', line: 1, column: 1, message: 'my.yaml is empty' }),
+    ]);
   });
 
   it('returns every problem of a file, sorted by position, not just the first', () => {
@@ -91,7 +99,13 @@ describe('parseConfigText', () => {
 
   it('reports a missing required key at the map that should hold it', () => {
     expect(problemsOf(parseConfigText(edit('        base_url: http://10.0.0.5:8000/v1\n', ''), env))).toEqual([
-      { path: 'nodes[0].adapters[0].base_url', line: 25, column: 9, message: 'required key "base_url" is missing', fix: 'add base_url (write a full http:// or https:// URL).' },
+      {
+        path: 'nodes[0].adapters[0].base_url',
+        line: 25,
+        column: 9,
+        message: 'required key "base_url" is missing',
+        fix: 'add base_url (write a full http:// or https:// URL).',
+      },
     ]);
   });
 
@@ -168,7 +182,12 @@ describe('schema problem wording', () => {
     ['a positive number set to 0', ['  interval_ms: 5000\n  timeout_ms', '  interval_ms: 0\n  timeout_ms'], 'health.interval_ms', 'must be greater than 0'],
     ['an empty model list', ['models: [echo]', 'models: []'], 'nodes[0].providers[1].models', 'needs at least 1 item'],
     ['a wrong version', ['version: 1', 'version: 2'], 'version', 'must be 1'],
-    ['an unknown key with no close spelling', ['    upstream: gpt-5-codex', '    upstream: gpt-5-codex\n    colour: red'], 'routes[0].colour', 'unknown key "colour"'],
+    [
+      'an unknown key with no close spelling',
+      ['    upstream: gpt-5-codex', '    upstream: gpt-5-codex\n    colour: red'],
+      'routes[0].colour',
+      'unknown key "colour"',
+    ],
   ])('explains %s', (_case, [from, to], path, message) => {
     expect(problemsOf(parseConfigText(edit(from, to), env))).toEqual([expect.objectContaining({ path, message })]);
   });

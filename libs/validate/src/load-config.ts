@@ -37,7 +37,9 @@ export function parseConfigText(text: string, env: Record<string, string | undef
     );
   }
   if (doc.contents === null) {
-    return fail([{ path: '', line: 1, column: 1, message: `${sourceName} is empty`, fix: 'start the file with "version: 1" and declare at least one node under "nodes".' }]);
+    return fail([
+      { path: '', line: 1, column: 1, message: `${sourceName} is empty`, fix: 'start the file with "version: 1" and declare at least one node under "nodes".' },
+    ]);
   }
   // Aliases: a bomb (one alias expanding into millions of nodes) makes the YAML library refuse;
   // a cycle (`&a [*a]`) is refused below. Neither reaches the schema.
@@ -45,11 +47,26 @@ export function parseConfigText(text: string, env: Record<string, string | undef
   try {
     data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (error) {
-    return fail([{ path: '', line: 1, column: 1, message: `YAML syntax error: ${(error as Error).message}`, fix: 'write the values out instead of expanding aliases (*name) that many times.' }]);
+    return fail([
+      {
+        path: '',
+        line: 1,
+        column: 1,
+        message: `YAML syntax error: ${(error as Error).message}`,
+        fix: 'write the values out instead of expanding aliases (*name) that many times.',
+      },
+    ]);
   }
   const cycle = findCycle(data);
   if (cycle) {
-    return fail([{ path: formatPath(cycle), ...at(cycle), message: 'a YAML alias here refers to a node that contains it (a cycle)', fix: 'replace the alias (*name) with the values it should hold.' }]);
+    return fail([
+      {
+        path: formatPath(cycle),
+        ...at(cycle),
+        message: 'a YAML alias here refers to a node that contains it (a cycle)',
+        fix: 'replace the alias (*name) with the values it should hold.',
+      },
+    ]);
   }
   const { value, problems: unset, secrets } = interpolateEnv(data, env);
   const problems: ConfigProblem[] = unset.map((p) => ({ path: formatPath(p.segments), ...at(p.segments), message: p.message, fix: p.fix }));

@@ -15,12 +15,18 @@ function use(node: Omit<NodeInput, 'id'>, queue: { max_queued?: number } = {}) {
 
 describe('usablePoolProvider (docs/architecture.md, "Usable pool providers")', () => {
   it('gives a usable pool provider with its adapter and limits', () => {
-    const { result } = use({ adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 3 }] }, { max_queued: 7 });
+    const { result } = use(
+      { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 3 }] },
+      { max_queued: 7 },
+    );
     expect(result).toMatchObject({ usable: true, provider: { id: 'p' }, adapter: { id: 'v', type: 'vllm' }, maxConcurrency: 3, maxQueued: 7 });
   });
 
   it("resolves a type name to the node's one enabled adapter of that type; the provider's own max_queued wins; max_concurrency is at least 1", () => {
-    const { result } = use({ adapters: [vllm('off', false), vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'vllm', models: ['m'], max_concurrency: 0, max_queued: 2 }] });
+    const { result } = use({
+      adapters: [vllm('off', false), vllm('v')],
+      providers: [{ id: 'p', category: 'vllm', adapter: 'vllm', models: ['m'], max_concurrency: 0, max_queued: 2 }],
+    });
     expect(result).toMatchObject({ usable: true, adapter: { id: 'v' }, maxConcurrency: 1, maxQueued: 2 });
   });
 
@@ -30,10 +36,18 @@ describe('usablePoolProvider (docs/architecture.md, "Usable pool providers")', (
   });
 
   const rows: Array<[reason: UnusableReason, node: Omit<NodeInput, 'id'>, adapterId: string | undefined]> = [
-    ['provider_disabled', { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1, enabled: false }] }, 'v'],
+    [
+      'provider_disabled',
+      { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1, enabled: false }] },
+      'v',
+    ],
     ['adapter_missing', { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'nope', models: ['m'], max_concurrency: 1 }] }, undefined],
     ['adapter_disabled', { adapters: [vllm('v', false)], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1 }] }, 'v'],
-    ['adapter_ambiguous', { adapters: [vllm('v1'), vllm('v2')], providers: [{ id: 'p', category: 'vllm', adapter: 'vllm', models: ['m'], max_concurrency: 1 }] }, undefined],
+    [
+      'adapter_ambiguous',
+      { adapters: [vllm('v1'), vllm('v2')], providers: [{ id: 'p', category: 'vllm', adapter: 'vllm', models: ['m'], max_concurrency: 1 }] },
+      undefined,
+    ],
     ['adapter_type_mismatch', { adapters: [ollama('o')], providers: [{ id: 'p', category: 'vllm', adapter: 'o', models: ['m'], max_concurrency: 1 }] }, 'o'],
     ['not_pool', { adapters: [cli('c')], providers: [{ id: 'p', category: 'cli', adapter: 'c', models: ['m'] }] }, 'c'],
   ];
@@ -53,7 +67,9 @@ describe('usablePoolProvider (docs/architecture.md, "Usable pool providers")', (
     'validation reports %s as an error on the provider, so the file and the run time agree',
     (_reason, node) => {
       const config = edgeConfigSchema.parse({ version: 1, nodes: [{ id: 'n', ...node }] });
-      expect(checkSemantics(config).map((p) => p.path)).toEqual(expect.arrayContaining([expect.stringMatching(/^nodes\[0\]\.providers\[0\]\.(adapter|category)$/)]));
+      expect(checkSemantics(config).map((p) => p.path)).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^nodes\[0\]\.providers\[0\]\.(adapter|category)$/)]),
+      );
     },
   );
 });

@@ -30,7 +30,12 @@ describe('readProcessStart', () => {
   });
 
   it('hands `--redis` on as REDIS_URL for the file, over the environment', () => {
-    const start = readProcessStart(gatewayEnvironmentSchema, { config: file(example), redis: 'redis://flag:6379' }, { ...env, REDIS_URL: 'redis://env:6379' }, stderr);
+    const start = readProcessStart(
+      gatewayEnvironmentSchema,
+      { config: file(example), redis: 'redis://flag:6379' },
+      { ...env, REDIS_URL: 'redis://env:6379' },
+      stderr,
+    );
     expect('env' in start && start.env.REDIS_URL).toBe('redis://flag:6379');
   });
 

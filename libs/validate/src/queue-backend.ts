@@ -60,7 +60,8 @@ export function resolveQueueBackend(
   ];
   for (const [source, url] of given) {
     if (url === undefined) continue;
-    if (!isRedisUrl(url)) throw new QueueBackendError(`${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
+    if (!isRedisUrl(url))
+      throw new QueueBackendError(`${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
     const overridden = [
       ...(source === '--redis' && envUrl ? ['REDIS_URL'] : []),
       ...(fileBackend === 'memory' ? ['queue.backend: memory'] : []),
@@ -73,9 +74,20 @@ export function resolveQueueBackend(
   if (fileBackend === 'memory') {
     return { backend: 'memory', reason: fileUrl ? 'queue.backend: memory; the queue.redis_url of the same file is not used' : 'queue.backend: memory' };
   }
-  if (fileUrl) return { backend: 'redis', redisUrl: fileUrl, source: 'queue.redis_url', reason: fileBackend ? 'queue.backend: redis at queue.redis_url' : 'queue.redis_url is set' };
+  if (fileUrl)
+    return {
+      backend: 'redis',
+      redisUrl: fileUrl,
+      source: 'queue.redis_url',
+      reason: fileBackend ? 'queue.backend: redis at queue.redis_url' : 'queue.redis_url is set',
+    };
   if (fileBackend === 'redis') {
-    return { backend: 'redis', redisUrl: DEFAULT_REDIS_URL, source: 'default', reason: 'queue.backend: redis and no --redis, REDIS_URL or queue.redis_url: the default URL' };
+    return {
+      backend: 'redis',
+      redisUrl: DEFAULT_REDIS_URL,
+      source: 'default',
+      reason: 'queue.backend: redis and no --redis, REDIS_URL or queue.redis_url: the default URL',
+    };
   }
   return { backend: 'memory', reason: 'no --redis, REDIS_URL or queue.redis_url' };
 }

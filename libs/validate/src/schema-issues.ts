@@ -42,7 +42,9 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: PathSegments, schema: z.
           segments: [...segments, unknown],
           at: 'key' as const,
           message: `unknown key "${unknown}"`,
-          fix: guess ? `did you mean "${guess}"? Allowed keys here: ${allowed.join(', ')}.` : `remove it or use one of the allowed keys here: ${allowed.join(', ')}.`,
+          fix: guess
+            ? `did you mean "${guess}"? Allowed keys here: ${allowed.join(', ')}.`
+            : `remove it or use one of the allowed keys here: ${allowed.join(', ')}.`,
         };
       });
     }
@@ -62,8 +64,12 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: PathSegments, schema: z.
     case 'too_big': {
       const small = issue.code === 'too_small';
       const limit = Number(small ? issue.minimum : issue.maximum);
-      if (issue.origin === 'array') return problem(`needs ${small ? 'at least' : 'at most'} ${limit} item${limit === 1 ? '' : 's'}`, `list ${small ? 'at least' : 'at most'} ${limit}.`);
-      if (issue.origin === 'string') return small && limit === 1 ? problem('cannot be empty', 'write a non-empty value.') : problem(`is too ${small ? 'short' : 'long'}`, `use ${small ? 'at least' : 'at most'} ${limit} characters.`);
+      if (issue.origin === 'array')
+        return problem(`needs ${small ? 'at least' : 'at most'} ${limit} item${limit === 1 ? '' : 's'}`, `list ${small ? 'at least' : 'at most'} ${limit}.`);
+      if (issue.origin === 'string')
+        return small && limit === 1
+          ? problem('cannot be empty', 'write a non-empty value.')
+          : problem(`is too ${small ? 'short' : 'long'}`, `use ${small ? 'at least' : 'at most'} ${limit} characters.`);
       const bound = `${small ? (issue.inclusive ? 'at least' : 'greater than') : issue.inclusive ? 'at most' : 'less than'} ${limit}`;
       return problem(`must be ${bound}`, `use a number ${bound}.`);
     }
@@ -86,11 +92,21 @@ function sentence(text: string): string {
 }
 
 function valueAt(data: unknown, segments: PathSegments): unknown {
-  return segments.reduce<unknown>((value, segment) => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : undefined), data);
+  return segments.reduce<unknown>(
+    (value, segment) => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : undefined),
+    data,
+  );
 }
 
 function describeType(expected: string): string {
-  const names: Record<string, string> = { array: 'a list', object: 'a map', int: 'an integer', number: 'a number', string: 'a string', boolean: 'true or false' };
+  const names: Record<string, string> = {
+    array: 'a list',
+    object: 'a map',
+    int: 'an integer',
+    number: 'a number',
+    string: 'a string',
+    boolean: 'true or false',
+  };
   return names[expected] ?? expected;
 }
 
@@ -117,12 +133,14 @@ function allowedKeys(schema: z.ZodType, segments: PathSegments, data: unknown): 
   let schemas = [schema];
   let value = data;
   for (const segment of segments) {
-    schemas = schemas.flatMap((s) => containers(s, value)).flatMap((s) => {
-      const def = defOf(s);
-      if (def.type === 'array' && typeof segment === 'number' && def.element) return [def.element];
-      if (def.type === 'object' && typeof segment === 'string' && def.shape?.[segment]) return [def.shape[segment]];
-      return [];
-    });
+    schemas = schemas
+      .flatMap((s) => containers(s, value))
+      .flatMap((s) => {
+        const def = defOf(s);
+        if (def.type === 'array' && typeof segment === 'number' && def.element) return [def.element];
+        if (def.type === 'object' && typeof segment === 'string' && def.shape?.[segment]) return [def.shape[segment]];
+        return [];
+      });
     value = valueAt(value, [segment]);
   }
   const keys = schemas.flatMap((s) => containers(s, value)).flatMap((s) => Object.keys(defOf(s).shape ?? {}));

@@ -23,9 +23,7 @@ export function isPoolCategory(category: string): category is PoolCategory {
   return (POOL_CATEGORIES as readonly string[]).includes(category);
 }
 
-const id = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
 
 /** `host:port`, e.g. `127.0.0.1:8080` or `[::1]:8080`. */
 const listen = z
@@ -52,7 +50,10 @@ const apiKey = z
 /** A browser origin: `scheme://host[:port]`, no path, as browsers send it in `Origin`. */
 const origin = z
   .string()
-  .regex(/^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, 'write an origin as scheme://host[:port], without a path or trailing slash, e.g. https://chat.example.com');
+  .regex(
+    /^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/,
+    'write an origin as scheme://host[:port], without a path or trailing slash, e.g. https://chat.example.com',
+  );
 
 export const gatewaySchema = z.strictObject({
   /** @defaultValue 127.0.0.1:8080 */
@@ -60,7 +61,11 @@ export const gatewaySchema = z.strictObject({
   /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
   api_keys: z.array(apiKey).default([]),
   /** @defaultValue 4194304 (4 MiB) */
-  max_body_bytes: z.number().int().positive().default(4 * 1024 * 1024),
+  max_body_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
   /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
   request_timeout_ms: positiveMs.default(120_000),
   /**
@@ -72,7 +77,11 @@ export const gatewaySchema = z.strictObject({
    * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams are
    * passed through in constant memory and are not capped. @defaultValue 67108864 (64 MiB)
    */
-  max_response_bytes: z.number().int().positive().default(64 * 1024 * 1024),
+  max_response_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
   /**
    * Open client connections this process accepts at once; further connections are closed as they
    * arrive, so slow or idle clients cannot use up the process's file descriptors. @defaultValue 4096
@@ -197,7 +206,11 @@ export const cliAdapterSchema = z.strictObject({
    * Most stdout a non-streamed answer may hold, in bytes; more is a 502 and the process group is
    * killed. Streamed answers pass in constant memory whatever their length. @defaultValue 16777216 (16 MiB)
    */
-  max_output_bytes: z.number().int().positive().default(16 * 1024 * 1024),
+  max_output_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(16 * 1024 * 1024),
   /**
    * How the messages are written on stdin: `text` (`Role: text` blocks, role labels inside a text
    * escaped) or `jsonl` (one `{"role","content"}` JSON object per line). @defaultValue text
@@ -210,10 +223,9 @@ export const adapterSchema = z.discriminatedUnion('type', [httpAdapterSchema, cl
 });
 
 /** A model a provider serves: a bare public name, or `{name, upstream}` to rename it upstream. */
-export const modelSchema = z.union([
-  z.string().min(1),
-  z.strictObject({ name: z.string().min(1), upstream: z.string().min(1) }),
-], { error: 'write a model name, or {name: <public name>, upstream: <upstream name>}' });
+export const modelSchema = z.union([z.string().min(1), z.strictObject({ name: z.string().min(1), upstream: z.string().min(1) })], {
+  error: 'write a model name, or {name: <public name>, upstream: <upstream name>}',
+});
 
 export const providerSchema = z.strictObject({
   /** Unique across the whole file. */

@@ -39,7 +39,9 @@ function uniqueIds(config: EdgeConfig): SemanticProblem[] {
     claim(nodeIds, node.id, `nodes[${n}]`, 'node', 'give every node a unique id.');
     const adapterIds = new Map<string, string>();
     node.adapters.forEach((a, i) => claim(adapterIds, a.id, `nodes[${n}].adapters[${i}]`, 'adapter', `give every adapter on node "${node.id}" a unique id.`));
-    node.providers.forEach((p, i) => claim(providerIds, p.id, `nodes[${n}].providers[${i}]`, 'provider', 'give every provider a unique id across the whole file.'));
+    node.providers.forEach((p, i) =>
+      claim(providerIds, p.id, `nodes[${n}].providers[${i}]`, 'provider', 'give every provider a unique id across the whole file.'),
+    );
   });
   return problems;
 }
@@ -76,14 +78,26 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
       if (resolution.kind === 'ok' || resolution.kind === 'disabled') {
         const { id, type } = resolution.adapter;
         if (type !== provider.category) {
-          add('category', `category "${provider.category}" does not match the type "${type}" of adapter "${id}"`, `set category: ${type}, or point adapter at ${article(provider.category)} ${provider.category} adapter on node "${node.id}".`);
+          add(
+            'category',
+            `category "${provider.category}" does not match the type "${type}" of adapter "${id}"`,
+            `set category: ${type}, or point adapter at ${article(provider.category)} ${provider.category} adapter on node "${node.id}".`,
+          );
         }
       }
       if (isPoolCategory(provider.category)) {
         if (provider.max_concurrency === undefined) {
-          add('max_concurrency', `provider "${provider.id}" of pool category "${provider.category}" has no max_concurrency`, 'add max_concurrency: N (N ≥ 1), the most requests it serves at once.');
+          add(
+            'max_concurrency',
+            `provider "${provider.id}" of pool category "${provider.category}" has no max_concurrency`,
+            'add max_concurrency: N (N ≥ 1), the most requests it serves at once.',
+          );
         } else if (provider.max_concurrency < 1) {
-          add('max_concurrency', `max_concurrency of pool provider "${provider.id}" is ${provider.max_concurrency}, below 1`, 'set max_concurrency to 1 or more.');
+          add(
+            'max_concurrency',
+            `max_concurrency of pool provider "${provider.id}" is ${provider.max_concurrency}, below 1`,
+            'set max_concurrency to 1 or more.',
+          );
         }
       } else {
         for (const key of ['max_concurrency', 'max_queued'] as const) {

@@ -26,7 +26,10 @@ async function openBackend(backend: AdmissionBackend, redisUrl: () => Promise<st
   if (backend === 'memory') return [new MemoryProviderQueue()];
   const url = await redisUrl();
   const prefix = `iop-bench-admission-${process.pid}-${backend}-${round}`;
-  const quiet: LibLogger = { ...silentLibLogger, error: (obj: { err?: unknown }, m) => process.stderr.write(`[bench] ${m}${obj.err instanceof Error ? `: ${obj.err.message}` : ''}\n`) };
+  const quiet: LibLogger = {
+    ...silentLibLogger,
+    error: (obj: { err?: unknown }, m) => process.stderr.write(`[bench] ${m}${obj.err instanceof Error ? `: ${obj.err.message}` : ''}\n`),
+  };
   return Array.from({ length: backend === 'bullmq-3' ? 3 : 1 }, () => new BullmqProviderQueue({ redisUrl: url, prefix, logger: quiet }));
 }
 

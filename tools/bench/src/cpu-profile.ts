@@ -154,7 +154,10 @@ export function summarizeProfile(
       .map(([category, us]) => ({ category, selfMs: us / 1000, selfShare: us / busyUs }))
       .sort((a, b) => b.selfMs - a.selfMs),
     top: [...spots].sort((a, b) => b.selfMs - a.selfMs).slice(0, limit),
-    gatewayBySelf: spots.filter((s) => s.category === GATEWAY_CATEGORY).sort((a, b) => b.selfMs - a.selfMs).slice(0, limit),
+    gatewayBySelf: spots
+      .filter((s) => s.category === GATEWAY_CATEGORY)
+      .sort((a, b) => b.selfMs - a.selfMs)
+      .slice(0, limit),
     gatewayByTotal: gatewayTotals.sort((a, b) => b.totalMs - a.totalMs).slice(0, limit),
   };
 }

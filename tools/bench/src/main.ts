@@ -98,7 +98,10 @@ function parseCommandLine(argv: string[]): CommandLine {
   };
   const list = <T extends string>(value: string | undefined, allowed: readonly T[], name: string): T[] => {
     if (value === undefined) return [...allowed];
-    const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+    const items = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const bad = items.filter((s) => !(allowed as readonly string[]).includes(s));
     if (bad.length) throw new Error(`--${name}: unknown ${bad.join(', ')}; choose from ${allowed.join(', ')}`);
     return items as T[];
@@ -285,7 +288,12 @@ async function main(): Promise<number> {
     if (opts.scenarios.includes('rss')) {
       log(`rss: ${opts.openStreams} open streams per fresh target`);
       const ran = new Set(needTargets ? targets.map((t) => t.id) : opts.targets);
-      results.rss = await runRss(RSS_TARGETS.filter((id) => ran.has(id)), launcher, opts, log);
+      results.rss = await runRss(
+        RSS_TARGETS.filter((id) => ran.has(id)),
+        launcher,
+        opts,
+        log,
+      );
     }
     if (opts.scenarios.includes('admission')) {
       log('admission: acquireLease + release in process, memory vs BullMQ (1 and 3 replicas)');

@@ -34,7 +34,7 @@ describe('redis stats', () => {
     expect(() => parseCpuSeconds('# CPU\r\nused_cpu_sys:1\r\n')).toThrow(/used_cpu_user/);
   });
 
-  it('diffs two snapshots, leaves out the reader\'s own INFO calls and drops commands that did not run', () => {
+  it("diffs two snapshots, leaves out the reader's own INFO calls and drops commands that did not run", () => {
     const before = snapshot({ evalsha: [10, 100], llen: [5, 5], info: [3, 30], ping: [1, 1] }, 1.0);
     const after = snapshot({ evalsha: [30, 400], llen: [45, 45], info: [5, 50], ping: [1, 1], publish: [2, 4] }, 1.004);
     const delta = diffSnapshots(before, after, 2);
@@ -69,10 +69,18 @@ describe('redis cost per request', () => {
     failures: 0,
   });
   const round = (commands: number, cpuMs: number, seconds: number, publishes = 0) => ({
-    requests: 1000, ok: 1000, failures: 0, seconds, rps: 1000 / seconds, p50Ms: 1, commands, cpuMs, publishes,
+    requests: 1000,
+    ok: 1000,
+    failures: 0,
+    seconds,
+    rps: 1000 / seconds,
+    p50Ms: 1,
+    commands,
+    cpuMs,
+    publishes,
   });
 
-  it('divides by the requests, and the net figures take off the idle rate over the round\'s seconds', () => {
+  it("divides by the requests, and the net figures take off the idle rate over the round's seconds", () => {
     const r = run('pooled', [round(20_100, 60, 2), round(20_050, 50, 1)]);
     summarize(r, new Map([['evalsha', { calls: 4000, usec: 30_000 }]]), 2000, { commandsPerS: 50, cpuMsPerS: 5 }, undefined);
     expect(r.commandsPerRequest.median).toBeCloseTo(20.075, 10);

@@ -35,7 +35,12 @@ export interface RedisDelta {
 export function parseCommandStats(info: string): Map<string, CommandCounter> {
   const out = new Map<string, CommandCounter>();
   for (const match of info.matchAll(/^cmdstat_([^:\s]+):(.*)$/gm)) {
-    const fields = new Map(match[2].trim().split(',').map((kv) => kv.split('=') as [string, string]));
+    const fields = new Map(
+      match[2]
+        .trim()
+        .split(',')
+        .map((kv) => kv.split('=') as [string, string]),
+    );
     const calls = Number(fields.get('calls'));
     const usec = Number(fields.get('usec'));
     if (Number.isFinite(calls)) out.set(match[1].toLowerCase(), { calls, usec: Number.isFinite(usec) ? usec : 0 });

@@ -64,7 +64,15 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
   const memC64 = findThroughput(results, 'memory', 64);
   checks.push(...leanPathChecks(results));
   const pkC64 = findThroughput(results, 'portkey', 64);
-  const ratio = memC64 && pkC64 ? spread(pairedRatios(memC64.rounds.map((p) => p.rps), pkC64.rounds.map((p) => p.rps))) : undefined;
+  const ratio =
+    memC64 && pkC64
+      ? spread(
+          pairedRatios(
+            memC64.rounds.map((p) => p.rps),
+            pkC64.rounds.map((p) => p.rps),
+          ),
+        )
+      : undefined;
   checks.push({
     goal: `memory backend: throughput ≥ ${LIMITS.throughputVsPortkeyC64}× Portkey at c=64`,
     measured: ratio?.n ? `${fmtSpread(ratio, 2)}× (${memC64?.rps.median.toFixed(0)} vs ${pkC64?.rps.median.toFixed(0)} req/s)` : 'not measured',
@@ -102,7 +110,15 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
 
   for (const id of ['bullmq-1', 'bullmq-3'] as const) {
     const bull = findThroughput(results, id, 1);
-    const p50Over = bull && memC1 ? spread(pairedDifferences(bull.rounds.map((p) => p.p50Ms), memC1.rounds.map((p) => p.p50Ms))) : undefined;
+    const p50Over =
+      bull && memC1
+        ? spread(
+            pairedDifferences(
+              bull.rounds.map((p) => p.p50Ms),
+              memC1.rounds.map((p) => p.p50Ms),
+            ),
+          )
+        : undefined;
     const skipped = results.targets.find((t) => t.id === id && t.status === 'skipped');
     checks.push({
       goal: `Redis backend, pooled (${id === 'bullmq-1' ? '1 replica' : '3 replicas'}): p50 ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms (c=1)`,
@@ -145,7 +161,15 @@ export function leanPathChecks(results: BenchResults): TargetCheck[] {
   const memC1 = findThroughput(results, 'memory', 1);
   const memC64 = findThroughput(results, 'memory', 64);
   const floorC64 = findThroughput(results, 'node-floor', 64);
-  const share = memC64 && floorC64 ? spread(pairedRatios(memC64.rounds.map((p) => p.rps), floorC64.rounds.map((p) => p.rps))) : undefined;
+  const share =
+    memC64 && floorC64
+      ? spread(
+          pairedRatios(
+            memC64.rounds.map((p) => p.rps),
+            floorC64.rounds.map((p) => p.rps),
+          ),
+        )
+      : undefined;
   return [
     {
       goal: `memory backend: throughput ≥ ${LIMITS.shareOfNodeFloorC64 * 100}% of the bare Node proxy's (node-floor) at c=64`,
@@ -244,7 +268,16 @@ export function streamingTable(rows: StreamingRow[]): string {
 /** The memory table: one fresh process (or replica set) per target. */
 export function rssTable(rows: RssRow[], streams: number): string {
   return table(
-    ['target', 'processes', `streams open (of ${streams})`, 'time to open all, ms', 'RSS after start MB', 'RSS warm, idle MB', 'peak RSS MB (VmHWM)', 'sampled peak VmRSS MB'],
+    [
+      'target',
+      'processes',
+      `streams open (of ${streams})`,
+      'time to open all, ms',
+      'RSS after start MB',
+      'RSS warm, idle MB',
+      'peak RSS MB (VmHWM)',
+      'sampled peak VmRSS MB',
+    ],
     rows.map((r) =>
       r.result
         ? [
@@ -284,7 +317,17 @@ export function throughputRatioTable(rows: ThroughputRow[]): string | undefined 
       ...present.map(([a, b]) => {
         const ra = find(a, c);
         const rb = find(b, c);
-        return ra && rb ? `${fmtSpread(spread(pairedRatios(ra.rounds.map((p) => p.rps), rb.rounds.map((p) => p.rps))), 2)}×` : '—';
+        return ra && rb
+          ? `${fmtSpread(
+              spread(
+                pairedRatios(
+                  ra.rounds.map((p) => p.rps),
+                  rb.rounds.map((p) => p.rps),
+                ),
+              ),
+              2,
+            )}×`
+          : '—';
       }),
     ]),
   );
@@ -309,7 +352,18 @@ export function redisCostSection(cost: RedisCostResults): string {
     out.push('');
     out.push(
       table(
-        ['run', 'max_concurrency', 'req/s', 'commands/request', 'net of idle background', 'Redis CPU ms/request', 'net of idle', 'queued', 'commands/queued request', 'errors'],
+        [
+          'run',
+          'max_concurrency',
+          'req/s',
+          'commands/request',
+          'net of idle background',
+          'Redis CPU ms/request',
+          'net of idle',
+          'queued',
+          'commands/queued request',
+          'errors',
+        ],
         cost.runs.map((r) =>
           r.error
             ? [runName(r), String(r.maxConcurrency), `failed: ${r.error}`, '—', '—', '—', '—', '—', '—', '—']
@@ -321,7 +375,9 @@ export function redisCostSection(cost: RedisCostResults): string {
                 fmtSpread(r.netCommandsPerRequest, 2),
                 fmtSpread(r.cpuMsPerRequest, 4),
                 fmtSpread(r.netCpuMsPerRequest, 4),
-                r.queuedShare ? `${fmtSpread({ ...r.queuedShare, median: r.queuedShare.median * 100, min: r.queuedShare.min * 100, max: r.queuedShare.max * 100 }, 0)}%` : '—',
+                r.queuedShare
+                  ? `${fmtSpread({ ...r.queuedShare, median: r.queuedShare.median * 100, min: r.queuedShare.min * 100, max: r.queuedShare.max * 100 }, 0)}%`
+                  : '—',
                 r.commandsPerQueuedRequest ? fmtSpread(r.commandsPerQueuedRequest, 1) : '—',
                 String(r.failures),
               ],
@@ -330,7 +386,7 @@ export function redisCostSection(cost: RedisCostResults): string {
     );
     out.push('');
     out.push(
-      'net: less the idle rate of the same replica set (liveness, sweep, health probes, Redis\'s own cron) over the round\'s seconds. ' +
+      "net: less the idle rate of the same replica set (liveness, sweep, health probes, Redis's own cron) over the round's seconds. " +
         'queued: requests granted by a hand-off (one PUBLISH each). commands/queued request: the pooled net cost plus the extra commands of the contended round spread over its queued requests.',
     );
     const runs = cost.runs.filter((r) => r.breakdown.length);
@@ -383,15 +439,27 @@ export function profileSection(summary: ProfileSummary): string {
   return [
     `Busy ${summary.busyMs.toFixed(0)} ms of ${summary.wallMs.toFixed(0)} ms profiled; shares are of busy time.`,
     '',
-    table(['self time by category', 'share'], summary.categories.slice(0, 12).map((c) => [c.category, pct(c.selfShare)])),
+    table(
+      ['self time by category', 'share'],
+      summary.categories.slice(0, 12).map((c) => [c.category, pct(c.selfShare)]),
+    ),
     '',
-    table(['hottest functions (self)', 'category', 'self', 'total'], summary.top.map((s) => [`\`${s.where}\``, s.category, pct(s.selfShare), pct(s.totalShare)])),
+    table(
+      ['hottest functions (self)', 'category', 'self', 'total'],
+      summary.top.map((s) => [`\`${s.where}\``, s.category, pct(s.selfShare), pct(s.totalShare)]),
+    ),
     '',
-    table(['gateway code (self time)', 'self', 'total'], summary.gatewayBySelf.map((s) => [`\`${s.where}\``, pct(s.selfShare), pct(s.totalShare)])),
+    table(
+      ['gateway code (self time)', 'self', 'total'],
+      summary.gatewayBySelf.map((s) => [`\`${s.where}\``, pct(s.selfShare), pct(s.totalShare)]),
+    ),
     '',
     'Total time includes callees; for an express middleware that is everything after its `next()`, so read it for the handlers, not the middlewares.',
     '',
-    table(['gateway code (total time, callees included)', 'self', 'total'], summary.gatewayByTotal.map((s) => [`\`${s.where}\``, pct(s.selfShare), pct(s.totalShare)])),
+    table(
+      ['gateway code (total time, callees included)', 'self', 'total'],
+      summary.gatewayByTotal.map((s) => [`\`${s.where}\``, pct(s.selfShare), pct(s.totalShare)]),
+    ),
   ].join('\n');
 }
 
@@ -415,7 +483,12 @@ export function renderMarkdown(results: BenchResults): string {
   out.push('');
   out.push('## Targets of the issue');
   out.push('');
-  out.push(table(['target', 'measured (median, range over rounds)', 'result'], results.checks.map((c) => [c.goal, c.measured, verdict(c.met)])));
+  out.push(
+    table(
+      ['target', 'measured (median, range over rounds)', 'result'],
+      results.checks.map((c) => [c.goal, c.measured, verdict(c.met)]),
+    ),
+  );
   out.push('');
   out.push('## Systems');
   out.push('');
@@ -438,9 +511,7 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(ratios);
     }
     out.push('');
-    out.push(
-      'mean = 1000 · c / (req/s) by Little\'s law (client time between requests included); p50/p99 from per-request times at sub-ms precision.',
-    );
+    out.push("mean = 1000 · c / (req/s) by Little's law (client time between requests included); p50/p99 from per-request times at sub-ms precision.");
   }
   if (results.streaming.length) {
     out.push('');
@@ -472,11 +543,19 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       table(
         ['backend', 'idle acquire+release p50 ms', 'idle p99 ms', 'p50 over memory ms', 'saturated hand-offs/s (limit 4, 32 callers)'],
-        results.admission.map((r) => [r.backend, fmtSpread(r.idleMedianMs, 3), fmtSpread(r.idleP99Ms, 3), fmtSpread(r.idleMedianOverMemoryMs, 3, true), fmtSpread(r.saturatedPerS, 0)]),
+        results.admission.map((r) => [
+          r.backend,
+          fmtSpread(r.idleMedianMs, 3),
+          fmtSpread(r.idleP99Ms, 3),
+          fmtSpread(r.idleMedianOverMemoryMs, 3, true),
+          fmtSpread(r.saturatedPerS, 0),
+        ]),
       ),
     );
     out.push('');
-    out.push('`acquireLease` + `release` called directly on the queue (no HTTP), rounds interleaved; the Redis backend on its own redis-server, 3 replicas = 3 queue instances in one process sharing a prefix.');
+    out.push(
+      '`acquireLease` + `release` called directly on the queue (no HTTP), rounds interleaved; the Redis backend on its own redis-server, 3 replicas = 3 queue instances in one process sharing a prefix.',
+    );
   }
   if (results.redisCost) {
     out.push('');
@@ -488,9 +567,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('');
     out.push(`## CPU profile of the memory backend (${results.profile.reason})`);
     out.push('');
-    out.push(
-      `\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
-    );
+    out.push(`\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`);
     out.push('');
     out.push(results.profile.summary ? profileSection(results.profile.summary) : `failed: ${results.profile.error ?? '?'}`);
   }

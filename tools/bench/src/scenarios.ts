@@ -106,8 +106,18 @@ export async function runThroughput(targets: BenchTarget[], opts: BenchOptions, 
         failures: rounds.reduce((n, p) => n + p.failures, 0),
       };
       if (direct && target.id !== 'direct') {
-        row.overheadMs = spread(pairedDifferences(rounds.map((p) => p.meanMs), direct.map((p) => p.meanMs)));
-        row.p50OverheadMs = spread(pairedDifferences(rounds.map((p) => p.p50Ms), direct.map((p) => p.p50Ms)));
+        row.overheadMs = spread(
+          pairedDifferences(
+            rounds.map((p) => p.meanMs),
+            direct.map((p) => p.meanMs),
+          ),
+        );
+        row.p50OverheadMs = spread(
+          pairedDifferences(
+            rounds.map((p) => p.p50Ms),
+            direct.map((p) => p.p50Ms),
+          ),
+        );
       }
       rows.push(row);
     }
@@ -151,7 +161,12 @@ export async function runStreaming(targets: BenchTarget[], opts: BenchOptions, l
       for (let i = 0; i < opts.streamsPerRound; i++) {
         try {
           samples.push(
-            await probeStream({ url: target.urls[i % target.urls.length], headers: { ...target.headers, ...stream.headers }, body: stream.body, dispatcher: agent }),
+            await probeStream({
+              url: target.urls[i % target.urls.length],
+              headers: { ...target.headers, ...stream.headers },
+              body: stream.body,
+              dispatcher: agent,
+            }),
           );
         } catch (err) {
           failures++;
@@ -185,7 +200,13 @@ export async function runStreaming(targets: BenchTarget[], opts: BenchOptions, l
       readsPerStream: spread(rs.map((r) => r.readsPerStream)),
       failures: rs.reduce((n, r) => n + r.failures, 0),
     };
-    if (direct && target.id !== 'direct') row.ttfbOverheadMs = spread(pairedDifferences(rs.map((r) => r.ttfbMs), direct.map((r) => r.ttfbMs)));
+    if (direct && target.id !== 'direct')
+      row.ttfbOverheadMs = spread(
+        pairedDifferences(
+          rs.map((r) => r.ttfbMs),
+          direct.map((r) => r.ttfbMs),
+        ),
+      );
     return row;
   });
 }

@@ -31,7 +31,7 @@ describe('stats', () => {
     expect(spread([3, NaN, 1, 2])).toEqual({ median: 2, min: 1, max: 3, n: 3 });
   });
 
-  it('derives the mean latency from throughput by Little\'s law', () => {
+  it("derives the mean latency from throughput by Little's law", () => {
     expect(littleMeanMs(1, 5000)).toBeCloseTo(0.2, 10);
     expect(littleMeanMs(64, 32000)).toBeCloseTo(2, 10);
     expect(littleMeanMs(1, 0)).toBeNaN();

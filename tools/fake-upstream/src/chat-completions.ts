@@ -38,7 +38,10 @@ export function chatCompletionJson(who: ChatIdentity, content: string, usage: Ch
 export class ChatChunkFormat implements StreamFormat {
   private readonly head: string;
 
-  constructor(who: ChatIdentity, private readonly usage: ChatUsage | undefined) {
+  constructor(
+    who: ChatIdentity,
+    private readonly usage: ChatUsage | undefined,
+  ) {
     this.head =
       `{"id":${JSON.stringify(who.id)},"object":"chat.completion.chunk","created":${who.created},` +
       `"model":${JSON.stringify(who.model)},"system_fingerprint":${JSON.stringify(who.system_fingerprint)},`;

@@ -20,7 +20,8 @@ function fakeVector(text: string, dimensions: number): number[] {
  */
 export function embeddingsJson(body: Record<string, unknown>, model: string): string {
   const raw = body.input;
-  const inputs: unknown[] = typeof raw === 'string' ? [raw] : Array.isArray(raw) && raw.every((x) => typeof x === 'number') ? [raw] : Array.isArray(raw) ? raw : [String(raw)];
+  const inputs: unknown[] =
+    typeof raw === 'string' ? [raw] : Array.isArray(raw) && raw.every((x) => typeof x === 'number') ? [raw] : Array.isArray(raw) ? raw : [String(raw)];
   const dimensions = typeof body.dimensions === 'number' && body.dimensions > 0 ? body.dimensions : DEFAULT_DIMENSIONS;
   const base64 = body.encoding_format === 'base64';
   let tokens = 0;

@@ -16,7 +16,14 @@ function post(path: string, body: object, headers: Record<string, string> = {}, 
   });
 }
 
-const chat = (extra: object = {}) => ({ model: 'llama', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi there' }], ...extra });
+const chat = (extra: object = {}) => ({
+  model: 'llama',
+  messages: [
+    { role: 'system', content: 'be brief' },
+    { role: 'user', content: 'hi there' },
+  ],
+  ...extra,
+});
 
 /** Reads a body to its end or to its failure, keeping what arrived. */
 async function readAll(res: Response): Promise<{ text: string; failed: boolean }> {
@@ -132,7 +139,9 @@ describe('fake upstream', () => {
     const res = await post('/responses', { model: 'qwen', input: [{ role: 'user', content: [{ type: 'input_text', text: 'yo' }] }] });
     const body = await json<OpenAI.Responses.Response>(res);
     expect(body).toMatchObject({ object: 'response', status: 'completed', model: 'qwen', output: [{ type: 'message', role: 'assistant' }] });
-    expect(((body.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText).text).toBe(echoReply('yo', 'qwen', 'up-a'));
+    expect(((body.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText).text).toBe(
+      echoReply('yo', 'qwen', 'up-a'),
+    );
   });
 
   it('fails with the `status` knob and an OpenAI-shaped error, the body winning over the header', async () => {
@@ -248,7 +257,10 @@ describe('fake upstream', () => {
     const floats = await json<{ data: Array<{ embedding: number[]; index: number }>; usage: { prompt_tokens: number } }>(
       await post('/embeddings', { model: 'emb', input: ['a', 'b'], dimensions: 4 }),
     );
-    expect(floats.data.map((d) => [d.index, d.embedding.length])).toEqual([[0, 4], [1, 4]]);
+    expect(floats.data.map((d) => [d.index, d.embedding.length])).toEqual([
+      [0, 4],
+      [1, 4],
+    ]);
     const again = await json<{ data: Array<{ embedding: number[] }> }>(await post('/embeddings', { model: 'emb', input: 'a', dimensions: 4 }));
     expect(again.data[0].embedding).toEqual(floats.data[0].embedding);
     const client = new OpenAI({ baseURL: up.url, apiKey: 'k', maxRetries: 0 });
@@ -262,7 +274,12 @@ describe('fake upstream', () => {
     const short = await post('/chat/completions', chat({ fake: { short_body: 11 } }));
     expect(Number(short.headers.get('content-length'))).toBeGreaterThan(1000);
     expect((await readAll(short)).failed).toBe(true);
-    const moved = await fetch(`${up.url}/chat/completions`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat({ fake: { redirect: 307 } })) });
+    const moved = await fetch(`${up.url}/chat/completions`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat({ fake: { redirect: 307 } })),
+    });
     expect(moved.status).toBe(307);
     expect(moved.headers.get('location')).toContain('internal-host');
     const limited = await post('/chat/completions', chat({ fake: { status: 429, retry_after: 7, echo_secrets: 1 } }));

@@ -163,7 +163,11 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       if (status === 429) error.error.type = 'rate_limit_error';
       let text = JSON.stringify(error);
       if (knobs.bodyBytes > text.length) text = `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}`;
-      res.writeHead(status, { ...jsonHeaders, 'content-length': Buffer.byteLength(text), ...(knobs.retryAfter !== undefined ? { 'retry-after': String(knobs.retryAfter) } : {}) });
+      res.writeHead(status, {
+        ...jsonHeaders,
+        'content-length': Buffer.byteLength(text),
+        ...(knobs.retryAfter !== undefined ? { 'retry-after': String(knobs.retryAfter) } : {}),
+      });
       return void res.end(text);
     }
     if (api === 'embeddings') return sendJson(flight, embeddingsJson(body, model), knobs);

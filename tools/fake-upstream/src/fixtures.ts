@@ -54,7 +54,15 @@ export function configPrefix(name: string): string {
  * `llama-b` max 2, cli `echo-cli`) and node `laptop` without one (a cli adapter behind a legacy route).
  * Both pool providers serve `llama`: `llama-a` on `upstream`, `llama-b` on `upstreamB` (default: `upstream`).
  */
-export function exporterYaml(opts: { prefix: string; redisUrl?: string; cluster?: boolean; upstream?: string; upstreamB?: string; pushUrl?: string; intervalMs?: number }): string {
+export function exporterYaml(opts: {
+  prefix: string;
+  redisUrl?: string;
+  cluster?: boolean;
+  upstream?: string;
+  upstreamB?: string;
+  pushUrl?: string;
+  intervalMs?: number;
+}): string {
   return `
 version: 1
 queue:

@@ -12,7 +12,10 @@ export class InFlightRequest {
   private timer: NodeJS.Timeout | undefined;
   private wake: ((ok: boolean) => void) | undefined;
 
-  constructor(readonly res: ServerResponse, readonly ticket: RequestTicket) {
+  constructor(
+    readonly res: ServerResponse,
+    readonly ticket: RequestTicket,
+  ) {
     res.once('close', () => {
       this.closed = true;
       this.stopTimer(false);

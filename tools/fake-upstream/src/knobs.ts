@@ -68,7 +68,10 @@ const HEADER_NAMES = KNOB_NAMES.map((n) => [n, `x-fake-${n.replace(/_/g, '-')}`,
 
 /** A knob value that is not a non-negative integer (the message names the knob and where it came from). */
 export class KnobError extends Error {
-  constructor(readonly param: string, value: unknown) {
+  constructor(
+    readonly param: string,
+    value: unknown,
+  ) {
     super(`fake-upstream: ${param} must be a non-negative integer, got ${JSON.stringify(value)}`);
   }
 }

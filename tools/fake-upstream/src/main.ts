@@ -24,7 +24,11 @@ async function main(): Promise<void> {
     models: values.models?.split(',').filter(Boolean),
   });
   process.stdout.write(`fake-upstream listening on ${upstream.url}\n`);
-  const stop = () => void upstream.close().then(() => process.exit(0), () => process.exit(1));
+  const stop = () =>
+    void upstream.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

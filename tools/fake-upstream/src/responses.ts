@@ -63,7 +63,11 @@ export class ResponsesEventFormat implements StreamFormat {
   private seq = 0;
   private readonly deltaHead: string;
 
-  constructor(private readonly who: ResponseIdentity, private readonly text: string, private readonly usage: ResponsesUsage) {
+  constructor(
+    private readonly who: ResponseIdentity,
+    private readonly text: string,
+    private readonly usage: ResponsesUsage,
+  ) {
     this.deltaHead = `"item_id":${JSON.stringify(who.messageId)},"output_index":0,"content_index":0`;
   }
 

@@ -122,13 +122,19 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
           logFile: log('redis'),
         }),
       ).catch((err: Error) => {
-        throw /not found/.test(err.message) ? new Error('redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or pass a Redis URL') : err;
+        throw /not found/.test(err.message)
+          ? new Error('redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or pass a Redis URL')
+          : err;
       });
       redisUrl = `redis://127.0.0.1:${port}`;
     }
 
     const upstreams: FleetUpstream[] = [];
-    const env: Record<string, string> = { REDIS_URL: redisUrl, LOG_LEVEL: opts.logLevel ?? 'info', IOP_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 30_000) };
+    const env: Record<string, string> = {
+      REDIS_URL: redisUrl,
+      LOG_LEVEL: opts.logLevel ?? 'info',
+      IOP_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 30_000),
+    };
     for (const provider of FLEET_PROVIDERS) {
       const port = await freePort();
       const proc = await run(

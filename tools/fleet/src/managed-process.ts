@@ -63,7 +63,10 @@ export class ManagedProcess {
     });
     let seen = '';
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${this.name} was not ready within ${spec.readyTimeoutMs ?? 20000} ms:\n${this.tail}`)), spec.readyTimeoutMs ?? 20000);
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name} was not ready within ${spec.readyTimeoutMs ?? 20000} ms:\n${this.tail}`)),
+        spec.readyTimeoutMs ?? 20000,
+      );
       const onData = (chunk: Buffer) => {
         const text = chunk.toString();
         this.tail = (this.tail + text).slice(-8192);
@@ -81,7 +84,11 @@ export class ManagedProcess {
         clearTimeout(timer);
         reject(new Error(`${this.name} exited (${code}) before it was ready:\n${this.tail}`));
       });
-      if (!spec.ready) void spawned.then(() => (clearTimeout(timer), resolve()), () => undefined);
+      if (!spec.ready)
+        void spawned.then(
+          () => (clearTimeout(timer), resolve()),
+          () => undefined,
+        );
     });
     await spawned;
     await ready;

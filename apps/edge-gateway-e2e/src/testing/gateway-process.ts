@@ -32,7 +32,10 @@ export function writeTempConfig(yaml: string): string {
  * switch a memory-backend test.
  * @throws Error with the process output when it exits or does not listen within `timeoutMs`.
  */
-export async function spawnGateway(configFile: string, opts: { env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<GatewayProcess> {
+export async function spawnGateway(
+  configFile: string,
+  opts: { env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {},
+): Promise<GatewayProcess> {
   if (!existsSync(GATEWAY_MAIN)) throw new Error(`${GATEWAY_MAIN} is missing: run "npx nx run edge-gateway:build" first`);
   const child = spawn(process.execPath, [GATEWAY_MAIN, 'serve', '--config', configFile, '--listen', '127.0.0.1:0', ...(opts.args ?? [])], {
     env: { ...process.env, LOG_LEVEL: 'warn', REDIS_URL: '', ...opts.env },

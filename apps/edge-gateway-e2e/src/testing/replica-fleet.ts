@@ -135,7 +135,9 @@ export function thaw(replica: GatewayProcess): void {
 
 /** `in_flight` and `queued` of providers as one replica's `GET /status` reports them (its queue's `counts()`). */
 export async function statusCounts(url: string, ids: readonly string[]): Promise<Map<string, ProviderCounts>> {
-  const snapshot = (await (await fetch(`${url}/status`)).json()) as { nodes: { resources: { id: string; in_flight: number | null; queued: number | null }[] }[] };
+  const snapshot = (await (await fetch(`${url}/status`)).json()) as {
+    nodes: { resources: { id: string; in_flight: number | null; queued: number | null }[] }[];
+  };
   const resources = snapshot.nodes.flatMap((n) => n.resources);
   return new Map(
     ids.map((id) => {

@@ -22,7 +22,9 @@ export function normalizeEmbeddings(body: Uint8Array | string, req: Pick<Embeddi
   }
   const answer = parsed as Record<string, unknown> | null;
   if (typeof answer !== 'object' || answer === null || !Array.isArray(answer.data)) {
-    throw upstreamError('The upstream answered something other than embeddings (no data list).', 502, { detail: `embeddings answer without data: ${JSON.stringify(parsed).slice(0, 300)}` });
+    throw upstreamError('The upstream answered something other than embeddings (no data list).', 502, {
+      detail: `embeddings answer without data: ${JSON.stringify(parsed).slice(0, 300)}`,
+    });
   }
   const base64 = req.encoding_format === 'base64';
   const data = answer.data.map((item: unknown, i: number) => {

@@ -49,8 +49,12 @@ describe('request field tables (README "Request fields per adapter")', () => {
     expect(err.message).toContain(param);
   });
 
-  it('accepts the API\'s own defaults and empty or null values where it refuses the field, and sends nothing for them', () => {
-    expect(apply(CLI_FIELDS.chat, { messages: [], n: 1, tools: [], tool_choice: 'none', temperature: null, fake: {}, stream: true })).toEqual({ model: 'm', messages: [], stream: true });
+  it("accepts the API's own defaults and empty or null values where it refuses the field, and sends nothing for them", () => {
+    expect(apply(CLI_FIELDS.chat, { messages: [], n: 1, tools: [], tool_choice: 'none', temperature: null, fake: {}, stream: true })).toEqual({
+      model: 'm',
+      messages: [],
+      stream: true,
+    });
     expect(apply(OLLAMA_FIELDS.chat, { n: 1, parallel_tool_calls: true, modalities: ['text'] })).toEqual({ model: 'm' });
   });
 
@@ -60,7 +64,8 @@ describe('request field tables (README "Request fields per adapter")', () => {
   });
 
   it('checks a Responses request against what the translation to chat carries', () => {
-    const responses = (tables: typeof OLLAMA_FIELDS, body: Record<string, unknown>) => applyFieldTable(tables.responses!, { model: 'm', input: 'x', ...body }, 'x', 'responses');
+    const responses = (tables: typeof OLLAMA_FIELDS, body: Record<string, unknown>) =>
+      applyFieldTable(tables.responses!, { model: 'm', input: 'x', ...body }, 'x', 'responses');
     expect(responses(OLLAMA_FIELDS, { max_output_tokens: 8, store: false, tools: [] })).toEqual({ model: 'm', input: 'x', max_output_tokens: 8 });
     expect(() => responses(OLLAMA_FIELDS, { tools: [{ type: 'web_search' }] })).toThrow(expect.objectContaining({ param: 'tools' }));
     expect(() => responses(CLI_FIELDS, { max_output_tokens: 8 })).toThrow(expect.objectContaining({ param: 'max_output_tokens' }));

@@ -22,11 +22,7 @@ export const ENDPOINT_PATH: Record<Endpoint, string> = {
  * A `null` value means "unset" in the OpenAI API: it is kept for `pass`, dropped otherwise; an
  * empty object or list carries nothing either, so a refused field set to `{}` or `[]` is dropped too.
  */
-export type FieldRule =
-  | { pass: true }
-  | { rename: string }
-  | { ignore: string }
-  | { refuse: string; neutral?: readonly unknown[] };
+export type FieldRule = { pass: true } | { rename: string } | { ignore: string } | { refuse: string; neutral?: readonly unknown[] };
 
 /** How one adapter carries one endpoint's request fields. */
 export interface FieldTable {
@@ -57,7 +53,8 @@ export const PLATFORM_METADATA: Readonly<Record<string, FieldRule>> = {
 /** Every field passed on: the table of a server that implements the OpenAI API itself. */
 export const PASS_ALL: FieldTable = { fields: {}, others: 'pass' };
 
-const isEmpty = (value: unknown) => (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && value !== null && Object.keys(value).length === 0);
+const isEmpty = (value: unknown) =>
+  Array.isArray(value) ? value.length === 0 : typeof value === 'object' && value !== null && Object.keys(value).length === 0;
 const sameValue = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b);
 
 /**
@@ -102,5 +99,8 @@ function refused(field: string, reason: string, adapterLabel: string, endpoint: 
 
 /** The 400 for an endpoint an adapter does not serve at all (CLI models and embeddings). */
 export function endpointNotServed(endpoint: Endpoint, adapterLabel: string): ApiError {
-  return invalidRequest(`${ENDPOINT_PATH[endpoint]} is not served for this model: its provider is ${adapterLabel}, which has no ${endpoint} endpoint.`, 'model');
+  return invalidRequest(
+    `${ENDPOINT_PATH[endpoint]} is not served for this model: its provider is ${adapterLabel}, which has no ${endpoint} endpoint.`,
+    'model',
+  );
 }

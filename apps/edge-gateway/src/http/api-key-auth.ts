@@ -35,7 +35,10 @@ export function apiKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
 
 /** 401 of the status routes: the answer names the setting, never a key. */
 export const invalidStatusKey = () =>
-  catalogError('invalid_api_key', 'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.');
+  catalogError(
+    'invalid_api_key',
+    'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.',
+  );
 
 /**
  * Auth of `/status` and `/metrics` (README "Security", `status.api_keys`): `Bearer <key>` or HTTP

@@ -6,7 +6,10 @@ import { catalogError, clientClosed, invalidRequest, requestTooLarge } from '../
 
 /** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
 export const unsupportedMediaType = (got: string | undefined) =>
-  catalogError('unsupported_media_type', `The request body must be JSON sent with Content-Type: application/json${got ? ` (got ${truncateForMessage(got, 100)})` : ' (none was sent)'}.`);
+  catalogError(
+    'unsupported_media_type',
+    `The request body must be JSON sent with Content-Type: application/json${got ? ` (got ${truncateForMessage(got, 100)})` : ' (none was sent)'}.`,
+  );
 
 /** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
 function isJson(contentType: string | undefined): boolean {
@@ -58,7 +61,9 @@ function decoder(encoding: string): Transform | undefined {
     case 'br':
       return createBrotliDecompress();
     default:
-      throw invalidRequest(`The request body's Content-Encoding "${truncateForMessage(encoding, 50)}" is not supported; send UTF-8 JSON, uncompressed or as gzip, deflate or br.`);
+      throw invalidRequest(
+        `The request body's Content-Encoding "${truncateForMessage(encoding, 50)}" is not supported; send UTF-8 JSON, uncompressed or as gzip, deflate or br.`,
+      );
   }
 }
 
@@ -128,7 +133,9 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       req.on('data', onWire);
       decode.on('data', onDecoded);
       decode.once('end', onEnd);
-      decode.once('error', () => stop(invalidRequest('The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.')));
+      decode.once('error', () =>
+        stop(invalidRequest('The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.')),
+      );
       req.pipe(decode);
     } else {
       // Uncompressed: what is received is what is decoded, one listener counts both.

@@ -27,7 +27,8 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
       res.status(499).end();
       return;
     }
-    const retryAfterS = apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? (ERROR_CATALOG[apiError.code] as { retryAfterS?: number }).retryAfterS : undefined);
+    const retryAfterS =
+      apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? (ERROR_CATALOG[apiError.code] as { retryAfterS?: number }).retryAfterS : undefined);
     if (retryAfterS !== undefined) res.setHeader('retry-after', String(retryAfterS));
     if (!req.complete) lingerClose(req, res);
     res.status(apiError.status).json(apiError.toBody());

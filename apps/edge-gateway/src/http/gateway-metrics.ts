@@ -28,7 +28,10 @@ interface LabelSets {
   byProvider: { provider: string; model: string };
   genAi: { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string };
   tokens: Record<'input' | 'output', { provider: string; model: string; type: 'input' | 'output' }>;
-  tokenUsage: Record<'input' | 'output', { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string; gen_ai_token_type: 'input' | 'output' }>;
+  tokenUsage: Record<
+    'input' | 'output',
+    { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string; gen_ai_token_type: 'input' | 'output' }
+  >;
 }
 
 /**
@@ -57,17 +60,77 @@ interface LabelSets {
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: 'iop_edge_requests_total', help: 'Completion requests finished, by model, route kind (pool/direct/none) and HTTP status (499 = client closed first).', labelNames: ['model', 'route', 'status'] as const, registers: [this.registry] });
-  private readonly duration = new Histogram({ name: 'iop_edge_request_duration_seconds', help: 'Completion request latency, arrival to response finished, in seconds.', labelNames: ['model', 'route'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  private readonly queueWait = new Histogram({ name: 'iop_edge_queue_wait_seconds', help: 'Time a pooled request waited for a lease, in seconds.', labelNames: ['model'] as const, buckets: QUEUE_WAIT_BUCKETS, registers: [this.registry] });
-  private readonly firstByte = new Histogram({ name: 'iop_edge_time_to_first_byte_seconds', help: 'Completion request arrival to the upstream\'s first byte in hand (queue wait included), in seconds.', labelNames: ['model', 'route'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  private readonly reloadFailures = new Counter({ name: 'iop_edge_config_reload_failures_total', help: 'Config reloads rejected (invalid file or failed apply); the running config stayed.', registers: [this.registry] });
-  private readonly inFlight = new Gauge({ name: 'iop_edge_requests_in_flight', help: 'Completion requests being served by this replica now.', registers: [this.registry] });
-  private readonly providerQueueWait = new Histogram({ name: 'iop_edge_provider_queue_wait_seconds', help: 'Time a pooled request waited for a lease, by the provider that granted it, in seconds.', labelNames: ['provider', 'model'] as const, buckets: QUEUE_WAIT_BUCKETS, registers: [this.registry] });
-  private readonly providerFirstByte = new Histogram({ name: 'iop_edge_provider_time_to_first_byte_seconds', help: 'Completion request arrival to the first byte of the provider that answered (queue wait included), in seconds.', labelNames: ['provider', 'model'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  private readonly tokens = new Counter({ name: 'iop_edge_tokens_total', help: 'Tokens the upstream reported in its usage, by provider, model and type (input, output).', labelNames: ['provider', 'model', 'type'] as const, registers: [this.registry] });
-  private readonly tokenUsage = new Histogram({ name: 'gen_ai_client_token_usage', help: 'OpenTelemetry gen_ai.client.token.usage: tokens per request as the upstream reported them.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type', 'provider'] as const, buckets: TOKEN_BUCKETS, registers: [this.registry] });
-  private readonly operationDuration = new Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'OpenTelemetry gen_ai.client.operation.duration: the call to the upstream that answered, start to last byte, in seconds.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'provider', 'error_type'] as const, buckets: OPERATION_DURATION_BUCKETS, registers: [this.registry] });
+  private readonly requests = new Counter({
+    name: 'iop_edge_requests_total',
+    help: 'Completion requests finished, by model, route kind (pool/direct/none) and HTTP status (499 = client closed first).',
+    labelNames: ['model', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: 'iop_edge_request_duration_seconds',
+    help: 'Completion request latency, arrival to response finished, in seconds.',
+    labelNames: ['model', 'route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly queueWait = new Histogram({
+    name: 'iop_edge_queue_wait_seconds',
+    help: 'Time a pooled request waited for a lease, in seconds.',
+    labelNames: ['model'] as const,
+    buckets: QUEUE_WAIT_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly firstByte = new Histogram({
+    name: 'iop_edge_time_to_first_byte_seconds',
+    help: "Completion request arrival to the upstream's first byte in hand (queue wait included), in seconds.",
+    labelNames: ['model', 'route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly reloadFailures = new Counter({
+    name: 'iop_edge_config_reload_failures_total',
+    help: 'Config reloads rejected (invalid file or failed apply); the running config stayed.',
+    registers: [this.registry],
+  });
+  private readonly inFlight = new Gauge({
+    name: 'iop_edge_requests_in_flight',
+    help: 'Completion requests being served by this replica now.',
+    registers: [this.registry],
+  });
+  private readonly providerQueueWait = new Histogram({
+    name: 'iop_edge_provider_queue_wait_seconds',
+    help: 'Time a pooled request waited for a lease, by the provider that granted it, in seconds.',
+    labelNames: ['provider', 'model'] as const,
+    buckets: QUEUE_WAIT_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly providerFirstByte = new Histogram({
+    name: 'iop_edge_provider_time_to_first_byte_seconds',
+    help: 'Completion request arrival to the first byte of the provider that answered (queue wait included), in seconds.',
+    labelNames: ['provider', 'model'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly tokens = new Counter({
+    name: 'iop_edge_tokens_total',
+    help: 'Tokens the upstream reported in its usage, by provider, model and type (input, output).',
+    labelNames: ['provider', 'model', 'type'] as const,
+    registers: [this.registry],
+  });
+  private readonly tokenUsage = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'OpenTelemetry gen_ai.client.token.usage: tokens per request as the upstream reported them.',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type', 'provider'] as const,
+    buckets: TOKEN_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly operationDuration = new Histogram({
+    name: 'gen_ai_client_operation_duration_seconds',
+    help: 'OpenTelemetry gen_ai.client.operation.duration: the call to the upstream that answered, start to last byte, in seconds.',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'provider', 'error_type'] as const,
+    buckets: OPERATION_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
   private readonly resources = new ResourceGauges(this.registry);
   private knownModels: { config: EdgeConfig; names: ReadonlySet<string> } | undefined;
   private readonly labelCache = new Map<string, LabelSets>();
@@ -98,7 +161,10 @@ export class GatewayMetrics {
     if (outcome.queueWaitMs !== undefined) this.providerQueueWait.observe(labels.byProvider, outcome.queueWaitMs / 1000);
     if (outcome.firstByteAt !== undefined) this.providerFirstByte.observe(labels.byProvider, (outcome.firstByteAt - startedAt) / 1000);
     if (outcome.upstreamStartedAt !== undefined) {
-      this.operationDuration.observe(status >= 400 ? { ...labels.genAi, error_type: String(status) } : labels.genAi, (performance.now() - outcome.upstreamStartedAt) / 1000);
+      this.operationDuration.observe(
+        status >= 400 ? { ...labels.genAi, error_type: String(status) } : labels.genAi,
+        (performance.now() - outcome.upstreamStartedAt) / 1000,
+      );
     }
     if (outcome.usage) {
       for (const type of ['input', 'output'] as const) {

@@ -37,7 +37,16 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
       const outcome = res.locals.outcome as DispatchOutcome | undefined;
       const current = config();
       metrics.finishCompletion(current, res.locals.model, status, outcome, startedAt);
-      recordRequestSpans({ requestId, method: req.method, route: req.route?.path ?? req.path, status, model: metrics.modelLabel(current, res.locals.model), outcome, startedAt, endedAt: performance.now() });
+      recordRequestSpans({
+        requestId,
+        method: req.method,
+        route: req.route?.path ?? req.path,
+        status,
+        model: metrics.modelLabel(current, res.locals.model),
+        outcome,
+        startedAt,
+        endedAt: performance.now(),
+      });
       if (!logger.isLevelEnabled('info')) return;
       requestLogger(res, logger).info(
         {

@@ -21,7 +21,9 @@ const chatRequestSchema = z.looseObject({
   messages: z
     .array(
       z.looseObject({
-        role: z.enum(CHAT_ROLES, { error: (issue) => (typeof issue.input === 'string' ? `role must be one of ${CHAT_ROLES.join(', ')}` : 'each message needs a string role') }),
+        role: z.enum(CHAT_ROLES, {
+          error: (issue) => (typeof issue.input === 'string' ? `role must be one of ${CHAT_ROLES.join(', ')}` : 'each message needs a string role'),
+        }),
         content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
       }),
       { error: 'messages must be an array of {role, content} objects' },
@@ -31,20 +33,22 @@ const chatRequestSchema = z.looseObject({
 });
 
 /** `POST /v1/responses` body (OpenAI API reference): `model` and `input` are what the gateway reads. */
-const responsesRequestSchema = z.looseObject({
-  model,
-  input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' }).optional(),
-  instructions: z.string().nullable().optional(),
-  stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
-}).superRefine((body, ctx) => {
-  if (!Array.isArray(body.input)) return;
-  body.input.forEach((item, i) => {
-    const role = (item as { role?: unknown }).role;
-    if (role !== undefined && !(RESPONSES_ROLES as readonly unknown[]).includes(role)) {
-      ctx.addIssue({ code: 'custom', path: ['input', i, 'role'], message: `role must be one of ${RESPONSES_ROLES.join(', ')}` });
-    }
+const responsesRequestSchema = z
+  .looseObject({
+    model,
+    input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' }).optional(),
+    instructions: z.string().nullable().optional(),
+    stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (!Array.isArray(body.input)) return;
+    body.input.forEach((item, i) => {
+      const role = (item as { role?: unknown }).role;
+      if (role !== undefined && !(RESPONSES_ROLES as readonly unknown[]).includes(role)) {
+        ctx.addIssue({ code: 'custom', path: ['input', i, 'role'], message: `role must be one of ${RESPONSES_ROLES.join(', ')}` });
+      }
+    });
   });
-});
 
 /**
  * The schema's own output type (`z.infer`), checked against the request interface by the compiler
@@ -59,7 +63,10 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
   if (tooDeep) {
     const where = tooDeep.field === null ? '' : ` (in '${tooDeep.field}')`;
-    throw invalidRequest(`The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep${where}; the gateway accepts at most ${MAX_BODY_DEPTH}.`, tooDeep.field);
+    throw invalidRequest(
+      `The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep${where}; the gateway accepts at most ${MAX_BODY_DEPTH}.`,
+      tooDeep.field,
+    );
   }
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;

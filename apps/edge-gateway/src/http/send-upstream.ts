@@ -114,7 +114,9 @@ export async function sendUpstream(res: Response, upstream: UpstreamResponse, op
       res.writeHead(upstream.status, SSE_HEADERS);
     }
     if (!res.destroyed && !tail.finished()) {
-      failure = upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, { detail: 'stream ended without data: [DONE]' });
+      failure = upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, {
+        detail: 'stream ended without data: [DONE]',
+      });
     }
   } catch (err) {
     if (!started) throw err;
@@ -268,4 +270,3 @@ function createdResponse(head: string): Record<string, unknown> | undefined {
     return {};
   }
 }
-

@@ -18,7 +18,8 @@ function lastUsage(text: string): TokenUsage | undefined {
       const u = JSON.parse(m[1]) as Record<string, unknown>;
       const input = u['prompt_tokens'] ?? u['input_tokens'];
       const output = u['completion_tokens'] ?? u['output_tokens'];
-      if (typeof input === 'number' || typeof output === 'number') found = { input: typeof input === 'number' ? input : 0, output: typeof output === 'number' ? output : 0 };
+      if (typeof input === 'number' || typeof output === 'number')
+        found = { input: typeof input === 'number' ? input : 0, output: typeof output === 'number' ? output : 0 };
     } catch {
       // Not JSON after all: not a usage object.
     }

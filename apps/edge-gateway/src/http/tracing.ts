@@ -132,7 +132,11 @@ export function recordRequestSpans(r: FinishedRequest): void {
   if (r.status >= 500) root.setStatus({ code: SpanStatusCode.ERROR });
   const parent = trace.setSpan(context.active(), root);
   if (o?.queuedAt !== undefined && o.queueWaitMs !== undefined) {
-    const wait = tracer.startSpan('queue wait', { kind: SpanKind.INTERNAL, startTime: epochMs(o.queuedAt), attributes: { ...common, 'iop.queue_wait_ms': o.queueWaitMs } }, parent);
+    const wait = tracer.startSpan(
+      'queue wait',
+      { kind: SpanKind.INTERNAL, startTime: epochMs(o.queuedAt), attributes: { ...common, 'iop.queue_wait_ms': o.queueWaitMs } },
+      parent,
+    );
     wait.end(epochMs(o.queuedAt + o.queueWaitMs));
   }
   if (o?.upstreamStartedAt !== undefined) {

@@ -11,10 +11,17 @@ const embeddingsRequestSchema = z.looseObject({
     .string({ error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string') })
     .min(1, 'you must provide a model parameter'),
   input: z.union([z.string(), z.array(z.string()).min(1), tokens.min(1), z.array(tokens.min(1)).min(1)], {
-    error: (issue) => (issue.input === undefined ? 'you must provide an input' : 'input must be a string, an array of strings, an array of token ids or an array of such arrays, never empty'),
+    error: (issue) =>
+      issue.input === undefined
+        ? 'you must provide an input'
+        : 'input must be a string, an array of strings, an array of token ids or an array of such arrays, never empty',
   }),
   encoding_format: z.enum(['float', 'base64'], { error: "encoding_format must be 'float' or 'base64'" }).optional(),
-  dimensions: z.number({ error: 'dimensions must be a positive integer' }).int('dimensions must be a positive integer').positive('dimensions must be a positive integer').optional(),
+  dimensions: z
+    .number({ error: 'dimensions must be a positive integer' })
+    .int('dimensions must be a positive integer')
+    .positive('dimensions must be a positive integer')
+    .optional(),
 });
 
 /**
@@ -26,11 +33,16 @@ export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object.');
   const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
   if (tooDeep) {
-    throw invalidRequest(`The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep; the gateway accepts at most ${MAX_BODY_DEPTH}.`, tooDeep.field);
+    throw invalidRequest(
+      `The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep; the gateway accepts at most ${MAX_BODY_DEPTH}.`,
+      tooDeep.field,
+    );
   }
   const parsed = embeddingsRequestSchema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  const param = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || (issue.code === 'invalid_union' ? 'input' : '');
+  const param =
+    issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') ||
+    (issue.code === 'invalid_union' ? 'input' : '');
   throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
 }

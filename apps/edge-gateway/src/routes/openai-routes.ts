@@ -70,14 +70,24 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
       try {
         id = decodeURIComponent(req.path.slice(MODEL_PREFIX.length));
       } catch {
-        return next(invalidRequest(`The path ${truncateForMessage(req.path, 200)} is not valid percent-encoding; write a model id as GET /v1/models/{id}, percent-encoding reserved characters.`, 'model'));
+        return next(
+          invalidRequest(
+            `The path ${truncateForMessage(req.path, 200)} is not valid percent-encoding; write a model id as GET /v1/models/{id}, percent-encoding reserved characters.`,
+            'model',
+          ),
+        );
       }
       if (!listModels(deps.config()).includes(id)) return next(modelNotFound(truncateForMessage(id, 200)));
       res.json(modelObject(id));
     });
   });
   // A known path with the wrong method is a 405 with `Allow`, not a misleading 404.
-  for (const [path, allow] of [['/v1/chat/completions', 'POST'], ['/v1/responses', 'POST'], ['/v1/embeddings', 'POST'], ['/v1/models', 'GET']] as const) {
+  for (const [path, allow] of [
+    ['/v1/chat/completions', 'POST'],
+    ['/v1/responses', 'POST'],
+    ['/v1/embeddings', 'POST'],
+    ['/v1/models', 'GET'],
+  ] as const) {
     router.all(path, gates.auth, (req, res, next) => {
       res.setHeader('allow', allow);
       next(methodNotAllowed(req.method, path, allow));

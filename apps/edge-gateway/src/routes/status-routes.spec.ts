@@ -47,7 +47,7 @@ describe('gateway GET /status and GET /metrics', () => {
     await upstream.close();
   });
 
-  it('serves this replica\'s resource-first snapshot: catalog entries only for gpu-a, adapter entries for laptop', async () => {
+  it("serves this replica's resource-first snapshot: catalog entries only for gpu-a, adapter entries for laptop", async () => {
     const g = await start();
     const s = await status(g);
     expect(Date.parse(s.generated_at)).not.toBeNaN();
@@ -68,10 +68,14 @@ describe('gateway GET /status and GET /metrics', () => {
       ...[1, 2].map(() => chat(g, 'qwen', { delay_ms: 30_000 }, abort.signal).catch(() => undefined)),
     ];
     try {
-      await waitUntil(async () => {
-        const s = await status(g);
-        return resource(s, 'solo').queued === 2 && resource(s, 'olla').in_flight === 2;
-      }, 5000, 'solo 1+2 and olla 2+0');
+      await waitUntil(
+        async () => {
+          const s = await status(g);
+          return resource(s, 'solo').queued === 2 && resource(s, 'olla').in_flight === 2;
+        },
+        5000,
+        'solo 1+2 and olla 2+0',
+      );
       const s = await status(g);
       expect([resource(s, 'solo').in_flight, resource(s, 'solo').queued]).toEqual([1, 2]);
       expect([resource(s, 'olla').in_flight, resource(s, 'olla').queued]).toEqual([2, 0]);
@@ -86,7 +90,11 @@ describe('gateway GET /status and GET /metrics', () => {
       abort.abort();
       await Promise.all(held);
     }
-    await waitUntil(async () => resource(await status(g), 'solo').in_flight === 0 && resource(await status(g), 'olla').in_flight === 0, 5000, 'leases released');
+    await waitUntil(
+      async () => resource(await status(g), 'solo').in_flight === 0 && resource(await status(g), 'olla').in_flight === 0,
+      5000,
+      'leases released',
+    );
   });
 
   it('counts requests by model, route kind and status, with model bounded by the config and no client text in labels', async () => {

@@ -226,12 +226,48 @@ interface Kind {
 
 const chatMessages = [{ role: 'user', content: 'chaos' }];
 const KINDS: Kind[] = [
-  { name: 'chat', weight: 28, path: '/v1/chat/completions', stream: false, body: (r) => ({ model: 'pool', messages: chatMessages, fake: { delay_ms: Math.floor(r() * 80) } }) },
-  { name: 'chat stream', weight: 24, path: '/v1/chat/completions', stream: true, body: (r) => ({ model: 'pool', stream: true, messages: chatMessages, fake: { chunks: 3 + Math.floor(r() * 6), chunk_gap_ms: 5 + Math.floor(r() * 25) } }) },
-  { name: 'responses', weight: 10, path: '/v1/responses', stream: false, body: (r) => ({ model: 'pool', input: 'chaos', fake: { delay_ms: Math.floor(r() * 60) } }) },
-  { name: 'responses stream', weight: 10, path: '/v1/responses', stream: true, body: (r) => ({ model: 'pool', input: 'chaos', stream: true, fake: { chunks: 3 + Math.floor(r() * 5), chunk_gap_ms: 10 } }) },
-  { name: 'one (max 1)', weight: 12, path: '/v1/chat/completions', stream: false, body: (r) => ({ model: 'one', messages: chatMessages, fake: { delay_ms: Math.floor(r() * 40) } }) },
-  { name: 'one stream', weight: 8, path: '/v1/chat/completions', stream: true, body: () => ({ model: 'one', stream: true, messages: chatMessages, fake: { chunks: 4, chunk_gap_ms: 10 } }) },
+  {
+    name: 'chat',
+    weight: 28,
+    path: '/v1/chat/completions',
+    stream: false,
+    body: (r) => ({ model: 'pool', messages: chatMessages, fake: { delay_ms: Math.floor(r() * 80) } }),
+  },
+  {
+    name: 'chat stream',
+    weight: 24,
+    path: '/v1/chat/completions',
+    stream: true,
+    body: (r) => ({ model: 'pool', stream: true, messages: chatMessages, fake: { chunks: 3 + Math.floor(r() * 6), chunk_gap_ms: 5 + Math.floor(r() * 25) } }),
+  },
+  {
+    name: 'responses',
+    weight: 10,
+    path: '/v1/responses',
+    stream: false,
+    body: (r) => ({ model: 'pool', input: 'chaos', fake: { delay_ms: Math.floor(r() * 60) } }),
+  },
+  {
+    name: 'responses stream',
+    weight: 10,
+    path: '/v1/responses',
+    stream: true,
+    body: (r) => ({ model: 'pool', input: 'chaos', stream: true, fake: { chunks: 3 + Math.floor(r() * 5), chunk_gap_ms: 10 } }),
+  },
+  {
+    name: 'one (max 1)',
+    weight: 12,
+    path: '/v1/chat/completions',
+    stream: false,
+    body: (r) => ({ model: 'one', messages: chatMessages, fake: { delay_ms: Math.floor(r() * 40) } }),
+  },
+  {
+    name: 'one stream',
+    weight: 8,
+    path: '/v1/chat/completions',
+    stream: true,
+    body: () => ({ model: 'one', stream: true, messages: chatMessages, fake: { chunks: 4, chunk_gap_ms: 10 } }),
+  },
   { name: 'cli', weight: 4, path: '/v1/chat/completions', stream: false, body: () => ({ model: 'echo', messages: chatMessages }) },
   { name: 'cli stream', weight: 4, path: '/v1/chat/completions', stream: true, body: () => ({ model: 'echo', stream: true, messages: chatMessages }) },
 ];
@@ -256,7 +292,8 @@ function streamEnded(text: string): boolean {
 function openAiError(status: number, text: string): string | undefined {
   try {
     const body = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown } };
-    if (typeof body.error?.message === 'string' && typeof body.error.type === 'string' && typeof body.error.code === 'string') return `error ${status} ${body.error.code}`;
+    if (typeof body.error?.message === 'string' && typeof body.error.type === 'string' && typeof body.error.code === 'string')
+      return `error ${status} ${body.error.code}`;
   } catch {
     // not JSON
   }
@@ -275,7 +312,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const redis: TestRedis = await startRedis({ forceOwn: true });
   const fake = await startFakeUpstream({ name: 'chaos' });
   let runStartedAt = Date.now();
-  const upstream = await startMeter(fake.url.replace(/\/v1$/, ''), Object.fromEntries(PROVIDERS.map((p) => [p.upstream, { provider: p.id, limit: p.limit }])), () => runStartedAt);
+  const upstream = await startMeter(
+    fake.url.replace(/\/v1$/, ''),
+    Object.fromEntries(PROVIDERS.map((p) => [p.upstream, { provider: p.id, limit: p.limit }])),
+    () => runStartedAt,
+  );
   const prefix = `chaos-${process.pid}-${Math.floor(random() * 1e9)}`;
   const yaml = chaosYaml();
   const env = { REDIS_URL: redis.url, UPSTREAM: upstream.url, PREFIX: prefix };
@@ -296,7 +337,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   upstream.reset();
 
   const report: ChaosReport = {
-    options: { seconds: opts.seconds, clients: opts.clients, killEveryMs: opts.killEveryMs, seed: opts.seed, redisRestart: opts.redisRestart ?? true, dropShare: opts.dropShare ?? DROP_SHARE },
+    options: {
+      seconds: opts.seconds,
+      clients: opts.clients,
+      killEveryMs: opts.killEveryMs,
+      seed: opts.seed,
+      redisRestart: opts.redisRestart ?? true,
+      dropShare: opts.dropShare ?? DROP_SHARE,
+    },
     requests: 0,
     outcomes,
     kinds,
@@ -355,14 +403,16 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         });
         const text = await res.text();
         if (res.status === 200) {
-          const complete = kind.stream ? streamEnded(text) : (() => {
-            try {
-              JSON.parse(text);
-              return true;
-            } catch {
-              return false;
-            }
-          })();
+          const complete = kind.stream
+            ? streamEnded(text)
+            : (() => {
+                try {
+                  JSON.parse(text);
+                  return true;
+                } catch {
+                  return false;
+                }
+              })();
           if (complete) count(outcomes, 'ok');
           else if (lost()) count(outcomes, 'lost_with_killed_replica');
           else {
@@ -429,7 +479,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const pooled = (async () => {
       while (Date.now() - upAt < 30_000) {
         const target = live()[0];
-        const res = await fetch(`${target.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'pool', messages: chatMessages }) }).catch(() => undefined);
+        const res = await fetch(`${target.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'pool', messages: chatMessages }),
+        }).catch(() => undefined);
         if (res?.status === 200) return Date.now() - upAt;
         await res?.text().catch(() => undefined);
         await sleep(100);
@@ -439,7 +493,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     })();
     const exported = (async () => {
       while (Date.now() - upAt < 30_000) {
-        const text = await fetch(`${exporter.url}/metrics`).then((r) => r.text()).catch(() => '');
+        const text = await fetch(`${exporter.url}/metrics`)
+          .then((r) => r.text())
+          .catch(() => '');
         if (/^iop_edge_status_counts_up 1$/m.test(text)) return Date.now() - upAt;
         await sleep(100);
       }
@@ -484,7 +540,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     for (const o of upstream.overlaps) {
       const closing = o.endedBy === 'abort' && o.durationMs <= ABORT_CLOSE_MS;
       if (closing) report.abortCloseOverlaps.push(o);
-      if (!closing || opts.strictAbortClose) violations.push(`provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`);
+      if (!closing || opts.strictAbortClose)
+        violations.push(`provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`);
     }
     for (const r of live()) if (r.process.child.exitCode !== null) violations.push(`replica ${r.url} died on its own:\n${r.process.output().slice(-1000)}`);
   } finally {
@@ -504,11 +561,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 export function formatChaosReport(r: ChaosReport): string {
   const lines = [
     `chaos: ${r.requests} requests in ${r.options.seconds} s, ${r.options.clients} clients, seed ${r.options.seed}`,
-    `  outcomes: ${Object.entries(r.outcomes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}: ${v}`).join(', ')}`,
-    `  kinds: ${Object.entries(r.kinds).map(([k, v]) => `${k}: ${v}`).join(', ')}`,
+    `  outcomes: ${Object.entries(r.outcomes)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
+    `  kinds: ${Object.entries(r.kinds)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
     `  replicas SIGKILLed: ${r.kills}; replacement start ms: ${r.replicaStartMs.join(', ') || '—'}`,
     `  Redis restart: ${r.redisRestart ? `down ${r.redisRestart.downMs} ms; pooled requests back after ${r.redisRestart.pooledRecoveryMs} ms, exporter counts after ${r.redisRestart.exporterRecoveryMs} ms` : 'not done'}`,
-    `  upstream concurrency, metered (max / limit): ${Object.entries(r.concurrency).map(([id, c]) => `${id} ${c.max}/${c.limit}`).join(', ')}; the fake upstream's own max: ${Object.entries(r.fakeUpstreamMax).map(([id, m]) => `${id} ${m}`).join(', ')}`,
+    `  upstream concurrency, metered (max / limit): ${Object.entries(r.concurrency)
+      .map(([id, c]) => `${id} ${c.max}/${c.limit}`)
+      .join(', ')}; the fake upstream's own max: ${Object.entries(r.fakeUpstreamMax)
+      .map(([id, m]) => `${id} ${m}`)
+      .join(', ')}`,
     `  over a limit while an aborted call's connection was closing: ${r.abortCloseOverlaps.length}${r.abortCloseOverlaps.length ? ` (longest ${Math.max(...r.abortCloseOverlaps.map((o) => o.durationMs))} ms)` : ''}`,
     `  left after drain (${r.leftAfterDrain.drainMs} ms): in_flight ${r.leftAfterDrain.inFlight}, queued ${r.leftAfterDrain.queued}, job keys ${r.leftAfterDrain.jobKeys}`,
     `  events: ${(r.events ?? []).join('; ')}`,

@@ -39,7 +39,10 @@ export async function spawnService(main: string, args: string[], opts: { env?: R
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string | undefined>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${path.basename(path.dirname(main))} did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)), opts.timeoutMs ?? 15000);
+    const timer = setTimeout(
+      () => reject(new Error(`${path.basename(path.dirname(main))} did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)),
+      opts.timeoutMs ?? 15000,
+    );
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening on (http:\/\/\S+)/.exec(output);

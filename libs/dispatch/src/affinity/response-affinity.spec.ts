@@ -20,14 +20,20 @@ async function connect(): Promise<Redis> {
 }
 
 describe.each([
-  ['memory', async (): Promise<[ResponseAffinity, ResponseAffinity]> => {
-    const one = new MemoryResponseAffinity();
-    return [one, one];
-  }],
-  ['redis (two replicas)', async (): Promise<[ResponseAffinity, ResponseAffinity]> => {
-    const prefix = uniquePrefix('affinity');
-    return [new RedisResponseAffinity(await connect(), prefix), new RedisResponseAffinity(await connect(), prefix)];
-  }],
+  [
+    'memory',
+    async (): Promise<[ResponseAffinity, ResponseAffinity]> => {
+      const one = new MemoryResponseAffinity();
+      return [one, one];
+    },
+  ],
+  [
+    'redis (two replicas)',
+    async (): Promise<[ResponseAffinity, ResponseAffinity]> => {
+      const prefix = uniquePrefix('affinity');
+      return [new RedisResponseAffinity(await connect(), prefix), new RedisResponseAffinity(await connect(), prefix)];
+    },
+  ],
 ])('ResponseAffinity: %s', (_name, make) => {
   it('returns the provider that produced a response, to every replica', async () => {
     const [a, b] = await make();

@@ -24,7 +24,10 @@ export class MemoryResponseAffinity implements ResponseAffinity {
    * @param ttlMs how long a mapping lives, in ms. @defaultValue 3_600_000 (1 h)
    * @param maxEntries bound on remembered responses. @defaultValue 100_000
    */
-  constructor(private readonly ttlMs = 3_600_000, private readonly maxEntries = 100_000) {}
+  constructor(
+    private readonly ttlMs = 3_600_000,
+    private readonly maxEntries = 100_000,
+  ) {}
 
   async get(responseId: string): Promise<string | undefined> {
     const entry = this.entries.get(responseId);

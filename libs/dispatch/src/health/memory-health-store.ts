@@ -1,11 +1,4 @@
-import {
-  CachedHealthStore,
-  INITIAL_HEALTH,
-  nextHealth,
-  type HealthEvent,
-  type HealthThresholds,
-  type HealthTransitionListener,
-} from './provider-health';
+import { CachedHealthStore, INITIAL_HEALTH, nextHealth, type HealthEvent, type HealthThresholds, type HealthTransitionListener } from './provider-health';
 
 /** Health of one process's providers, for the memory backend (one gateway). Same rule as every store: `nextHealth`. */
 export class MemoryHealthStore extends CachedHealthStore {

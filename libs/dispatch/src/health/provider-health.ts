@@ -69,7 +69,12 @@ export interface HealthTransition {
  * @returns the next record, `changed` false when it equals `prev` (nothing to write), and the
  *   transition to log, if any.
  */
-export function nextHealth(prev: ProviderHealth, event: HealthEvent, settings: HealthThresholds, now: number): { next: ProviderHealth; changed: boolean; transition?: HealthTransition } {
+export function nextHealth(
+  prev: ProviderHealth,
+  event: HealthEvent,
+  settings: HealthThresholds,
+  now: number,
+): { next: ProviderHealth; changed: boolean; transition?: HealthTransition } {
   // The hot path: a request that succeeds on a healthy provider with no failed request to forget.
   if (event.kind === 'request' && event.ok && prev.state === 'healthy' && prev.requestFailures === 0) return { next: prev, changed: false };
   const before = healthView(prev, now).state;
@@ -164,7 +169,12 @@ export function healthView(record: ProviderHealth, now: number): HealthView {
   if (record.state === 'unhealthy') {
     if (record.cause === 'requests' && record.retryAt !== undefined && now >= record.retryAt) {
       const trialOut = (record.trialUntil ?? 0) > now;
-      return { state: trialOut ? 'trial' : 'half_open', reason: record.reason ?? null, since: record.since ?? null, retryAt: trialOut ? (record.trialUntil ?? null) : record.retryAt };
+      return {
+        state: trialOut ? 'trial' : 'half_open',
+        reason: record.reason ?? null,
+        since: record.since ?? null,
+        retryAt: trialOut ? (record.trialUntil ?? null) : record.retryAt,
+      };
     }
     return { state: 'unhealthy', reason: record.reason ?? null, since: record.since ?? null, retryAt: record.retryAt ?? null };
   }

@@ -25,7 +25,15 @@ describeHealthStoreContract('redis', async () => {
   const prefix = uniquePrefix('health');
   const [a, b] = await Promise.all([connect(), connect()]);
   const transitions: [string[], string[]] = [[], []];
-  const store = (conn: Redis, seen: string[]) => new RedisHealthStore(conn, prefix, () => CONTRACT_SETTINGS, () => 10_000, undefined, collectTransitions(seen));
+  const store = (conn: Redis, seen: string[]) =>
+    new RedisHealthStore(
+      conn,
+      prefix,
+      () => CONTRACT_SETTINGS,
+      () => 10_000,
+      undefined,
+      collectTransitions(seen),
+    );
   return {
     stores: [store(a, transitions[0]), store(b, transitions[1])],
     transitions,
@@ -70,7 +78,7 @@ describe('RedisHealthStore across replicas', () => {
     }
   });
 
-  it('forgets a provider\'s health when no replica refreshes it within the TTL', async () => {
+  it("forgets a provider's health when no replica refreshes it within the TTL", async () => {
     const prefix = uniquePrefix('health-ttl');
     const conn = await connect();
     const store = new RedisHealthStore(conn, prefix, settings, () => 150);

@@ -141,7 +141,9 @@ function parseRecord(json: string | null): ProviderHealth | undefined {
   if (!json) return undefined;
   try {
     const parsed = JSON.parse(json) as ProviderHealth;
-    return typeof parsed === 'object' && parsed !== null && (parsed.state === 'healthy' || parsed.state === 'unhealthy') ? { ...INITIAL_HEALTH, ...parsed } : undefined;
+    return typeof parsed === 'object' && parsed !== null && (parsed.state === 'healthy' || parsed.state === 'unhealthy')
+      ? { ...INITIAL_HEALTH, ...parsed }
+      : undefined;
   } catch {
     return undefined;
   }

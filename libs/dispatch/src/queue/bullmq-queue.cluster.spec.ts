@@ -33,7 +33,10 @@ describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
     await Promise.all(open.splice(0).map((q) => q.close()));
   });
   const replicas = (prefix: string, n: number) => {
-    const queues = Array.from({ length: n }, (_, i) => new BullmqProviderQueue({ redisUrl: cluster.urls[i % cluster.urls.length], cluster: true, prefix, logger: silent }));
+    const queues = Array.from(
+      { length: n },
+      (_, i) => new BullmqProviderQueue({ redisUrl: cluster.urls[i % cluster.urls.length], cluster: true, prefix, logger: silent }),
+    );
     open.push(...queues);
     return queues;
   };
@@ -82,13 +85,24 @@ describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
     );
     expect(peak.get('a')).toBe(2);
     expect(peak.get('b')).toBe(3);
-    expect(await readLeaseCounts(reader, prefix, [a, b])).toEqual(new Map([['a', { inFlight: 0, queued: 0 }], ['b', { inFlight: 0, queued: 0 }]]));
+    expect(await readLeaseCounts(reader, prefix, [a, b])).toEqual(
+      new Map([
+        ['a', { inFlight: 0, queued: 0 }],
+        ['b', { inFlight: 0, queued: 0 }],
+      ]),
+    );
 
     const tiny = { providerId: 'tiny', maxConcurrency: 1, maxQueued: 1, shardTag: pools.c };
     await Promise.all(queues.map((q) => q.configure([a, b, tiny])));
     const granted: Lease[] = [];
     const refused: string[] = [];
-    queues.concat(queues).forEach((q) => void q.acquireLease(request([tiny])).then((l) => void granted.push(l), (e: AdmissionError) => void refused.push(e.code)));
+    queues.concat(queues).forEach(
+      (q) =>
+        void q.acquireLease(request([tiny])).then(
+          (l) => void granted.push(l),
+          (e: AdmissionError) => void refused.push(e.code),
+        ),
+    );
     await waitUntil(() => refused.length === 4 && granted.length === 1, 5000, '1 grant and 4 refusals');
     expect(refused).toEqual(Array(4).fill('queue_full'));
     expect((await readLeaseCounts(reader, prefix, [tiny])).get('tiny')).toEqual({ inFlight: 1, queued: 1 });

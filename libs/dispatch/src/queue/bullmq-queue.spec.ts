@@ -61,10 +61,14 @@ describe('BullmqProviderQueue admission is one atomic step', () => {
     const { granted, refused } = await burst(queues, n, [a, b]);
     const admitted = Math.min(n, 105);
     await waitUntil(() => refused.length === n - admitted, 5000, `${n - admitted} refusals`);
-    await waitUntil(async () => {
-      const c = await queues[0].counts(['a', 'b']);
-      return c.get('a')!.inFlight + c.get('a')!.queued + c.get('b')!.inFlight + c.get('b')!.queued === admitted;
-    }, 5000, 'every admitted request to be counted');
+    await waitUntil(
+      async () => {
+        const c = await queues[0].counts(['a', 'b']);
+        return c.get('a')!.inFlight + c.get('a')!.queued + c.get('b')!.inFlight + c.get('b')!.queued === admitted;
+      },
+      5000,
+      'every admitted request to be counted',
+    );
     const counts = Object.fromEntries([...(await queues[0].counts(['a', 'b']))]);
     const result = { counts, granted: granted.length, refused: [...refused] };
     for (const q of queues) await q.close();
@@ -303,7 +307,11 @@ describe('BullmqProviderQueue when Redis fails', () => {
     await own.kill();
     await own.start();
     await waitUntil(async () => (await first.isReady()) && (await second.isReady()), 10_000, 'both replicas to reconnect');
-    await waitUntil(async () => (await second.counts(['a']).catch(() => undefined))?.get('a')?.inFlight === 2, 5000, 'the running leases to be registered again').catch((e: Error) => {
+    await waitUntil(
+      async () => (await second.counts(['a']).catch(() => undefined))?.get('a')?.inFlight === 2,
+      5000,
+      'the running leases to be registered again',
+    ).catch((e: Error) => {
       throw new Error(`${e.message}; warnings: ${warnings.join(' | ')}`);
     });
     expect(warnings.some((w) => w.includes('Redis restarted'))).toBe(true);

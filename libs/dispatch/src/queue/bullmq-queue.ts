@@ -87,7 +87,9 @@ export class BullmqProviderQueue implements ProviderQueue {
     });
     this.producer.on('close', () => this.markOutage('connection closed'));
     this.subscriber.on('message', (_channel: string, payload: string) => this.onGrantMessage(payload));
-    this.subscriber.subscribe(this.store.keys.grantChannel(this.replicaId)).catch((e: unknown) => this.opts.logger.warn({ err: e }, 'redis queue: subscribe failed'));
+    this.subscriber
+      .subscribe(this.store.keys.grantChannel(this.replicaId))
+      .catch((e: unknown) => this.opts.logger.warn({ err: e }, 'redis queue: subscribe failed'));
     this.timers.push(
       setInterval(() => this.loop('renew', () => this.renewAll()), this.opts.renewIntervalMs),
       setInterval(() => this.holder.fenceOverdue(), Math.max(10, Math.floor(this.opts.fenceMarginMs / 2))),
@@ -232,7 +234,12 @@ export class BullmqProviderQueue implements ProviderQueue {
     const data = JSON.stringify({ origin: this.replicaId, model: waiter.request.modelGroupKey });
     let result;
     try {
-      result = await this.store.admit(tag, candidates.map((p) => p.providerId), jobId, data);
+      result = await this.store.admit(
+        tag,
+        candidates.map((p) => p.providerId),
+        jobId,
+        data,
+      );
     } catch (e) {
       // The script may have run: leave (or release) that job once Redis answers.
       this.holder.leaveLater(jobId, candidates[0]);
@@ -363,7 +370,10 @@ export class BullmqProviderQueue implements ProviderQueue {
       byTag.set(waiter.provider.shardTag, list);
     }
     for (const [tag, list] of byTag) {
-      const states = await this.store.poll(tag, list.map((w) => ({ providerId: w.provider.providerId, jobId: w.jobId })));
+      const states = await this.store.poll(
+        tag,
+        list.map((w) => ({ providerId: w.provider.providerId, jobId: w.jobId })),
+      );
       list.forEach((waiter, i) => {
         const state = states[i];
         if (state.kind === 'granted') void this.step(waiter, () => this.confirm(waiter, state.providerId));
@@ -389,7 +399,10 @@ export class BullmqProviderQueue implements ProviderQueue {
    */
   private async onProducerReady(): Promise<void> {
     if (await this.liveness.restarted()) {
-      this.opts.logger.warn({ barrier_ms: this.opts.restartBarrierMs }, `redis queue: Redis restarted; no grants for ${this.opts.restartBarrierMs} ms while running leases register again`);
+      this.opts.logger.warn(
+        { barrier_ms: this.opts.restartBarrierMs },
+        `redis queue: Redis restarted; no grants for ${this.opts.restartBarrierMs} ms while running leases register again`,
+      );
       for (const tag of this.providersByTag().keys()) await this.store.raiseBarrier(tag, this.opts.restartBarrierMs);
     }
     await this.writeLimits();

@@ -97,7 +97,13 @@ export class LeaseHolder {
     for (const lease of this.leases.values()) byTag.set(lease.provider.shardTag, [...(byTag.get(lease.provider.shardTag) ?? []), lease]);
     for (const [tag, list] of byTag) {
       const sentAt = performance.now();
-      const lost = new Set(await this.store.renew(tag, list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId })), false));
+      const lost = new Set(
+        await this.store.renew(
+          tag,
+          list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId })),
+          false,
+        ),
+      );
       for (const lease of list) {
         if (lease.released) continue;
         if (lost.has(lease.jobId)) this.fence(lease, 'Redis no longer has it');
@@ -125,7 +131,8 @@ export class LeaseHolder {
     const limit = this.timing.leaseTtlMs - this.timing.fenceMarginMs;
     for (const lease of [...this.leases.values()]) {
       if (now - lease.renewedAt > limit) this.fence(lease, `not renewed for ${Math.round(now - lease.renewedAt)} ms (limit ${limit} ms)`);
-      else if (now - lease.grantedAt > this.timing.hardLeaseLimitMs) this.fence(lease, `held longer than the hard lease limit of ${this.timing.hardLeaseLimitMs} ms`);
+      else if (now - lease.grantedAt > this.timing.hardLeaseLimitMs)
+        this.fence(lease, `held longer than the hard lease limit of ${this.timing.hardLeaseLimitMs} ms`);
     }
   }
 
@@ -156,7 +163,11 @@ export class LeaseHolder {
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
     lease.controller.abort(
-      new AdmissionError('queue_unavailable', `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`, 1),
+      new AdmissionError(
+        'queue_unavailable',
+        `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`,
+        1,
+      ),
     );
     void this.release(lease.jobId, lease.provider);
   }

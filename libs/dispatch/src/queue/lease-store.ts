@@ -12,17 +12,17 @@ export interface StoredProvider {
 
 /** What one admission script decided. */
 export type AdmitResult =
-  | { kind: 'granted'; providerId: string }
-  | { kind: 'queued'; providerId: string }
-  | { kind: 'full' }
-  | { kind: 'unconfigured'; providerId: string };
+  { kind: 'granted'; providerId: string } | { kind: 'queued'; providerId: string } | { kind: 'full' } | { kind: 'unconfigured'; providerId: string };
 
 /** What a waiter's job became: granted (on which provider), still waiting, or gone with Redis state. */
 export type WaiterState = { kind: 'granted'; providerId: string } | { kind: 'waiting' } | { kind: 'gone' };
 
 class Script {
   readonly sha: string;
-  constructor(readonly name: string, readonly lua: string) {
+  constructor(
+    readonly name: string,
+    readonly lua: string,
+  ) {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
 }
@@ -95,7 +95,9 @@ export class LeaseStore {
   async poll(shardTag: string, waiting: readonly { providerId: string; jobId: string }[]): Promise<WaiterState[]> {
     const args = waiting.flatMap((w) => [this.keys.queueName(w.providerId), w.jobId]);
     const reply = (await this.run(SCRIPTS.poll, shardTag, [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), ...args])) as string[];
-    return reply.map((s) => (s.startsWith('g:') ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) } : s === 'w' ? { kind: 'waiting' } : { kind: 'gone' }));
+    return reply.map((s) =>
+      s.startsWith('g:') ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) } : s === 'w' ? { kind: 'waiting' } : { kind: 'gone' },
+    );
   }
 
   /** Frees the leases and waiting jobs of dead replicas on the given providers of one tag; resolves how many. */
@@ -175,7 +177,10 @@ export class LeaseStore {
   /** `run_id` of the Redis server (of every master of a cluster, sorted), to detect a restart that lost state. */
   async serverRunId(): Promise<string> {
     const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
-    return infos.map((info) => /run_id:(\w+)/.exec(info)?.[1] ?? '?').sort().join(',');
+    return infos
+      .map((info) => /run_id:(\w+)/.exec(info)?.[1] ?? '?')
+      .sort()
+      .join(',');
   }
 
   private async run(script: Script, shardTag: string, args: string[]): Promise<unknown> {

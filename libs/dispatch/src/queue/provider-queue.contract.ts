@@ -168,10 +168,14 @@ export function describeProviderQueueContract(name: string, makeQueue: ProviderQ
       const second = await queue.acquireLease(request([a, b]));
       expect(new Set([first.providerId, second.providerId])).toEqual(new Set(['a', 'b']));
       const third = queue.acquireLease(request([a, b]));
-      await waitUntil(async () => {
-        const c = await queue.counts(['a', 'b']);
-        return c.get('a')!.queued + c.get('b')!.queued === 1;
-      }, 5000, 'the third request to queue');
+      await waitUntil(
+        async () => {
+          const c = await queue.counts(['a', 'b']);
+          return c.get('a')!.queued + c.get('b')!.queued === 1;
+        },
+        5000,
+        'the third request to queue',
+      );
       // Free the provider the third request is NOT queued on: it must move there.
       const c = await queue.counts(['a', 'b']);
       const other = c.get('a')!.queued === 1 ? 'b' : 'a';

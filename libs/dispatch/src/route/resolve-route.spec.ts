@@ -74,7 +74,11 @@ describe('resolveRoute', () => {
 
   it('resolves a CLI provider and a legacy route to direct targets that carry the model group key', () => {
     expect(resolveRoute(config, 'cli-model')).toMatchObject({ providerPool: false, modelGroupKey: 'cli-model', target: { nodeId: 'n', providerId: 'cli-p' } });
-    expect(resolveRoute(config, 'legacy-model')).toMatchObject({ providerPool: false, modelGroupKey: 'legacy-model', target: { nodeId: 'legacy', upstreamModel: 'old-up' } });
+    expect(resolveRoute(config, 'legacy-model')).toMatchObject({
+      providerPool: false,
+      modelGroupKey: 'legacy-model',
+      target: { nodeId: 'legacy', upstreamModel: 'old-up' },
+    });
   });
 
   it('returns undefined for an unknown model (404 model_not_found)', () => {

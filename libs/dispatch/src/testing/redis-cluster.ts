@@ -56,14 +56,23 @@ async function startOnce(masters: number): Promise<TestRedisCluster> {
   try {
     for (const port of ports) {
       nodes.push(
-        await spawnRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '5000', '--dir', dir]),
+        await spawnRedis(port, [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          path.join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '5000',
+          '--dir',
+          dir,
+        ]),
       );
     }
-    await promisify(execFile)('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 40_000 }).catch(
-      (e: NodeJS.ErrnoException) => {
-        throw e.code === 'ENOENT' ? new Error('redis-cli not found: install the Debian package redis-tools (comes with redis-server)') : e;
-      },
-    );
+    await promisify(execFile)('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      timeout: 40_000,
+    }).catch((e: NodeJS.ErrnoException) => {
+      throw e.code === 'ENOENT' ? new Error('redis-cli not found: install the Debian package redis-tools (comes with redis-server)') : e;
+    });
     await waitForClusterOk(ports);
   } catch (e) {
     await stop();
@@ -93,7 +102,15 @@ async function waitForClusterOk(ports: readonly number[]): Promise<void> {
 
 /** `CLUSTER INFO` of one node, or '' when it does not answer within a second. */
 async function clusterInfo(port: number): Promise<string> {
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectTimeout: 1000, commandTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();

@@ -22,8 +22,7 @@ export interface TestRedis {
   start(): Promise<void>;
 }
 
-const MISSING_BINARY =
-  'redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or set REDIS_URL';
+const MISSING_BINARY = 'redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or set REDIS_URL';
 
 /**
  * Starts (or borrows) a Redis for tests. `forceOwn` ignores `REDIS_URL`, for tests that stop
@@ -93,9 +92,7 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
     { stdio: 'ignore' },
   );
   const failed = new Promise<never>((_, reject) => {
-    child.once('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'ENOENT' ? new Error(MISSING_BINARY) : error),
-    );
+    child.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new Error(MISSING_BINARY) : error));
     child.once('exit', (code, signal) => reject(new Error(`redis-server on port ${port} exited early (${signal ?? code})`)));
   });
   failed.catch(() => undefined);

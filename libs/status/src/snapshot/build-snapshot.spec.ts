@@ -4,8 +4,7 @@ import { adapterHealthKey, buildSnapshot, trackedProviderIds } from './build-sna
 import type { ResourceStatus, StatusSnapshot } from './snapshot';
 
 /** Schema-parsed config (defaults applied) without the semantic checks, so broken references can be expressed. */
-const cfg = (nodes: EdgeConfigInput['nodes'], routes: EdgeConfigInput['routes'] = []): EdgeConfig =>
-  edgeConfigSchema.parse({ version: 1, nodes, routes });
+const cfg = (nodes: EdgeConfigInput['nodes'], routes: EdgeConfigInput['routes'] = []): EdgeConfig => edgeConfigSchema.parse({ version: 1, nodes, routes });
 
 const counts = (entries: Record<string, ProviderCounts>) => new Map(Object.entries(entries));
 const NOW = new Date('2026-01-01T00:00:00.000Z');
@@ -35,8 +34,30 @@ describe('buildSnapshot (resource-first)', () => {
           node_id: 'gpu-a',
           source: 'catalog',
           resources: [
-            { id: 'gpu-a-echo', category: 'cli', adapter: 'echo', models: ['echo'], pool: false, enabled: true, state: 'ready', max_concurrency: null, in_flight: null, queued: null },
-            { id: 'gpu-a-compat', category: 'openai_compat', adapter: 'compat-0', models: ['llama'], pool: true, enabled: true, state: 'ready', max_concurrency: 4, in_flight: 3, queued: 2 },
+            {
+              id: 'gpu-a-echo',
+              category: 'cli',
+              adapter: 'echo',
+              models: ['echo'],
+              pool: false,
+              enabled: true,
+              state: 'ready',
+              max_concurrency: null,
+              in_flight: null,
+              queued: null,
+            },
+            {
+              id: 'gpu-a-compat',
+              category: 'openai_compat',
+              adapter: 'compat-0',
+              models: ['llama'],
+              pool: true,
+              enabled: true,
+              state: 'ready',
+              max_concurrency: 4,
+              in_flight: 3,
+              queued: 2,
+            },
           ],
         },
       ],
@@ -57,9 +78,42 @@ describe('buildSnapshot (resource-first)', () => {
     const node = only(buildSnapshot(config, counts({ 'laptop-compat': { inFlight: 7, queued: 7 } }), { now: NOW }), 'laptop');
     expect(node.source).toBe('adapters');
     expect(node.resources).toEqual([
-      { id: 'codex-cli', category: 'cli', adapter: 'codex-cli', models: ['codex'], pool: false, enabled: true, state: 'ready', max_concurrency: null, in_flight: null, queued: null },
-      { id: 'laptop-compat', category: 'openai_compat', adapter: 'laptop-compat', models: ['legacy'], pool: false, enabled: true, state: 'ready', max_concurrency: null, in_flight: null, queued: null },
-      { id: 'off', category: 'ollama', adapter: 'off', models: [], pool: false, enabled: false, state: 'disabled', max_concurrency: null, in_flight: null, queued: null },
+      {
+        id: 'codex-cli',
+        category: 'cli',
+        adapter: 'codex-cli',
+        models: ['codex'],
+        pool: false,
+        enabled: true,
+        state: 'ready',
+        max_concurrency: null,
+        in_flight: null,
+        queued: null,
+      },
+      {
+        id: 'laptop-compat',
+        category: 'openai_compat',
+        adapter: 'laptop-compat',
+        models: ['legacy'],
+        pool: false,
+        enabled: true,
+        state: 'ready',
+        max_concurrency: null,
+        in_flight: null,
+        queued: null,
+      },
+      {
+        id: 'off',
+        category: 'ollama',
+        adapter: 'off',
+        models: [],
+        pool: false,
+        enabled: false,
+        state: 'disabled',
+        max_concurrency: null,
+        in_flight: null,
+        queued: null,
+      },
     ]);
   });
 
@@ -79,18 +133,28 @@ describe('buildSnapshot (resource-first)', () => {
   });
 
   describe('state and counts of a catalog entry', () => {
-    const node = (provider: Record<string, unknown>, adapters: ReturnType<typeof http | typeof cli>[] = [http('vllm-0', 'vllm'), http('compat-0', 'openai_compat')]) =>
-      cfg([{ id: 'n', adapters, providers: [{ id: 'p', category: 'vllm', adapter: 'vllm-0', models: ['m'], max_concurrency: 2, ...provider } as never] }]);
+    const node = (
+      provider: Record<string, unknown>,
+      adapters: ReturnType<typeof http | typeof cli>[] = [http('vllm-0', 'vllm'), http('compat-0', 'openai_compat')],
+    ) => cfg([{ id: 'n', adapters, providers: [{ id: 'p', category: 'vllm', adapter: 'vllm-0', models: ['m'], max_concurrency: 2, ...provider } as never] }]);
     const tracked = counts({ p: { inFlight: 1, queued: 1 } });
 
     it.each<[string, EdgeConfig, Partial<ResourceStatus>]>([
       ['ready: enabled, adapter resolves by id', node({}), { state: 'ready', adapter: 'vllm-0', in_flight: 1, queued: 1 }],
       ['ready: adapter given as a type with one enabled adapter of it', node({ adapter: 'vllm' }), { state: 'ready', adapter: 'vllm-0' }],
       ['disabled: the provider is disabled', node({ enabled: false }), { state: 'disabled', enabled: false }],
-      ['disabled: the provider points at a disabled adapter', node({}, [http('vllm-0', 'vllm', false)]), { state: 'disabled', enabled: true, adapter: 'vllm-0' }],
+      [
+        'disabled: the provider points at a disabled adapter',
+        node({}, [http('vllm-0', 'vllm', false)]),
+        { state: 'disabled', enabled: true, adapter: 'vllm-0' },
+      ],
       ['disabled: a type name whose only adapter is disabled', node({ adapter: 'vllm' }, [http('vllm-0', 'vllm', false)]), { state: 'disabled' }],
       ['invalid: the adapter is missing', node({ adapter: 'vllm-9' }), { state: 'invalid', adapter: 'vllm-9' }],
-      ['invalid: a type name with two enabled adapters (ambiguous)', node({ adapter: 'vllm' }, [http('vllm-0', 'vllm'), http('vllm-1', 'vllm')]), { state: 'invalid', adapter: 'vllm' }],
+      [
+        'invalid: a type name with two enabled adapters (ambiguous)',
+        node({ adapter: 'vllm' }, [http('vllm-0', 'vllm'), http('vllm-1', 'vllm')]),
+        { state: 'invalid', adapter: 'vllm' },
+      ],
       ['invalid: the adapter is of another type than the category', node({ adapter: 'compat-0' }), { state: 'invalid', adapter: 'compat-0' }],
     ])('%s', (_name, config, expected) => {
       expect(byId(buildSnapshot(config, tracked), 'p')).toMatchObject(expected);
@@ -151,7 +215,7 @@ routes: [{ model: x, node: laptop, adapter: c }]
     expect(trackedProviderIds(loaded.config)).toEqual(['pa']);
   });
 
-  it('shows each pool provider\'s health record (state, reason, since, retry_at) and marks one out of health unhealthy', () => {
+  it("shows each pool provider's health record (state, reason, since, retry_at) and marks one out of health unhealthy", () => {
     const config = cfg([
       {
         id: 'n',
@@ -175,7 +239,10 @@ routes: [{ model: x, node: laptop, adapter: c }]
       state: 'unhealthy',
       health: { state: 'unhealthy', reason: '3 requests failed: upstream_timeout', since: '2026-01-01T00:00:00.000Z', retry_at: '2026-01-01T00:00:30.000Z' },
     });
-    expect(byId(snapshot, 'b')).toMatchObject({ state: 'unhealthy', health: { state: 'backoff', reason: 'upstream 429', since: null, retry_at: '2026-01-01T00:00:07.000Z' } });
+    expect(byId(snapshot, 'b')).toMatchObject({
+      state: 'unhealthy',
+      health: { state: 'backoff', reason: 'upstream 429', since: null, retry_at: '2026-01-01T00:00:07.000Z' },
+    });
     expect(byId(snapshot, 'c')).toMatchObject({ state: 'ready', health: { state: 'healthy', reason: null } });
     expect(byId(snapshot, 'e').state).toBe('ready');
     expect(byId(snapshot, 'e').health).toBeUndefined();

@@ -1,13 +1,5 @@
 import { queueProviders, type ProviderCounts } from '@iop/dispatch';
-import {
-  isPoolCategory,
-  modelNames,
-  usablePoolProvider,
-  type AdapterConfig,
-  type EdgeConfig,
-  type NodeConfig,
-  type ProviderConfig,
-} from '@iop/validate';
+import { isPoolCategory, modelNames, usablePoolProvider, type AdapterConfig, type EdgeConfig, type NodeConfig, type ProviderConfig } from '@iop/validate';
 import type { ResourceHealthDetail, ResourceState, ResourceStatus, StatusSnapshot } from './snapshot';
 
 /** Health of one resource as reported by a health source (active probes, the `health` settings). */

@@ -31,7 +31,9 @@ export function parsePrometheusText(text: string): PromSample[] {
     if (HELP.test(line)) return;
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`line ${i + 1} is not Prometheus text: ${JSON.stringify(line)}`);
-    const family = [...typed.keys()].find((f) => m[1] === f || (typed.get(f) === 'histogram' && /^_(bucket|sum|count)$/.test(m[1].slice(f.length)) && m[1].startsWith(f)));
+    const family = [...typed.keys()].find(
+      (f) => m[1] === f || (typed.get(f) === 'histogram' && /^_(bucket|sum|count)$/.test(m[1].slice(f.length)) && m[1].startsWith(f)),
+    );
     if (!family) throw new Error(`line ${i + 1}: sample ${m[1]} has no # TYPE line before it`);
     const labels: Record<string, string> = {};
     for (const [, k, v] of (m[2] ?? '').matchAll(ONE_LABEL)) labels[k] = v.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');

@@ -51,7 +51,11 @@ describe('.github/workflows/ci.yml', () => {
 
   it('runs lint, typecheck, test and build, then every e2e target of the workspace, on the affected projects', () => {
     expect(affectedTargets).toEqual(expect.arrayContaining(['lint', 'typecheck', 'test', 'build', 'e2e']));
-    const withE2e = execFileSync('npx', ['nx', 'show', 'projects', '--with-target', 'e2e'], { cwd: WORKSPACE_ROOT, encoding: 'utf8', env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' } })
+    const withE2e = execFileSync('npx', ['nx', 'show', 'projects', '--with-target', 'e2e'], {
+      cwd: WORKSPACE_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
+    })
       .trim()
       .split('\n');
     expect(withE2e.sort()).toEqual(['fleet', 'status-exporter']);

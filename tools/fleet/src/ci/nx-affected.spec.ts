@@ -26,7 +26,9 @@ describe('nx affected sets (nx.json inputs)', () => {
     const blob = git(['hash-object', '-w', '--stdin'], { input: `${readFileSync(path.join(WORKSPACE_ROOT, file), 'utf8')}\n# scratch change\n` });
     git(['update-index', '--add', '--cacheinfo', `100644,${blob},${file}`], { env });
     const tree = git(['write-tree'], { env });
-    return git(['commit-tree', tree, '-p', 'HEAD', '-m', `scratch: ${file}`], { env: { GIT_AUTHOR_NAME: 'test', GIT_AUTHOR_EMAIL: 'test@localhost', GIT_COMMITTER_NAME: 'test', GIT_COMMITTER_EMAIL: 'test@localhost' } });
+    return git(['commit-tree', tree, '-p', 'HEAD', '-m', `scratch: ${file}`], {
+      env: { GIT_AUTHOR_NAME: 'test', GIT_AUTHOR_EMAIL: 'test@localhost', GIT_COMMITTER_NAME: 'test', GIT_COMMITTER_EMAIL: 'test@localhost' },
+    });
   };
 
   const affectedBy = (file: string): string[] => {

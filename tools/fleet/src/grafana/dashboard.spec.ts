@@ -41,14 +41,21 @@ function analyse(expr: string): QueryUse {
     for (let c = n.firstChild; c; c = c.nextSibling) out.push(c);
     return out;
   };
-  const selectorsIn = (n: SyntaxNode): string[] =>
-    n.name === 'VectorSelector' ? [slice(n.getChild('Identifier')!)] : children(n).flatMap(selectorsIn);
+  const selectorsIn = (n: SyntaxNode): string[] => (n.name === 'VectorSelector' ? [slice(n.getChild('Identifier')!)] : children(n).flatMap(selectorsIn));
   const walk = (n: SyntaxNode) => {
     if (n.type.isError) use.errors.push(`syntax error at ${n.from}: ${JSON.stringify(text.slice(n.from, n.from + 20))}`);
     if (n.name === 'VectorSelector') {
       const id = n.getChild('Identifier');
       const matchers = n.getChild('LabelMatchers');
-      use.selectors.push({ metric: id ? slice(id) : '', matchers: matchers ? children(matchers).map((m) => m.getChild('LabelName')).filter((l): l is SyntaxNode => !!l).map(slice) : [] });
+      use.selectors.push({
+        metric: id ? slice(id) : '',
+        matchers: matchers
+          ? children(matchers)
+              .map((m) => m.getChild('LabelName'))
+              .filter((l): l is SyntaxNode => !!l)
+              .map(slice)
+          : [],
+      });
     }
     if (n.name === 'AggregateExpr') {
       const grouping = n.getChild('AggregateModifier')?.getChild('GroupingLabels');
@@ -67,7 +74,11 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
     expect(dashboard.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource' }));
     expect(queries.length).toBeGreaterThan(10);
     for (const p of dashboard.panels.filter((p) => p.type !== 'row')) {
-      expect({ panel: p.title, datasource: p.datasource?.uid, targets: (p.targets?.length ?? 0) > 0 }).toEqual({ panel: p.title, datasource: '${datasource}', targets: true });
+      expect({ panel: p.title, datasource: p.datasource?.uid, targets: (p.targets?.length ?? 0) > 0 }).toEqual({
+        panel: p.title,
+        datasource: '${datasource}',
+        targets: true,
+      });
     }
   });
 
@@ -102,7 +113,13 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
       );
       const env = { REDIS_URL: redis.url, LOG_LEVEL: 'warn' };
       const start = async (name: string, args: string[]) => {
-        const proc = new ManagedProcess({ name, command: process.execPath, args: [path.join(WORKSPACE_ROOT, 'dist/apps', name, 'main.js'), ...args], env, ready: /listening on/ });
+        const proc = new ManagedProcess({
+          name,
+          command: process.execPath,
+          args: [path.join(WORKSPACE_ROOT, 'dist/apps', name, 'main.js'), ...args],
+          env,
+          ready: /listening on/,
+        });
         processes.push(proc);
         await proc.start();
       };

@@ -12,7 +12,10 @@ import { copyFrom, parseStages, reproduceRuntimeStage, type RuntimeImage } from 
 const dockerfilelint = require('dockerfilelint') as { run(configDir: string, content: string): { line: number; title: string; description: string }[] };
 
 const DOCKERFILE = readFileSync(path.join(WORKSPACE_ROOT, 'Dockerfile'), 'utf8');
-const PACKAGE = JSON.parse(readFileSync(path.join(WORKSPACE_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const PACKAGE = JSON.parse(readFileSync(path.join(WORKSPACE_ROOT, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
 const stages = parseStages(DOCKERFILE);
 const args = (keyword: string, stage = stages.at(-1)!) =>
   stage.instructions.filter((i) => i.getKeyword() === keyword).map((i) => i.getArguments().map((a) => a.getValue()));
@@ -32,10 +35,14 @@ describe('Dockerfile', () => {
   });
 
   it('copies every npm workspace manifest into both stages, so npm ci matches the lock file', () => {
-    const workspaces = (JSON.parse(execFileSync('npm', ['query', '.workspace'], { cwd: WORKSPACE_ROOT, encoding: 'utf8' })) as { location: string }[]).map((w) => `${w.location}/package.json`);
+    const workspaces = (JSON.parse(execFileSync('npm', ['query', '.workspace'], { cwd: WORKSPACE_ROOT, encoding: 'utf8' })) as { location: string }[]).map(
+      (w) => `${w.location}/package.json`,
+    );
     expect(workspaces.length).toBeGreaterThan(0);
     for (const stage of stages) {
-      const copied = args('COPY', stage).filter((a) => a.length === 2 && a[0].endsWith('/package.json')).map((a) => a[0]);
+      const copied = args('COPY', stage)
+        .filter((a) => a.length === 2 && a[0].endsWith('/package.json'))
+        .map((a) => a[0]);
       expect({ stage: stage.name, copied: copied.sort() }).toEqual({ stage: stage.name, copied: workspaces.sort() });
     }
   });
@@ -88,12 +95,19 @@ describe('the image runtime stage, reproduced without Docker', () => {
   });
 
   it('holds the built dist/ and the production dependencies only: no devDependency, no source', () => {
-    const installed = new Set(readdirSync(path.join(image.dir, 'node_modules')).flatMap((d) => (d.startsWith('@') ? readdirSync(path.join(image.dir, 'node_modules', d)).map((n) => `${d}/${n}`) : [d])));
+    const installed = new Set(
+      readdirSync(path.join(image.dir, 'node_modules')).flatMap((d) =>
+        d.startsWith('@') ? readdirSync(path.join(image.dir, 'node_modules', d)).map((n) => `${d}/${n}`) : [d],
+      ),
+    );
     for (const dep of Object.keys(PACKAGE.dependencies)) expect(installed).toContain(dep);
     expect(Object.keys(PACKAGE.devDependencies).filter((dep) => installed.has(dep))).toEqual([]);
     expect(existsSync(path.join(image.dir, 'dist/apps/edge-gateway/main.js'))).toBe(true);
     expect(existsSync(path.join(image.dir, 'dist/apps/status-exporter/main.js'))).toBe(true);
-    const sources = execFileSync('find', ['.', '-path', './node_modules', '-prune', '-o', '-name', '*.ts', '-print'], { cwd: image.dir, encoding: 'utf8' }).trim();
+    const sources = execFileSync('find', ['.', '-path', './node_modules', '-prune', '-o', '-name', '*.ts', '-print'], {
+      cwd: image.dir,
+      encoding: 'utf8',
+    }).trim();
     expect(sources).toBe('');
   });
 
@@ -147,8 +161,16 @@ describe('the image runtime stage, reproduced without Docker', () => {
     const url = `http://127.0.0.1:${gatewayPort}`;
     expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({ status: 'ready', queue: 'redis' });
     const chat = async (model: string) => {
-      const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'from the image' }] }) });
-      return { status: res.status, resource: res.headers.get('x-iop-resource'), text: ((await res.json()) as { choices?: { message: { content: string } }[] }).choices?.[0]?.message.content };
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'from the image' }] }),
+      });
+      return {
+        status: res.status,
+        resource: res.headers.get('x-iop-resource'),
+        text: ((await res.json()) as { choices?: { message: { content: string } }[] }).choices?.[0]?.message.content,
+      };
     };
     expect(await chat('m1')).toMatchObject({ status: 200, resource: 'gpu-1', text: expect.stringContaining('echo: from the image') });
     expect(await chat('echo')).toEqual({ status: 200, resource: 'echo-1', text: 'echo: from the image' });

@@ -13,7 +13,12 @@ export interface Stage {
 
 /** `--from=<stage>` of a COPY, if any. */
 export function copyFrom(i: Instruction): string | undefined {
-  return i instanceof ModifiableInstruction ? i.getFlags().find((f) => f.getName() === 'from')?.getValue() ?? undefined : undefined;
+  return i instanceof ModifiableInstruction
+    ? (i
+        .getFlags()
+        .find((f) => f.getName() === 'from')
+        ?.getValue() ?? undefined)
+    : undefined;
 }
 
 /** The Dockerfile's stages, in order. */
@@ -73,7 +78,14 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
   const runtime = stages.at(-1);
   if (!runtime) throw new Error('the Dockerfile has no stage');
   const buildWorkdirs = new Map(
-    stages.slice(0, -1).map((s) => [s.name, s.instructions.filter((i) => i.getKeyword() === 'WORKDIR').at(-1)?.getArguments()[0]?.getValue()]),
+    stages.slice(0, -1).map((s) => [
+      s.name,
+      s.instructions
+        .filter((i) => i.getKeyword() === 'WORKDIR')
+        .at(-1)
+        ?.getArguments()[0]
+        ?.getValue(),
+    ]),
   );
   const ignore = dockerignore().add(existsSync(path.join(root, '.dockerignore')) ? readFileSync(path.join(root, '.dockerignore'), 'utf8') : '');
   const image: RuntimeImage = { dir, workdir: '/', env: {}, user: undefined, expose: [], entrypoint: [], cmd: [], aptPackages: [], commands: [] };
@@ -95,7 +107,10 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
           const eq = pair.indexOf('=');
           if (eq < 1) fail(i, `"${pair}" is not NAME=value`);
           const value = pair.slice(eq + 1).replace(/\$PATH|\$\{PATH\}/g, process.env['PATH'] ?? '');
-          image.env[pair.slice(0, eq)] = value.split(path.delimiter).map((p) => (image.workdir !== '/' && p.startsWith(image.workdir) ? inImage(p) : p)).join(path.delimiter);
+          image.env[pair.slice(0, eq)] = value
+            .split(path.delimiter)
+            .map((p) => (image.workdir !== '/' && p.startsWith(image.workdir) ? inImage(p) : p))
+            .join(path.delimiter);
         }
         break;
       case 'COPY': {
@@ -129,7 +144,10 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
         break;
       }
       case 'RUN':
-        for (const command of (i.getArgumentsContent() ?? '').replace(/\\\n/g, ' ').split('&&').map((c) => c.trim().replace(/\s+/g, ' '))) {
+        for (const command of (i.getArgumentsContent() ?? '')
+          .replace(/\\\n/g, ' ')
+          .split('&&')
+          .map((c) => c.trim().replace(/\s+/g, ' '))) {
           const words = command.split(' ');
           if (words[0] === 'apt-get' && words[1] === 'install') {
             image.aptPackages.push(...words.slice(2).filter((w) => !w.startsWith('-')));
@@ -137,7 +155,11 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
           } else if ((words[0] === 'apt-get' && words[1] === 'update') || command === 'rm -rf /var/lib/apt/lists/*' || command === 'npm cache clean --force') {
             image.commands.push({ command, reproduced: false });
           } else if (words[0] === 'npm' && words[1] === 'ci') {
-            execFileSync('npm', [...words.slice(1), '--prefer-offline'], { cwd: dir, stdio: 'pipe', env: { ...process.env, ...image.env, npm_config_update_notifier: 'false' } });
+            execFileSync('npm', [...words.slice(1), '--prefer-offline'], {
+              cwd: dir,
+              stdio: 'pipe',
+              env: { ...process.env, ...image.env, npm_config_update_notifier: 'false' },
+            });
             image.commands.push({ command, reproduced: true });
           } else {
             fail(i, `the command "${command}" is not reproduced`);

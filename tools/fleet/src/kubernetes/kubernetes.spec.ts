@@ -26,12 +26,24 @@ const matches = (selector: Record<string, string>, labels: Record<string, string
 const variables = (text: string) => [...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]))];
 
 describe('Kubernetes manifests (deploy/kubernetes)', () => {
-  it.each([base, ...overlays].map((k) => [path.relative(WORKSPACE_ROOT, k.dir), k] as const))('%s: every file the kustomization names exists and every object is valid against its Kubernetes schema', (_dir, k) => {
-    expect(k.problems).toEqual([]);
-    const objects = [...k.objects.map((o) => ({ where: path.relative(WORKSPACE_ROOT, o.file), object: o.object })), ...k.generated.map((object) => ({ where: 'generated', object }))];
-    expect(objects.length).toBeGreaterThan(0);
-    for (const { where, object } of objects) expect({ where, kind: object.kind, name: object.metadata?.name, problems: schemaProblems(object) }).toEqual({ where, kind: object.kind, name: object.metadata?.name, problems: [] });
-  });
+  it.each([base, ...overlays].map((k) => [path.relative(WORKSPACE_ROOT, k.dir), k] as const))(
+    '%s: every file the kustomization names exists and every object is valid against its Kubernetes schema',
+    (_dir, k) => {
+      expect(k.problems).toEqual([]);
+      const objects = [
+        ...k.objects.map((o) => ({ where: path.relative(WORKSPACE_ROOT, o.file), object: o.object })),
+        ...k.generated.map((object) => ({ where: 'generated', object })),
+      ];
+      expect(objects.length).toBeGreaterThan(0);
+      for (const { where, object } of objects)
+        expect({ where, kind: object.kind, name: object.metadata?.name, problems: schemaProblems(object) }).toEqual({
+          where,
+          kind: object.kind,
+          name: object.metadata?.name,
+          problems: [],
+        });
+    },
+  );
 
   it('a gateway Deployment of 3 replicas with the status exporter as a sidecar, both from the one image', () => {
     const deployment = one(base, 'Deployment');
@@ -91,7 +103,11 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
       const secret = k.generated.find((o) => o.kind === 'Secret' && o.metadata.name === 'iop-edge-secrets');
       const provided: Record<string, string> = secret?.stringData ?? Object.fromEntries(['REDIS_URL', ...variables(text)].map((v) => [v, `value-of-${v}`]));
       if (secret) expect(Object.keys(provided)).toEqual(expect.arrayContaining(['REDIS_URL', ...variables(text)]));
-      const loaded = parseConfigText(text, { ...provided, REDIS_URL: provided['REDIS_URL'].startsWith('redis') ? provided['REDIS_URL'] : 'redis://redis:6379' }, `${k.dir}/edge.yaml`);
+      const loaded = parseConfigText(
+        text,
+        { ...provided, REDIS_URL: provided['REDIS_URL'].startsWith('redis') ? provided['REDIS_URL'] : 'redis://redis:6379' },
+        `${k.dir}/edge.yaml`,
+      );
       expect(loaded.ok ? [] : loaded.problems).toEqual([]);
     }
   });
@@ -109,7 +125,9 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(hpa.spec.minReplicas).toBe(one(base, 'Deployment').spec.replicas);
     const monitor = one(base, 'ServiceMonitor');
     expect(matches(monitor.spec.selector.matchLabels, service.metadata.labels)).toBe(true);
-    expect(monitor.spec.endpoints.map((e: { port: string; path: string }) => `${e.port} ${e.path}`)).toEqual(service.spec.ports.map((p: { name: string }) => `${p.name} /metrics`));
+    expect(monitor.spec.endpoints.map((e: { port: string; path: string }) => `${e.port} ${e.path}`)).toEqual(
+      service.spec.ports.map((p: { name: string }) => `${p.name} /metrics`),
+    );
   });
 
   it('the example overlay: a namespace, the image from a registry, and a single-node Redis with AOF that REDIS_URL points at', () => {
@@ -122,7 +140,9 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     const redisArgs = (redis.spec.template.spec.containers[0].args as string[]).join(' ');
     expect(redisArgs).toContain('--appendonly yes');
     expect(redisArgs).toContain('--timeout 0');
-    const redisService = overlay.objects.map((x) => x.object).find((o) => o.kind === 'Service' && matches(o.spec.selector, redis.spec.template.metadata.labels)) as K8sObject;
+    const redisService = overlay.objects
+      .map((x) => x.object)
+      .find((o) => o.kind === 'Service' && matches(o.spec.selector, redis.spec.template.metadata.labels)) as K8sObject;
     expect(redis.spec.serviceName).toBe(redisService.metadata.name);
     const url = new URL(one(overlay, 'Secret', 'iop-edge-secrets').stringData['REDIS_URL']);
     expect(`${url.hostname}:${url.port}`).toBe(`${redisService.metadata.name}:${redisService.spec.ports[0].port}`);
@@ -172,13 +192,21 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
     const started = new Map<string, { url: string; container: Container }>();
     for (const c of podSpec(base).containers as Container[]) {
       const port = await freePort();
-      const argv = (c.args as string[]).map((a) => (a === '/etc/iop-edge/edge.yaml' ? path.join(volume, 'edge.yaml') : a.replace(/^0\.0\.0\.0:\d+$/, `127.0.0.1:${port}`)));
+      const argv = (c.args as string[]).map((a) =>
+        a === '/etc/iop-edge/edge.yaml' ? path.join(volume, 'edge.yaml') : a.replace(/^0\.0\.0\.0:\d+$/, `127.0.0.1:${port}`),
+      );
       const main = path.join(WORKSPACE_ROOT, 'dist/apps', argv[0], 'main.js');
       const proc = new ManagedProcess({
         name: c.name,
         command: process.execPath,
         args: [main, ...argv.slice(1)],
-        env: { ...Object.fromEntries((c.env ?? []).map((e: { name: string; value: string }) => [e.name, e.value])), LOG_LEVEL: 'warn', REDIS_URL: redis.url, EDGE_API_KEY: 'k', VLLM_API_KEY: 'v' },
+        env: {
+          ...Object.fromEntries((c.env ?? []).map((e: { name: string; value: string }) => [e.name, e.value])),
+          LOG_LEVEL: 'warn',
+          REDIS_URL: redis.url,
+          EDGE_API_KEY: 'k',
+          VLLM_API_KEY: 'v',
+        },
         ready: /listening on/,
       });
       processes.push(proc);
@@ -203,7 +231,8 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
 
     const gatewayUrl = started.get('gateway')!.url;
     const exporterUrl = started.get('status-exporter')!.url;
-    const models = async () => ((await (await fetch(`${gatewayUrl}/v1/models`, { headers: { authorization: 'Bearer k' } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    const models = async () =>
+      ((await (await fetch(`${gatewayUrl}/v1/models`, { headers: { authorization: 'Bearer k' } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
     const exporterProviders = async () => JSON.stringify(await (await fetch(`${exporterUrl}/status`)).json());
     expect(await models()).toEqual(['m1']);
 

@@ -13,7 +13,12 @@ import { Service } from 'kubernetes-models/v1/Service';
 
 /** A Kubernetes object as written (plain YAML data). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [key: string]: any };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [key: string]: any;
+};
 
 /** The schema of every kind the manifests may use (kubernetes-models, Kubernetes 1.32 OpenAPI; Prometheus Operator CRDs). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -81,7 +86,8 @@ export function loadKustomization(dir: string): Kustomization {
   const file = parseAllDocuments(text)[0]?.toJSON() as Record<string, unknown>;
   const k: Kustomization = { dir, file, objects: [], generated: [], generators: new Map(), images: new Map(), problems: [] };
   for (const key of Object.keys(file)) if (!KNOWN_KEYS.has(key)) k.problems.push(`${dir}: kustomization key "${key}" is not modelled by the checks`);
-  if (file['apiVersion'] !== 'kustomize.config.k8s.io/v1beta1' || file['kind'] !== 'Kustomization') k.problems.push(`${dir}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
+  if (file['apiVersion'] !== 'kustomize.config.k8s.io/v1beta1' || file['kind'] !== 'Kustomization')
+    k.problems.push(`${dir}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
   const namespace = file['namespace'] as string | undefined;
 
   const generatedByName = new Map<string, K8sObject>();

@@ -47,7 +47,17 @@ afterEach(async () => {
 });
 
 function cliAdapter(command: string[], timeoutMs = 10_000, settings: Partial<CliAdapterConfig> = {}): CliAdapter {
-  const config: CliAdapterConfig = { id: 'test-cli', type: 'cli', command, timeout_ms: timeoutMs, enabled: true, env: {}, max_output_bytes: 16 * 1024 * 1024, prompt_format: 'text', ...settings };
+  const config: CliAdapterConfig = {
+    id: 'test-cli',
+    type: 'cli',
+    command,
+    timeout_ms: timeoutMs,
+    enabled: true,
+    env: {},
+    max_output_bytes: 16 * 1024 * 1024,
+    prompt_format: 'text',
+    ...settings,
+  };
   const adapter = new CliAdapter(config);
   adapters.push(adapter);
   return adapter;
@@ -89,7 +99,9 @@ const payloads = (frames: string[]) =>
   frames.map((frame) => {
     const data = /^data: (.*)\n\n$/s.exec(frame)?.[1];
     if (data === undefined) throw new Error(`not one data frame: ${JSON.stringify(frame)}`);
-    return data === '[DONE]' ? data : (JSON.parse(data) as { choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>; usage?: unknown });
+    return data === '[DONE]'
+      ? data
+      : (JSON.parse(data) as { choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>; usage?: unknown });
   });
 
 /**
@@ -181,7 +193,7 @@ describe('CliAdapter', () => {
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hi' },
     ];
-    const catStdin = nodeScript("process.stdin.pipe(process.stdout)");
+    const catStdin = nodeScript('process.stdin.pipe(process.stdout)');
     const body = jsonBody(await cliAdapter(catStdin).chat({ model: 'm', messages }, context()));
     expect(body).toMatchObject({ choices: [{ message: { content: renderPrompt(messages) } }] });
     expect(renderPrompt(messages)).toBe('System: Be brief.\n\nUser: Hi');
@@ -207,7 +219,9 @@ describe('CliAdapter', () => {
 
     it('quotes only the end of a long stderr', async () => {
       const noisy = nodeScript("process.stderr.write('x'.repeat(100) + '\\n'.repeat(1) + 'noise\\n'.repeat(2000) + 'LAST LINE\\n', () => process.exit(1))");
-      const err = await cliAdapter(noisy).chat(ask('x'), context()).catch((e: unknown) => e);
+      const err = await cliAdapter(noisy)
+        .chat(ask('x'), context())
+        .catch((e: unknown) => e);
       expect(err).toMatchObject({ status: 502, message: expect.stringContaining('exited with code 1') });
       const message = (err as Error).message;
       expect(message).toMatch(/noise\nLAST LINE\.$/);
@@ -310,7 +324,9 @@ describe('CliAdapter', () => {
       const marker = join(dir, 'ran');
       const controller = new AbortController();
       controller.abort(new Error('gone'));
-      await expect(cliAdapter(nodeScript("require('node:fs').writeFileSync(process.argv[1], '')", marker)).chat(ask('x'), context(controller.signal))).rejects.toThrow('gone');
+      await expect(
+        cliAdapter(nodeScript("require('node:fs').writeFileSync(process.argv[1], '')", marker)).chat(ask('x'), context(controller.signal)),
+      ).rejects.toThrow('gone');
       await new Promise((r) => setTimeout(r, 200));
       expect(existsSync(marker)).toBe(false);
     });
@@ -360,7 +376,7 @@ describe('CliAdapter', () => {
   describe('environment (README "Adapters": env over PATH, HOME, LANG, TZ; nothing else inherited)', () => {
     const printEnv = nodeScript('process.stdout.write(JSON.stringify(process.env))');
 
-    it('passes the base and the adapter env only, never the gateway\'s secrets', async () => {
+    it("passes the base and the adapter env only, never the gateway's secrets", async () => {
       process.env.UPSTREAM_SECRET_FOR_TEST = 'sk-upstream-secret';
       process.env.REDIS_URL_FOR_TEST = 'redis://:pw@h:6379';
       try {
@@ -377,7 +393,11 @@ describe('CliAdapter', () => {
     });
 
     it('cliEnvironment takes only PATH, HOME, LANG and TZ from the gateway, when set', () => {
-      expect(cliEnvironment({ env: { A: '1' } }, { PATH: '/bin', LANG: 'C.UTF-8', SECRET: 's', LC_ALL: 'C' })).toEqual({ PATH: '/bin', LANG: 'C.UTF-8', A: '1' });
+      expect(cliEnvironment({ env: { A: '1' } }, { PATH: '/bin', LANG: 'C.UTF-8', SECRET: 's', LC_ALL: 'C' })).toEqual({
+        PATH: '/bin',
+        LANG: 'C.UTF-8',
+        A: '1',
+      });
     });
   });
 
@@ -399,23 +419,32 @@ more();
 
     it('answers 502 as soon as a non-streamed answer passes the cap, and kills the program', async () => {
       const pidFile = join(dir, 'pid');
-      const writer = nodeScript(`require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));${WRITES}`, String(200 * 1024 * 1024), 'hang');
+      const writer = nodeScript(
+        `require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));${WRITES}`,
+        String(200 * 1024 * 1024),
+        'hang',
+      );
       const started = Date.now();
-      const err = await cliAdapter(writer, 60_000, { max_output_bytes: 1024 * 1024 }).chat(ask('x'), context()).catch((e: unknown) => e);
+      const err = await cliAdapter(writer, 60_000, { max_output_bytes: 1024 * 1024 })
+        .chat(ask('x'), context())
+        .catch((e: unknown) => e);
       expect(err).toMatchObject({ status: 502, code: 'upstream_error', message: expect.stringContaining('max_output_bytes') });
       expect(Date.now() - started).toBeLessThan(5000);
       const pid = Number(readFileSync(pidFile, 'utf8'));
       await waitUntil(() => isGone(pid), 'the program is killed');
     });
 
-    it('honours the dispatcher\'s cap on non-streamed answers when it is smaller', async () => {
+    it("honours the dispatcher's cap on non-streamed answers when it is smaller", async () => {
       const ctx = { ...context(), maxResponseBytes: 100_000 };
       await expect(cliAdapter(nodeScript(WRITES, String(1024 * 1024)), 10_000).chat(ask('x'), ctx)).rejects.toMatchObject({ status: 502 });
     });
 
     it('streams far more than the cap, keeping only the length for usage', async () => {
       const total = 64 * 1024 * 1024;
-      const res = await cliAdapter(nodeScript(WRITES, String(total)), 60_000, { max_output_bytes: 1024 * 1024 }).chat(ask('x', true, { stream_options: { include_usage: true } }), context());
+      const res = await cliAdapter(nodeScript(WRITES, String(total)), 60_000, { max_output_bytes: 1024 * 1024 }).chat(
+        ask('x', true, { stream_options: { include_usage: true } }),
+        context(),
+      );
       let content = 0;
       let last = '';
       for await (const frame of sseBody(res)) {
@@ -430,7 +459,7 @@ more();
     });
   });
 
-  it('names the adapter\'s timeout_ms, not gateway.request_timeout_ms, when a run times out mid-stream', async () => {
+  it("names the adapter's timeout_ms, not gateway.request_timeout_ms, when a run times out mid-stream", async () => {
     const pidFile = join(dir, 'pids');
     const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk'), 700).chat(ask('x', true), context());
     const { error } = await readAll(sseBody(res));

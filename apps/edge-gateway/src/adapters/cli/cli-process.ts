@@ -118,7 +118,11 @@ export class CliProcess {
         options.signal.removeEventListener('abort', this.onAbort);
         if (!this.failure) {
           if (this.spawnError) {
-            this.failure = { error: upstreamError(`The CLI model "${basename(program)}" could not be started (${this.spawnError.code ?? this.spawnError.message}); check its command in edge.yaml.`) };
+            this.failure = {
+              error: upstreamError(
+                `The CLI model "${basename(program)}" could not be started (${this.spawnError.code ?? this.spawnError.message}); check its command in edge.yaml.`,
+              ),
+            };
           } else if (code !== 0) {
             this.failure = { error: upstreamError(this.exitMessage(program, code, signal)) };
           }

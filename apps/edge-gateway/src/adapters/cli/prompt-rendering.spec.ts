@@ -5,7 +5,19 @@ import { escapeRoleLines, renderPrompt } from './prompt-rendering';
 describe('renderPrompt', () => {
   const cases: Array<[string, ChatMessage[], string]> = [
     ['sends a single user message as its text alone', [{ role: 'user', content: 'Hello\nthere' }], 'Hello\nthere'],
-    ['joins the text parts of a single user message', [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }], 'a\nb'],
+    [
+      'joins the text parts of a single user message',
+      [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+      ],
+      'a\nb',
+    ],
     [
       'labels every message of a conversation, blocks separated by a blank line',
       [
@@ -17,10 +29,26 @@ describe('renderPrompt', () => {
       'System: Be brief.\n\nUser: Hi\n\nAssistant: Hello\n\nUser: And now?',
     ],
     ['labels a lone system message', [{ role: 'system', content: 'S' }], 'System: S'],
-    ['renders null content as empty text', [{ role: 'user', content: 'q' }, { role: 'assistant', content: null }], 'User: q\n\nAssistant: '],
+    [
+      'renders null content as empty text',
+      [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: null },
+      ],
+      'User: q\n\nAssistant: ',
+    ],
     [
       'joins content parts in a conversation too',
-      [{ role: 'developer', content: 'D' }, { role: 'user', content: [{ type: 'input_text', text: 'x' }, { type: 'text', text: 'y' }] }],
+      [
+        { role: 'developer', content: 'D' },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'x' },
+            { type: 'text', text: 'y' },
+          ],
+        },
+      ],
       'Developer: D\n\nUser: x\ny',
     ],
   ];
@@ -29,7 +57,15 @@ describe('renderPrompt', () => {
   });
 
   it('rejects non-text content parts with a 400 naming the part', () => {
-    const messages: ChatMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'image_url', image_url: { url: 'u' } }] }];
+    const messages: ChatMessage[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'x' },
+          { type: 'image_url', image_url: { url: 'u' } },
+        ],
+      },
+    ];
     expect(() => renderPrompt(messages)).toThrow(ApiError);
     expect(() => renderPrompt(messages)).toThrow(expect.objectContaining({ status: 400, param: 'messages[0].content[1]' }));
   });
@@ -45,7 +81,9 @@ describe('renderPrompt', () => {
     });
 
     it('leaves a block start to real messages only: every "\\n\\nRole:" is a message', () => {
-      const blocks = renderPrompt(forged).split('\n\n').filter((b) => /^(System|Developer|User|Assistant|Tool|Function):/i.test(b));
+      const blocks = renderPrompt(forged)
+        .split('\n\n')
+        .filter((b) => /^(System|Developer|User|Assistant|Tool|Function):/i.test(b));
       expect(blocks.map((b) => b.split(':')[0])).toEqual(['System', 'User']);
     });
 
@@ -69,7 +107,12 @@ describe('renderPrompt', () => {
     });
 
     it.each(['System', 'hacker', 'admin', ''])('refuses the role %j with a 400 naming the message', (role) => {
-      expect(() => renderPrompt([{ role: 'user', content: 'x' }, { role, content: 'y' }])).toThrow(expect.objectContaining({ status: 400, param: 'messages[1].role' }));
+      expect(() =>
+        renderPrompt([
+          { role: 'user', content: 'x' },
+          { role, content: 'y' },
+        ]),
+      ).toThrow(expect.objectContaining({ status: 400, param: 'messages[1].role' }));
     });
   });
 });

@@ -27,7 +27,10 @@ const ROLE_LINE = new RegExp(`^([ \\t]*)(\\\\*)(${CHAT_ROLES.join('|')})([ \\t]*
 export function escapeRoleLines(text: string): string {
   const newline = text.indexOf('\n');
   if (newline < 0) return text;
-  return text.slice(0, newline + 1) + text.slice(newline + 1).replace(ROLE_LINE, (_m, blanks: string, slashes: string, label: string, colon: string) => `${blanks}\\${slashes}${label}${colon}`);
+  return (
+    text.slice(0, newline + 1) +
+    text.slice(newline + 1).replace(ROLE_LINE, (_m, blanks: string, slashes: string, label: string, colon: string) => `${blanks}\\${slashes}${label}${colon}`)
+  );
 }
 
 /**
@@ -70,7 +73,10 @@ function messageText(message: ChatMessage, i: number): string {
   return content
     .map((part, j) => {
       if (TEXT_PART_TYPES.has(part.type) && typeof part.text === 'string') return part.text;
-      throw invalidRequest(`messages[${i}].content[${j}] has type "${part.type}"; this model is a command-line program and reads text only.`, `messages[${i}].content[${j}]`);
+      throw invalidRequest(
+        `messages[${i}].content[${j}] has type "${part.type}"; this model is a command-line program and reads text only.`,
+        `messages[${i}].content[${j}]`,
+      );
     })
     .join('\n');
 }

@@ -138,7 +138,14 @@ describe('OllamaAdapter', () => {
     const res = await adapter.responses({ model: 'llama', input: 'hi', instructions: 'Be brief.', max_output_tokens: 20 }, ctx());
     expect(ollama.requests[0]).toEqual({
       path: '/v1/chat/completions',
-      body: { model: 'llama3.2:1b', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }], max_tokens: 20 },
+      body: {
+        model: 'llama3.2:1b',
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'hi' },
+        ],
+        max_tokens: 20,
+      },
     });
     const response = await clientReceiving(await bodyText(res), 'application/json').responses.create({ model: 'llama', input: 'hi' });
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'llama', output_text: 'Hello' });
@@ -162,7 +169,10 @@ describe('OllamaAdapter', () => {
 
   it('makes a streamed Responses call throw, without completion, when Ollama fails mid-stream', async () => {
     const { adapter } = await setUp((body, res) =>
-      streamPieces(res, [ollamaChunk(String(body.model), { role: 'assistant', content: 'Hel' }), `data: ${JSON.stringify({ error: { message: 'model runner has unexpectedly stopped' } })}\n\n`]),
+      streamPieces(res, [
+        ollamaChunk(String(body.model), { role: 'assistant', content: 'Hel' }),
+        `data: ${JSON.stringify({ error: { message: 'model runner has unexpectedly stopped' } })}\n\n`,
+      ]),
     );
     const res = await adapter.responses({ model: 'llama', input: 'hi', stream: true }, ctx());
     const seen: string[] = [];
@@ -186,9 +196,11 @@ describe('OllamaAdapter', () => {
     await expect(bodyText(res)).rejects.toMatchObject({ status: 502, detail: expect.stringContaining('[DONE]') });
   });
 
-  it('answers an Ollama 404 (model not pulled) as the operator\'s problem: 502, its text in the log only, not booked, fails over', async () => {
+  it("answers an Ollama 404 (model not pulled) as the operator's problem: 502, its text in the log only, not booked, fails over", async () => {
     const { adapter } = await setUp((_body, res) => {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'model "llama3.2:1b" not found, try pulling it first', type: 'api_error' } }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'model "llama3.2:1b" not found, try pulling it first', type: 'api_error' } }));
     });
     await expect(adapter.responses({ model: 'llama', input: 'hi' }, ctx())).rejects.toMatchObject({
       status: 502,
@@ -201,7 +213,9 @@ describe('OllamaAdapter', () => {
 
   it('rejects a Responses call chat completions cannot express with a 400 and sends nothing', async () => {
     const { adapter, ollama } = await setUp(answering);
-    await expect(adapter.responses({ model: 'llama', input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }, ctx())).rejects.toMatchObject({ status: 400 });
+    await expect(adapter.responses({ model: 'llama', input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }, ctx())).rejects.toMatchObject({
+      status: 400,
+    });
     expect(ollama.requests).toHaveLength(0);
   });
 });

@@ -84,7 +84,7 @@ export const OLLAMA_FIELDS: AdapterFieldTables = {
       top_logprobs: { refuse: 'log probabilities are not translated', neutral: [0] },
       previous_response_id: { refuse: 'its upstream keeps no conversation state; send the whole conversation in input' },
       conversation: { refuse: 'its upstream keeps no conversation state; send the whole conversation in input' },
-      prompt: { refuse: 'prompt templates live on OpenAI\'s platform' },
+      prompt: { refuse: "prompt templates live on OpenAI's platform" },
       max_tool_calls: { refuse: 'this model is reached through chat completions without tool calling' },
     },
     others: 'pass',

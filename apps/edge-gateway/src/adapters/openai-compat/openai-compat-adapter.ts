@@ -114,7 +114,8 @@ export class OpenAiCompatAdapter implements Adapter {
   async embeddings(req: EmbeddingsRequest, ctx: DispatchContext, opts: { floatsUpstream?: boolean } = {}): Promise<UpstreamResponse> {
     const body = { ...req, model: ctx.upstreamModel, ...(opts.floatsUpstream ? { encoding_format: 'float' } : {}) };
     const answer = await this.post('/embeddings', body, ctx);
-    if (answer.kind !== 'json') throw upstreamError('The upstream answered embeddings with a stream.', 502, { detail: `${this.target.forLog}: embeddings answered as SSE` });
+    if (answer.kind !== 'json')
+      throw upstreamError('The upstream answered embeddings with a stream.', 502, { detail: `${this.target.forLog}: embeddings answered as SSE` });
     return { ...answer, body: normalizeEmbeddings(answer.body, req) };
   }
 
@@ -303,11 +304,17 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
     const retryAfterS = parseRetryAfter(headers['retry-after']) ?? DEFAULT_RETRY_AFTER_S;
     // The upstream's own code, type and message when it sent them (README "Errors"); else the catalog's `rate_limit_exceeded`.
     const { status: limited, type } = ERROR_CATALOG.rate_limit_exceeded;
-    return new UpstreamError(limited, parsed.code ?? 'rate_limit_exceeded', parsed.message ?? 'The upstream is rate limiting requests; retry later.', parsed.type ?? type, {
-      detail,
-      retryAfterS,
-      param: parsed.param ?? null,
-    });
+    return new UpstreamError(
+      limited,
+      parsed.code ?? 'rate_limit_exceeded',
+      parsed.message ?? 'The upstream is rate limiting requests; retry later.',
+      parsed.type ?? type,
+      {
+        detail,
+        retryAfterS,
+        param: parsed.param ?? null,
+      },
+    );
   }
   if (status === 401 || status === 403) {
     return upstreamError(`The provider refused the gateway's credentials (upstream ${status}); an operator must fix its api_key.`, 502, { detail });
@@ -322,10 +329,15 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
   if (status >= 400 && status < 500) {
     // A 4xx about the request itself (context length, a bad field): the client's answer, passed on.
     const message = parsed.message ?? (text.trim().slice(0, 500) || `The upstream answered ${status}.`);
-    return new UpstreamError(status, parsed.code ?? 'invalid_request_error', message, parsed.type ?? ERROR_CATALOG.invalid_request_error.type, { detail, param: parsed.param ?? null });
+    return new UpstreamError(status, parsed.code ?? 'invalid_request_error', message, parsed.type ?? ERROR_CATALOG.invalid_request_error.type, {
+      detail,
+      param: parsed.param ?? null,
+    });
   }
   const what = status >= 300 && status < 400 ? `a redirect (${status})` : status >= 500 ? String(status) : `an unexpected status (${status})`;
-  return upstreamError(`The upstream answered ${what}.`, 502, { detail: status >= 300 && status < 400 ? `${detail} location=${String(headers.location ?? '')}` : detail });
+  return upstreamError(`The upstream answered ${what}.`, 502, {
+    detail: status >= 300 && status < 400 ? `${detail} location=${String(headers.location ?? '')}` : detail,
+  });
 }
 
 /** An error code fit for a client's eyes (`ECONNREFUSED`, `UND_ERR_SOCKET`): never the message, which may name a host. */

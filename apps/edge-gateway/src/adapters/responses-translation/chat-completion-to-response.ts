@@ -1,14 +1,6 @@
 import { upstreamError } from '../../errors';
 import { inBandError } from './chat-stream-to-responses-stream';
-import {
-  buildMessageItem,
-  buildResponseObject,
-  isRecord,
-  newId,
-  statusFromFinishReason,
-  usageFromChat,
-  type ResponseObject,
-} from './response-object';
+import { buildMessageItem, buildResponseObject, isRecord, newId, statusFromFinishReason, usageFromChat, type ResponseObject } from './response-object';
 
 /**
  * Translates a non-streamed chat completion (`object: "chat.completion"`, already parsed from
@@ -32,7 +24,9 @@ export function chatCompletionToResponse(chatJson: unknown, model: string): Resp
   }
   const content = choice.message.content;
   if (content != null && typeof content !== 'string') {
-    throw upstreamError('The upstream answered a chat completion whose choices[0].message.content is not text.', 502, { detail: 'chat completion content is not text' });
+    throw upstreamError('The upstream answered a chat completion whose choices[0].message.content is not text.', 502, {
+      detail: 'chat completion content is not text',
+    });
   }
   const { status, incompleteReason } = statusFromFinishReason(choice.finish_reason);
   const created = isRecord(chatJson) && typeof chatJson.created === 'number' ? chatJson.created : Math.floor(Date.now() / 1000);

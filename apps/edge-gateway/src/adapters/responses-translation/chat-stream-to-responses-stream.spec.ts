@@ -4,7 +4,8 @@ import { chatStreamToResponsesStream } from './chat-stream-to-responses-stream';
 const encoder = new TextEncoder();
 const chunk = (content: string, extra: Record<string, unknown> = {}) =>
   `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }], ...extra })}\n\n`;
-const stop = (reason = 'stop') => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: reason }] })}\n\n`;
+const stop = (reason = 'stop') =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: reason }] })}\n\n`;
 const usageChunk = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })}\n\n`;
 const DONE = 'data: [DONE]\n\n';
 const roleChunk = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\n`;
@@ -143,9 +144,19 @@ describe('chatStreamToResponsesStream', () => {
   });
 
   it.each([
-    ['an OpenAI invalid_request_error', { error: { message: 'context length exceeded', type: 'invalid_request_error', code: 'context_length_exceeded' } }, 400, 'context_length_exceeded'],
-    ['a vLLM error with a numeric code', { error: { object: 'error', message: 'context length exceeded', type: 'BadRequestError', param: null, code: 400 } }, 400, 'invalid_request_error'],
-  ])('passes %s as its first event on as the client\'s 4xx, not counted against the provider', async (_name, payload, status, code) => {
+    [
+      'an OpenAI invalid_request_error',
+      { error: { message: 'context length exceeded', type: 'invalid_request_error', code: 'context_length_exceeded' } },
+      400,
+      'context_length_exceeded',
+    ],
+    [
+      'a vLLM error with a numeric code',
+      { error: { object: 'error', message: 'context length exceeded', type: 'BadRequestError', param: null, code: 400 } },
+      400,
+      'invalid_request_error',
+    ],
+  ])("passes %s as its first event on as the client's 4xx, not counted against the provider", async (_name, payload, status, code) => {
     const { frames, error } = await translate([`data: ${JSON.stringify(payload)}\n\n`]);
     expect(frames).toHaveLength(0);
     expect(error).toMatchObject({ status, code, message: 'context length exceeded', countsAgainstProvider: false, failsOver: false });
@@ -168,7 +179,8 @@ describe('chatStreamToResponsesStream', () => {
 
   it('is read by the openai client stream helper into the whole text', async () => {
     const frames: string[] = [];
-    for await (const frame of chatStreamToResponsesStream(upstream([roleChunk, chunk('Hello, '), chunk('world'), stop(), DONE]), 'public-name')) frames.push(frame);
+    for await (const frame of chatStreamToResponsesStream(upstream([roleChunk, chunk('Hello, '), chunk('world'), stop(), DONE]), 'public-name'))
+      frames.push(frame);
     const client = new OpenAI({
       apiKey: 'test',
       baseURL: 'http://gateway.test/v1',

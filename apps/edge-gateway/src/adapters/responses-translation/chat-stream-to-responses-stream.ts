@@ -1,14 +1,6 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { UpstreamError, upstreamError } from '../../errors';
-import {
-  buildMessageItem,
-  buildResponseObject,
-  isRecord,
-  newId,
-  statusFromFinishReason,
-  usageFromChat,
-  type ResponseUsage,
-} from './response-object';
+import { buildMessageItem, buildResponseObject, isRecord, newId, statusFromFinishReason, usageFromChat, type ResponseUsage } from './response-object';
 
 /**
  * Translates a streamed chat completion (SSE `data: {chat.completion.chunk}` frames ending with
@@ -33,10 +25,7 @@ import {
  *   an error thrown by `chatSse` itself is rethrown as it is. No completion frame follows a failure
  *   (docs/architecture.md, "HTTP surface": a failed stream never ends cleanly).
  */
-export async function* chatStreamToResponsesStream(
-  chatSse: AsyncIterable<Uint8Array | string>,
-  model: string,
-): AsyncGenerator<string, void, undefined> {
+export async function* chatStreamToResponsesStream(chatSse: AsyncIterable<Uint8Array | string>, model: string): AsyncGenerator<string, void, undefined> {
   const responseId = newId('resp_');
   const itemId = newId('msg_');
   const createdAt = Math.floor(Date.now() / 1000);
@@ -97,7 +86,10 @@ export async function* chatStreamToResponsesStream(
     parser.feed(`${decoder.decode()}\n\n`);
     yield* drain();
   }
-  if (!sawDone) throw upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, { detail: 'translated chat stream ended without data: [DONE]' });
+  if (!sawDone)
+    throw upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, {
+      detail: 'translated chat stream ended without data: [DONE]',
+    });
 
   if (!started) yield* preamble();
   const { status, incompleteReason } = statusFromFinishReason(finishReason);

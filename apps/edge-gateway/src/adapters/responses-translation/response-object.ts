@@ -104,12 +104,12 @@ export function usageFromChat(usage: unknown): ResponseUsage | null {
   const output = usage.completion_tokens;
   if (typeof input !== 'number' || typeof output !== 'number') return null;
   const total = typeof usage.total_tokens === 'number' ? usage.total_tokens : input + output;
-  const cached = isRecord(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number'
-    ? usage.prompt_tokens_details.cached_tokens
-    : 0;
-  const reasoning = isRecord(usage.completion_tokens_details) && typeof usage.completion_tokens_details.reasoning_tokens === 'number'
-    ? usage.completion_tokens_details.reasoning_tokens
-    : 0;
+  const cached =
+    isRecord(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number' ? usage.prompt_tokens_details.cached_tokens : 0;
+  const reasoning =
+    isRecord(usage.completion_tokens_details) && typeof usage.completion_tokens_details.reasoning_tokens === 'number'
+      ? usage.completion_tokens_details.reasoning_tokens
+      : 0;
   return {
     input_tokens: input,
     input_tokens_details: { cached_tokens: cached },

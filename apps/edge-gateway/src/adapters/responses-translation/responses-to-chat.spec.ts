@@ -8,14 +8,26 @@ describe('responsesToChat', () => {
     [
       'puts instructions first as a system message',
       { model: 'm', input: 'hi', instructions: 'Be brief.' },
-      { model: 'm', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }] },
+      {
+        model: 'm',
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'hi' },
+        ],
+      },
     ],
     [
       'maps message items with string and text-part content, joining parts with a newline',
       {
         model: 'm',
         input: [
-          { role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_text', text: 'b' }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'a' },
+              { type: 'input_text', text: 'b' },
+            ],
+          },
           { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'c' }] },
           { role: 'developer', content: 'd' },
           { role: 'user', content: 'e' },

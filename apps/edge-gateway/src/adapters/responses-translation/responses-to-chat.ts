@@ -8,9 +8,33 @@ const TEXT_PART_TYPES = new Set(['input_text', 'output_text']);
 
 /** The request fields of the Responses API reference; any other field is an extension, passed on to chat. */
 const RESPONSES_FIELDS = new Set([
-  'background', 'conversation', 'include', 'input', 'instructions', 'max_output_tokens', 'max_tool_calls', 'metadata', 'model',
-  'parallel_tool_calls', 'previous_response_id', 'prompt', 'prompt_cache_key', 'reasoning', 'safety_identifier', 'service_tier',
-  'store', 'stream', 'stream_options', 'temperature', 'text', 'tool_choice', 'tools', 'top_logprobs', 'top_p', 'truncation', 'user',
+  'background',
+  'conversation',
+  'include',
+  'input',
+  'instructions',
+  'max_output_tokens',
+  'max_tool_calls',
+  'metadata',
+  'model',
+  'parallel_tool_calls',
+  'previous_response_id',
+  'prompt',
+  'prompt_cache_key',
+  'reasoning',
+  'safety_identifier',
+  'service_tier',
+  'store',
+  'stream',
+  'stream_options',
+  'temperature',
+  'text',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'truncation',
+  'user',
 ]);
 
 /**
@@ -35,7 +59,10 @@ const RESPONSES_FIELDS = new Set([
  */
 export function responsesToChat(req: ResponsesRequest): ChatRequest {
   if (req.previous_response_id != null) {
-    throw invalidRequest('previous_response_id is not supported for this model: its upstream keeps no conversation state. Send the whole conversation in input.', 'previous_response_id');
+    throw invalidRequest(
+      'previous_response_id is not supported for this model: its upstream keeps no conversation state. Send the whole conversation in input.',
+      'previous_response_id',
+    );
   }
   if (Array.isArray(req.tools) && req.tools.length > 0) {
     throw invalidRequest('tools are not supported for this model: its upstream is reached through chat completions without tool calling.', 'tools');
@@ -78,7 +105,10 @@ function itemToMessage(item: unknown, i: number): ChatMessage {
   const param = `input[${i}]`;
   if (!isRecord(item)) throw invalidRequest(`${param} must be a message object {role, content}.`, param);
   if (item.type !== undefined && item.type !== 'message') {
-    throw invalidRequest(`${param} has type "${String(item.type)}"; this model takes message items only (no function calls or item references).`, `${param}.type`);
+    throw invalidRequest(
+      `${param} has type "${String(item.type)}"; this model takes message items only (no function calls or item references).`,
+      `${param}.type`,
+    );
   }
   const role = typeof item.role === 'string' ? INPUT_ROLES[item.role] : undefined;
   if (!role) {

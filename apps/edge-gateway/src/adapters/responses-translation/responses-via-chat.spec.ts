@@ -18,7 +18,10 @@ describe('responsesViaChat', () => {
       const completion = { object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'yo' }, finish_reason: 'stop' }] };
       return { kind: 'json', status: 200, body: new TextEncoder().encode(JSON.stringify(completion)) };
     });
-    expect(sent?.messages).toEqual([{ role: 'system', content: 'sys' }, { role: 'user', content: 'hi' }]);
+    expect(sent?.messages).toEqual([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'hi' },
+    ]);
     expect(answer.kind).toBe('json');
     const body = JSON.parse(String((answer as Extract<UpstreamResponse, { kind: 'json' }>).body));
     expect(body).toMatchObject({ object: 'response', model: 'pub', output: [{ content: [{ text: 'yo' }] }] });
