@@ -18,19 +18,10 @@ export function requestIdFrom(sent: string | string[] | undefined): string {
   return typeof sent === 'string' && sent.length <= MAX_REQUEST_ID_CHARS && SAFE_REQUEST_ID.test(sent) ? sent : randomUUID();
 }
 
-/** What {@link assignRequestId} keeps in `res.locals` for the rest of the request. */
-interface RequestIdLocals {
-  requestId?: string;
-  /** The app's logger, the parent of the request's child logger. */
-  baseLogger?: Logger;
-  /** The request's child logger, made on first use ({@link requestLogger}). */
-  log?: Logger;
-}
-
 /**
  * The first middleware of the app: gives every request its id ({@link requestIdFrom}), sets it as
  * the `x-request-id` response header at once (so every answer, errors and 404s included, carries
- * it) and keeps it in `res.locals` for {@link requestIdOf} and {@link requestLogger}, whose pino
+ * it) and keeps it in the request context (`res.locals`, typed in `request-context.d.ts`) for {@link requestIdOf} and {@link requestLogger}, whose pino
  * child logger bound to `{ request_id }` (made on first use, so a request that logs nothing pays
  * nothing) writes the access-log line and the upstream-failure and failover warnings of the
  * request under one id.
@@ -39,16 +30,15 @@ export function assignRequestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
-    const locals = res.locals as RequestIdLocals;
-    locals.requestId = requestId;
-    locals.baseLogger = logger;
+    res.locals.requestId = requestId;
+    res.locals.baseLogger = logger;
     next();
   };
 }
 
 /** The request id {@link assignRequestId} gave `res`; `undefined` when it did not run (a test app without it). */
 export function requestIdOf(res: Response): string | undefined {
-  return (res.locals as RequestIdLocals).requestId;
+  return res.locals.requestId;
 }
 
 /**
@@ -57,7 +47,7 @@ export function requestIdOf(res: Response): string | undefined {
  * (else the `x-request-id` header already on `res`); `fallback` itself when `res` has no id.
  */
 export function requestLogger(res: Response, fallback: Logger): Logger {
-  const locals = res.locals as RequestIdLocals;
+  const locals = res.locals;
   if (locals.log) return locals.log;
   const header = res.getHeader('x-request-id');
   const id = locals.requestId ?? (typeof header === 'string' && header !== '' ? header : undefined);

@@ -2,7 +2,6 @@ import type { EdgeConfig } from '@iop/validate';
 import type { RequestHandler } from 'express';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { DispatchOutcome } from '../completion-dispatcher';
 import type { GatewayMetrics } from './gateway-metrics';
 import { truncateForMessage } from './body-gates';
 import { requestIdFrom, requestIdOf, requestLogger } from './request-id';
@@ -17,7 +16,7 @@ const clip = (text: string) => truncateForMessage(text, MAX_LOGGED_CHARS);
  * The one observer of a completion request: when its response closes it writes the access log
  * line (method, path, status, model, route, node, resource, queue wait, ms — never prompts or keys)
  * and the request metrics, and records the request's trace when tracing is on (`recordRequestSpans`).
- * It reads `res.locals.model` and `res.locals.outcome`, set by the route. One `close` listener per
+ * It reads the request context's `model` and `outcome` (`res.locals`), set by the route. One `close` listener per
  * request, whatever fails before the handler (401, 400, 413 included). Every answer carries an
  * `x-request-id` (the client's, when it sent a plain one; given by `assignRequestId`), which the log
  * line (written with the request's child logger, `{ request_id }`) and the trace carry too.
@@ -34,7 +33,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
     metrics.startCompletion();
     res.once('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
-      const outcome = res.locals.outcome as DispatchOutcome | undefined;
+      const outcome = res.locals.outcome;
       const current = config();
       metrics.finishCompletion(current, res.locals.model, status, outcome, startedAt);
       recordRequestSpans({
@@ -53,7 +52,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
           method: req.method,
           path: clip(req.path),
           status,
-          model: typeof res.locals.model === 'string' ? clip(res.locals.model) : undefined,
+          model: res.locals.model === undefined ? undefined : clip(res.locals.model),
           route: outcome?.routeKind,
           node: outcome?.nodeId,
           resource: outcome?.resourceId,
