@@ -132,9 +132,13 @@ async function startMeter(target: string, limits: Record<string, { provider: str
       const limit = limits[model];
       if (limit && c.current > limit.limit && !open.has(model)) open.set(model, { since: Date.now() });
       let live = true;
+      const onAbort = () => end('abort');
       const end = (how: 'abort' | 'finish') => {
         if (!live) return;
         live = false;
+        // A kept-alive socket carries many calls: each takes its listeners off when it ends.
+        req.socket.off('end', onAbort);
+        req.socket.off('close', onAbort);
         c.current--;
         const episode = open.get(model);
         if (limit && episode && c.current <= limit.limit) {
@@ -143,9 +147,9 @@ async function startMeter(target: string, limits: Record<string, { provider: str
         }
         forward.destroy();
       };
-      req.socket.once('end', () => end('abort'));
-      req.socket.once('close', () => end('abort'));
-      res.once('close', () => end('abort'));
+      req.socket.once('end', onAbort);
+      req.socket.once('close', onAbort);
+      res.once('close', onAbort);
       const forward = httpRequest(`${target}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(target).host }, agent }, (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         // The call is over for the upstream once its answer's last byte is handed on: the gateway
