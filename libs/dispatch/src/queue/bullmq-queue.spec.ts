@@ -278,6 +278,23 @@ describe('BullmqProviderQueue when Redis fails', () => {
     await lease.release();
   });
 
+  it('fails a queued request with queue_unavailable once Redis has been silent for the fencing limit, not at max_wait_ms', async () => {
+    const a = provider('a', 1);
+    const queue = make(uniquePrefix('outage-waiter'));
+    await queue.configure([a]);
+    const lease = await queue.acquireLease(request([a]));
+    const waiting = queue.acquireLease(request([a], { maxWaitMs: 20_000 })).catch((e: unknown) => e);
+    await waitUntil(async () => (await queue.counts(['a'])).get('a')?.queued === 1, 5000, 'a waiting request');
+    await own.kill();
+    const started = Date.now();
+    const error = (await waiting) as AdmissionError;
+    expect(error.code).toBe('queue_unavailable');
+    expect(error.message).toMatch(/Redis has not answered for \d+ ms while the request waited in the queue/);
+    // Fencing limit 1.8 s after the last answer (renewed every 0.5 s), found by the next poll.
+    expect(Date.now() - started).toBeLessThan(3500);
+    await lease.release();
+  }, 15_000);
+
   it('closes without hanging while Redis is down, failing its waiting requests', async () => {
     const a = provider('a', 1);
     const queue = make(uniquePrefix('close-down'));

@@ -61,6 +61,8 @@ export class BullmqProviderQueue implements ProviderQueue {
   private readonly firstConnection: Promise<void>;
   private markFirstConnection!: () => void;
   private outage = false;
+  /** `performance.now()` when this replica's liveness refresh last succeeded: Redis answered then. */
+  private reachedAt = performance.now();
   private closed = false;
   private closing: Promise<void> | undefined;
   private jobSeq = 0;
@@ -280,8 +282,8 @@ export class BullmqProviderQueue implements ProviderQueue {
     waiter.resolve(this.holder.hold(waiter.jobId, provider, renewedAt, waiter.startedAt));
   }
 
-  /** Deadline, abort or shutdown: the job leaves its queue; a grant that raced it is used (deadline) or released. */
-  private async leave(waiter: Waiter, why: 'deadline' | 'abort'): Promise<void> {
+  /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */
+  private async leave(waiter: Waiter, why: 'deadline' | 'abort' | 'outage'): Promise<void> {
     let outcome;
     try {
       outcome = await this.store.leave(waiter.provider, waiter.jobId);
@@ -295,11 +297,14 @@ export class BullmqProviderQueue implements ProviderQueue {
       await this.holder.release(waiter.jobId, provider);
     }
     const model = waiter.request.modelGroupKey;
+    const silentMs = Math.round(performance.now() - this.reachedAt);
     this.settle(
       waiter,
       why === 'abort'
         ? abortedError()
-        : new AdmissionError('queue_timeout', `No provider of model "${model}" freed a slot within ${waiter.request.maxWaitMs} ms.`, 1),
+        : why === 'outage'
+          ? unavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
+          : new AdmissionError('queue_timeout', `No provider of model "${model}" freed a slot within ${waiter.request.maxWaitMs} ms.`, 1),
     );
   }
 
@@ -354,14 +359,18 @@ export class BullmqProviderQueue implements ProviderQueue {
   /** Refreshes this replica's liveness, then renews every held lease and retries leftovers. */
   private async renewAll(): Promise<void> {
     if (this.closed || !this.connected()) return;
+    const sentAt = performance.now();
     await this.liveness.refresh();
+    this.reachedAt = sentAt;
     await this.holder.renew();
   }
 
   // ---- waiters' recovery and dead replicas ----
 
   private async pollWaiters(): Promise<void> {
-    if (this.closed || this.producer.status !== 'ready') return;
+    if (this.closed) return;
+    this.failWaitersInOutage();
+    if (this.producer.status !== 'ready') return;
     const byTag = new Map<string, Waiter[]>();
     for (const waiter of this.waiters.values()) {
       if (waiter.settled || waiter.busy || waiter.jobId === '') continue;
@@ -387,6 +396,19 @@ export class BullmqProviderQueue implements ProviderQueue {
           });
         }
       });
+    }
+  }
+
+  /**
+   * A queued request does not outwait a Redis outage (README "Fleet mode"): once Redis has not
+   * answered for as long as a held lease is fenced after (`leaseTtlMs - fenceMarginMs`), every
+   * waiter fails with `queue_unavailable`. Its job leaves Redis when Redis answers again.
+   */
+  private failWaitersInOutage(): void {
+    const silentMs = performance.now() - this.reachedAt;
+    if (this.waiters.size === 0 || silentMs <= this.opts.leaseTtlMs - this.opts.fenceMarginMs) return;
+    for (const waiter of this.waiters.values()) {
+      if (!waiter.settled && !waiter.busy && waiter.jobId !== '') void this.step(waiter, () => this.leave(waiter, 'outage'));
     }
   }
 
