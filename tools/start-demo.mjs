@@ -5,7 +5,8 @@
 // (dist/apps/edge-gateway/main.js) serves examples/edge.yaml. Both must be built first
 // (`nx run-many -t build -p edge-gateway fake-upstream`, which `npm start` does).
 //
-// Ctrl-C or SIGTERM stops both (the gateway drains first) and exits with the gateway's code; if
+// Ctrl-C or SIGTERM stops both (the gateway drains first, the upstream serves until it has) and
+// exits with the gateway's code; if
 // either process exits on its own, the other is stopped and the script exits 1.
 // Extra arguments go to the gateway (e.g. `npm start -- --listen 127.0.0.1:8081`).
 import { spawn } from 'node:child_process';
@@ -38,7 +39,9 @@ let exitCode = 0;
  * once a stdout line matches `ready`, rejects if it exits first.
  */
 function start(name, args, ready) {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  // Each child in its own process group: a terminal's Ctrl-C reaches this script alone, which stops
+  // the gateway first (it drains its requests) and the upstream after, not all three at once.
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   running.set(name, child);
   return new Promise((resolve, reject) => {
     let seen = '';
@@ -82,6 +85,10 @@ async function stopAll(code) {
 }
 
 process.on('SIGINT', () => void stopAll(0));
+// However this script ends, no child outlives it.
+process.on('exit', () => {
+  for (const child of running.values()) child.kill('SIGTERM');
+});
 process.on('SIGTERM', () => void stopAll(0));
 
 try {

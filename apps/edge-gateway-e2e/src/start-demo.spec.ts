@@ -15,47 +15,86 @@ const listening = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
+/** Starts tools/start-demo.mjs in its own process group (as a terminal runs it) and resolves its gateway URL. */
+async function startDemo() {
+  if (await listening(18001)) throw new Error('127.0.0.1:18001 (the demo upstream of examples/edge.yaml) is taken by another process');
+  // The gateway on a free port; the upstream on 18001, where examples/edge.yaml points.
+  const child = spawn(process.execPath, ['tools/start-demo.mjs', '--listen', '127.0.0.1:0'], {
+    cwd: ROOT,
+    env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c));
+  child.stderr!.on('data', (c: Buffer) => (output += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const match = /try: curl -s (http:\/\/\S+)\/v1\/models\n/.exec(output);
+      if (!match) return;
+      clearInterval(timer);
+      resolve(match[1]);
+    }, 20);
+    void exited.then((code) => {
+      clearInterval(timer);
+      reject(new Error(`start-demo exited with ${code}:\n${output}`));
+    });
+  });
+  const stop = () => {
+    // The whole group, in case the script itself is gone.
+    if (child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  return { child, url, exited, output: () => output, stop };
+}
+
+/** A chat completion on the demo's pool; `fake` holds the demo upstream's knobs (e.g. `delay_ms`). */
+const chat = (url: string, fake?: Record<string, number>) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'llama-3.1-8b', messages: [{ role: 'user', content: 'hello' }], ...(fake ? { fake } : {}) }),
+  });
+
 describe('npm start (tools/start-demo.mjs): the demo upstream and the gateway as two processes', () => {
   it('serves the example through the demo upstream, prints what to curl, and SIGTERM stops both', async () => {
-    if (await listening(18001)) throw new Error('127.0.0.1:18001 (the demo upstream of examples/edge.yaml) is taken by another process');
-    // The gateway on a free port; the upstream on 18001, where examples/edge.yaml points.
-    const child = spawn(process.execPath, ['tools/start-demo.mjs', '--listen', '127.0.0.1:0'], {
-      cwd: ROOT,
-      env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout!.on('data', (c: Buffer) => (output += c));
-    child.stderr!.on('data', (c: Buffer) => (output += c));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const demo = await startDemo();
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setInterval(() => {
-          const match = /try: curl -s (http:\/\/\S+)\/v1\/models\n/.exec(output);
-          if (!match) return;
-          clearInterval(timer);
-          resolve(match[1]);
-        }, 20);
-        void exited.then((code) => {
-          clearInterval(timer);
-          reject(new Error(`start-demo exited with ${code}:\n${output}`));
-        });
-      });
-      expect(output).toContain('fake-upstream listening on http://127.0.0.1:18001/v1');
-      expect(output).toContain(`edge-gateway listening on ${url}`);
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'llama-3.1-8b', messages: [{ role: 'user', content: 'hello' }] }),
-      });
+      expect(demo.output()).toContain('fake-upstream listening on http://127.0.0.1:18001/v1');
+      expect(demo.output()).toContain(`edge-gateway listening on ${demo.url}`);
+      const res = await chat(demo.url);
       expect(res.status).toBe(200);
       expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content).toContain('upstream=demo');
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      demo.child.kill('SIGTERM');
+      expect(await demo.exited).toBe(0);
       expect(await listening(18001)).toBe(false);
-      expect(await listening(Number(new URL(url).port))).toBe(false);
+      expect(await listening(Number(new URL(demo.url).port))).toBe(false);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      demo.stop();
+    }
+  });
+
+  it('on Ctrl-C (SIGINT to the whole process group) lets a running request finish, then stops both', async () => {
+    const demo = await startDemo();
+    try {
+      const sentAt = Date.now();
+      const running = chat(demo.url, { delay_ms: 1500 });
+      await new Promise((r) => setTimeout(r, 300));
+      process.kill(-demo.child.pid!, 'SIGINT');
+      const res = await running;
+      expect(res.status).toBe(200);
+      expect(Date.now() - sentAt).toBeGreaterThanOrEqual(1500);
+      expect(await demo.exited).toBe(0);
+      expect(await listening(18001)).toBe(false);
+      expect(await listening(Number(new URL(demo.url).port))).toBe(false);
+    } finally {
+      demo.stop();
     }
   });
 });
