@@ -127,6 +127,25 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
     }
   });
 
+  it.each([
+    ['chat', PATH.chat, '{"model":"llama","messages":[{"role":"user","content":"x"}],"max_tokens":1e999}', 'max_tokens'],
+    ['chat, CLI model', PATH.chat, '{"model":"echo","messages":[{"role":"user","content":"x"}],"temperature":-1e400}', 'temperature'],
+    ['responses, ollama pool', PATH.responses, '{"model":"qwen","input":"x","max_output_tokens":1e999}', 'max_output_tokens'],
+    ['responses, nested', PATH.responses, '{"model":"llama","input":[{"role":"user","content":"x","extra":[1e999]}]}', 'input'],
+    ['embeddings', '/v1/embeddings', '{"model":"llama","input":"x","dimensions":1e999}', 'dimensions'],
+  ] as const)('%s: a number JSON.parse makes infinite is a 400 naming its field, never forwarded as null', async (_what, path, body, param) => {
+    const res = await post(gateway, path, body);
+    expect(res.status).toBe(400);
+    expect((JSON.parse(res.text) as { error: Record<string, unknown> }).error).toEqual({
+      message: expect.stringContaining('a number too large for a 64-bit float'),
+      type: 'invalid_request_error',
+      param,
+      code: 'invalid_request_error',
+    });
+    expect(upstream.stats().total).toBe(0);
+    expect([...health.unhealthy()]).toEqual([]);
+  });
+
   it('answers at once while the pool is full: no lease is asked for, nothing is queued', async () => {
     // `small` has one provider with max_concurrency 1: hold its only slot.
     const holder = new AbortController();

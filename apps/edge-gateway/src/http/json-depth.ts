@@ -8,21 +8,27 @@
  */
 export const MAX_BODY_DEPTH = 100;
 
-/** Where a body first goes deeper than the limit: the top-level field holding it (`null` for the body itself). */
+/**
+ * What first makes a body one the gateway cannot forward as it came: nesting past the limit
+ * (`depth`), or a number JSON.parse turned into ±Infinity (`number`, e.g. `1e999`, which
+ * re-serialising would silently turn into `null`); `field` is the top-level field holding it
+ * (`null` for the body itself).
+ */
 export interface TooDeep {
+  kind: 'depth' | 'number';
   field: string | null;
 }
 
 /**
- * Checks that `value` (a parsed JSON value) nests arrays and objects at most `limit` levels deep.
- * Iterative (an explicit stack, no recursion), so any depth is safe to check, and it stops at the
- * first value past the limit: the cost is one visit per array or object up to `limit` levels,
- * nothing per string or number.
- * @returns `null` when the value is within the limit, else where it first goes deeper.
+ * Checks that `value` (a parsed JSON value) nests arrays and objects at most `limit` levels deep and
+ * holds only finite numbers. Iterative (an explicit stack, no recursion), so any depth is safe to
+ * check, and it stops at the first problem: the cost is one visit per value up to `limit` levels.
+ * @returns `null` when the value is fine, else what is wrong and where.
  */
 export function findTooDeep(value: unknown, limit: number = MAX_BODY_DEPTH): TooDeep | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : { kind: 'number', field: null };
   if (value === null || typeof value !== 'object') return null;
-  if (limit < 1) return { field: null };
+  if (limit < 1) return { kind: 'depth', field: null };
   // Parallel stacks: a container, its depth, and the top-level field it sits under.
   const containers: object[] = [value];
   const depths: number[] = [1];
@@ -36,13 +42,28 @@ export function findTooDeep(value: unknown, limit: number = MAX_BODY_DEPTH): Too
     const keys = depth === 1 && !Array.isArray(container) ? Object.keys(container) : undefined;
     for (let i = 0; i < children.length; i++) {
       const child: unknown = children[i];
+      if (typeof child === 'number') {
+        if (!Number.isFinite(child)) return { kind: 'number', field: keys ? keys[i] : field };
+        continue;
+      }
       if (child === null || typeof child !== 'object') continue;
       const childField = keys ? keys[i] : field;
-      if (depth + 1 > limit) return { field: childField };
+      if (depth + 1 > limit) return { kind: 'depth', field: childField };
       containers.push(child);
       depths.push(depth + 1);
       fields.push(childField);
     }
   }
   return null;
+}
+
+/**
+ * The 400 for a body {@link findTooDeep} found wrong (README "Errors"): names the top-level field
+ * (`param`) and the limit, or the number out of range.
+ */
+export function tooDeepMessage(found: TooDeep, limit: number = MAX_BODY_DEPTH): string {
+  const where = found.field === null ? '' : ` (in '${found.field}')`;
+  return found.kind === 'number'
+    ? `The request body holds a number too large for a 64-bit float${where}; it would reach the upstream as null.`
+    : `The request body nests arrays or objects more than ${limit} levels deep${where}; the gateway accepts at most ${limit}.`;
 }

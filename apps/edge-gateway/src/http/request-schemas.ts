@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { invalidRequest } from '../errors';
 import type { ChatRequest, ResponsesRequest } from '../adapters/adapter';
-import { findTooDeep, MAX_BODY_DEPTH } from './json-depth';
+import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from './json-depth';
 
 /** Roles of a chat message: the closed OpenAI set (README "Errors"); anything else is a 400 naming the message. */
 const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
@@ -61,13 +61,7 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   }
   // Before the schema and before admission: nothing downstream ever sees a body it cannot serialise (README "Errors").
   const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
-  if (tooDeep) {
-    const where = tooDeep.field === null ? '' : ` (in '${tooDeep.field}')`;
-    throw invalidRequest(
-      `The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep${where}; the gateway accepts at most ${MAX_BODY_DEPTH}.`,
-      tooDeep.field,
-    );
-  }
+  if (tooDeep) throw invalidRequest(tooDeepMessage(tooDeep), tooDeep.field);
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { EmbeddingsRequest } from '../adapters/adapter';
 import { invalidRequest } from '../errors';
-import { findTooDeep, MAX_BODY_DEPTH } from '../http/json-depth';
+import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from '../http/json-depth';
 
 const tokens = z.array(z.number().int().nonnegative());
 
@@ -32,12 +32,7 @@ const embeddingsRequestSchema = z.looseObject({
 export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object.');
   const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
-  if (tooDeep) {
-    throw invalidRequest(
-      `The request body nests arrays or objects more than ${MAX_BODY_DEPTH} levels deep; the gateway accepts at most ${MAX_BODY_DEPTH}.`,
-      tooDeep.field,
-    );
-  }
+  if (tooDeep) throw invalidRequest(tooDeepMessage(tooDeep), tooDeep.field);
   const parsed = embeddingsRequestSchema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
