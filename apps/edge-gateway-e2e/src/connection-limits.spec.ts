@@ -130,11 +130,13 @@ describe('connection limits of a gateway process (README "Security")', () => {
   it('answers Expect: 100-continue with the 413 instead of 100 Continue when Content-Length is over the limit', async () => {
     const c = await open(gateway.url);
     c.socket.write(
-      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${300 * 1024 * 1024}\r\nExpect: 100-continue\r\n\r\n`,
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${300 * 1024 * 1024}\r\nExpect: 100-continue\r\nX-Request-Id: big-upload-1\r\n\r\n`,
     );
     const { text } = await c.closed;
     expect(text).toMatch(/^HTTP\/1\.1 413 /);
     expect(text).not.toContain('100 Continue');
+    expect(text.toLowerCase()).toContain('x-request-id: big-upload-1\r\n');
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'request_too_large' } });
   });
 
   it('continues a small body sent with Expect: 100-continue', async () => {

@@ -2,6 +2,7 @@ import type { GatewaySettings } from '@iop/validate';
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { requestTooLarge } from '../errors';
+import { requestIdFrom } from './request-id';
 
 /**
  * How often the server looks for connections past their header or body time, in ms. Node's
@@ -74,8 +75,15 @@ export function answerContinue(server: Server, maxBodyBytes: () => number, app: 
     const declared = Number(req.headers['content-length']);
     if (req.method === 'POST' && Number.isFinite(declared) && declared > maxBodyBytes()) {
       const error = requestTooLarge(maxBodyBytes());
-      res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
-      res.end(JSON.stringify(error.toBody()));
+      // Answered before the app runs, so the request id is given here (README "Errors": every answer carries one).
+      const body = JSON.stringify(error.toBody());
+      res.writeHead(error.status, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        'x-request-id': requestIdFrom(req.headers['x-request-id']),
+        connection: 'close',
+      });
+      res.end(body);
       return;
     }
     res.writeContinue();
