@@ -57,7 +57,7 @@ export function createApp(deps: AppDeps): Express {
   app.get('/readyz', async (_req, res) => {
     const queueReady = deps.queue ? await deps.queue.isReady().catch(() => false) : true;
     // Named as in the config (`queue.backend`): redis or memory.
-    const backend = deps.queue ? (deps.queue.backend === 'bullmq' ? 'redis' : 'memory') : 'none';
+    const backend = deps.queue?.backend ?? 'none';
     res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
   });
   // /status and /metrics (README "Status") take the status keys, not the client keys (README "Security"); probes stay open.

@@ -43,7 +43,7 @@ interface Waiter {
  * loses them within `leaseTtlMs + sweepIntervalMs`.
  */
 export class BullmqProviderQueue implements ProviderQueue {
-  readonly backend = 'bullmq' as const;
+  readonly backend = 'redis' as const;
   /** This replica's id in job ids, grants and connection names. */
   readonly replicaId: string;
 

@@ -55,7 +55,8 @@ export interface ProviderCounts {
  * Only provider-pool requests reach it; direct routes never call it (`entersQueue`).
  */
 export interface ProviderQueue {
-  readonly backend: 'memory' | 'bullmq';
+  /** The `queue.backend` this queue implements (README "Configuration"). */
+  readonly backend: 'memory' | 'redis';
   /**
    * Declares the full set of pool providers and their limits; called at start and on every config
    * change. A raised limit takes effect at once; a provider left out takes no new requests, and its
