@@ -56,22 +56,29 @@ describe('the gateway process: bundle, environment, ways out', () => {
     expect(run.stdout).not.toContain('listening on');
   });
 
-  it('takes a good IOP_SHUTDOWN_GRACE_MS: a SIGTERM cuts a request still running after it', async () => {
+  it('takes a good IOP_SHUTDOWN_GRACE_MS: requests still running when it ends get a 503 or the error event, not a bare cut', async () => {
     const gateway = await spawnGateway(writeTempConfig(lifecycleYaml(upstream.url)), { env: { IOP_SHUTDOWN_GRACE_MS: '300', LOG_LEVEL: 'error' } });
-    const slow = fetch(`${gateway.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      // The upstream holds its answer 10 s (a field outside the OpenAI reference reaches vLLM as sent).
-      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'slow' }], fake: { delay_ms: 10_000 } }),
-    }).then(
-      (res) => res.text(),
-      (err: Error) => err,
-    );
-    await waitUntil(() => upstream.stats().current > 0, 5_000, 'the slow request at the upstream');
+    const post = (body: object) =>
+      fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+        async (res) => ({ status: res.status, text: await res.text() }),
+        (err: Error) => err,
+      );
+    // The upstream holds one answer 10 s and streams the other slowly (fields outside the OpenAI reference reach vLLM as sent).
+    const slow = post({ model: 'm1', messages: [{ role: 'user', content: 'slow' }], fake: { delay_ms: 10_000 } });
+    const stream = post({ model: 'm1', messages: [{ role: 'user', content: 'stream' }], stream: true, fake: { chunks: 100, chunk_gap_ms: 100 } });
+    await waitUntil(() => upstream.stats().current >= 2, 5_000, 'both requests at the upstream');
     const t0 = Date.now();
     expect(await gateway.stop()).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5_000);
-    await slow;
+    const cut = await slow;
+    expect(cut).toMatchObject({ status: 503 });
+    expect(JSON.parse((cut as { text: string }).text)).toMatchObject({ error: { code: 'shutting_down', type: 'server_error' } });
+    const streamed = await stream;
+    expect(streamed).toMatchObject({ status: 200 });
+    const text = (streamed as { text: string }).text;
+    expect(text).toContain('data: {"id"');
+    expect(text).toMatch(/data: \{"error":\{[^\n]*"code":"shutting_down"/);
+    expect(text).not.toContain('data: [DONE]');
   });
 
   it('a listen failure exits 1 with the address and closes everything it opened (Redis, queue, adapters, prober, watcher)', async () => {

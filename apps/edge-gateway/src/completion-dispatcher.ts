@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
 import { ADAPTER_LABEL, FIELD_TABLES, type AdapterRegistry } from './adapters/adapter-registry';
 import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/request-fields';
-import { ApiError, catalogError, clientClosed, failsOver, modelNotFound, toClientError, UpstreamError, upstreamTimeout } from './errors';
+import { ApiError, catalogError, clientClosed, failsOver, modelNotFound, shuttingDown, toClientError, UpstreamError, upstreamTimeout } from './errors';
 import { requestLogger } from './http/request-id';
 import { admissionToApiError } from './http/admission-errors';
 import { sendJson, sendUpstream, type SendResult } from './http/send-upstream';
@@ -28,6 +28,12 @@ export interface DispatcherDeps {
   health?: HealthStore;
   /** `previous_response_id` affinity for `/v1/responses` (README "Affinity"). */
   affinity?: ResponseAffinity;
+  /**
+   * Aborted when the drain after SIGTERM runs out: every running request's upstream call is aborted
+   * with `shuttingDown()`, so its client gets a 503 or the stream's error event before the
+   * connection closes. The signal must allow one listener per running request (`setMaxListeners(0, …)`).
+   */
+  shutdown?: AbortSignal;
 }
 
 /** Where a request went, for the access log and metrics. */
@@ -111,6 +117,8 @@ export async function dispatchCompletion(
     attempt.abort(clientClosed());
   };
   res.on('close', onClose);
+  const onShutdown = () => attempt.abort(shuttingDown());
+  deps.shutdown?.addEventListener('abort', onShutdown, { once: true });
   const call: CallContext = { deps, endpoint, res, config, outcome, requestId };
   try {
     if (!route.providerPool) {
@@ -196,6 +204,7 @@ export async function dispatchCompletion(
     }
   } finally {
     res.off('close', onClose);
+    deps.shutdown?.removeEventListener('abort', onShutdown);
   }
 }
 
@@ -285,6 +294,8 @@ async function acquire(queue: ProviderQueue, modelGroupKey: string, candidates: 
   try {
     return await queue.acquireLease({ modelGroupKey, candidates, signal, maxWaitMs: config.queue.max_wait_ms });
   } catch (err) {
+    // Left the queue because the gateway is shutting down (an ApiError reason), not because the client went.
+    if (signal.aborted && signal.reason instanceof ApiError && signal.reason.code === 'shutting_down') throw signal.reason;
     throw admissionToApiError(err);
   }
 }

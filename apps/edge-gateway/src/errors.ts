@@ -178,3 +178,11 @@ export function toClientError(err: unknown, requestId: string): unknown {
     failover: err.failsOver,
   });
 }
+
+/**
+ * The drain after SIGTERM ran out (`IOP_SHUTDOWN_GRACE_MS`, README "Environment variables") while the
+ * request still ran: its upstream call is aborted with this, so the client gets a 503 before the
+ * first byte or the stream's error event after it, never a bare cut connection.
+ */
+export const shuttingDown = () =>
+  catalogError('shutting_down', 'The gateway is shutting down and its drain time ran out before this request finished; retry it.');

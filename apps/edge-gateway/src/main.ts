@@ -33,6 +33,7 @@ import {
   type QueueBackendChoice,
   type QueueBackendOverrides,
 } from '@iop/validate';
+import { setMaxListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import pino from 'pino';
 import { AdapterRegistry } from './adapters/adapter-registry';
@@ -188,6 +189,9 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   runtime.watch();
   toClose.add('config watcher', () => runtime.close());
   process.on('SIGHUP', () => void runtime.reload('SIGHUP'));
+  // Aborted when the drain after SIGTERM runs out: running requests end with a 503 or an error event.
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
   const app = createApp({
     config,
     configInfo: () => runtime.current,
@@ -197,6 +201,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     health,
     affinity,
     metrics,
+    shutdown: shutdown.signal,
   });
 
   const { host, port } = parseListenAddress(cmd.listen ?? initial.gateway.listen);
@@ -236,7 +241,11 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
       // Keep-alive connections turn idle as their requests finish: close each one then, not after keepAliveTimeout.
       server.closeIdleConnections();
       const sweep = setInterval(() => server.closeIdleConnections(), 100);
-      const grace = setTimeout(() => server.closeAllConnections(), environment.IOP_SHUTDOWN_GRACE_MS);
+      const grace = setTimeout(() => {
+        // Requests still running get their 503 or error event first; the connections close a moment later.
+        shutdown.abort();
+        setTimeout(() => server.closeAllConnections(), SHUTDOWN_ANSWER_MS).unref();
+      }, environment.IOP_SHUTDOWN_GRACE_MS);
       await closed;
       clearInterval(sweep);
       clearTimeout(grace);
@@ -251,6 +260,9 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   process.stdout.write(`edge-gateway listening on http://${bound}\n`);
   return stopped;
 }
+
+/** How long requests cut by the end of the drain get to write their 503 or error event before their connections close, in ms. */
+const SHUTDOWN_ANSWER_MS = 200;
 
 /** "1 node", "2 nodes". */
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;

@@ -40,6 +40,7 @@ export const ERROR_CATALOG = {
   queue_timeout: { status: 503, type: 'server_error', retryAfterS: 1 },
   queue_unavailable: { status: 503, type: 'server_error', retryAfterS: 1 },
   no_available_provider: { status: 503, type: 'server_error', retryAfterS: 1 },
+  shutting_down: { status: 503, type: 'server_error', retryAfterS: 1 },
   upstream_timeout: { status: 504, type: 'server_error' },
 } as const satisfies Record<string, ErrorCatalogEntry>;
 
