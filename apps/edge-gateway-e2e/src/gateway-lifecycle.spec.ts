@@ -63,16 +63,25 @@ describe('the gateway process: bundle, environment, ways out', () => {
         async (res) => ({ status: res.status, text: await res.text() }),
         (err: Error) => err,
       );
+    const calledBefore = upstream.stats().total;
     // The upstream holds one answer 10 s and streams the other slowly (fields outside the OpenAI reference reach vLLM as sent).
     const slow = post({ model: 'm1', messages: [{ role: 'user', content: 'slow' }], fake: { delay_ms: 10_000 } });
     const stream = post({ model: 'm1', messages: [{ role: 'user', content: 'stream' }], stream: true, fake: { chunks: 100, chunk_gap_ms: 100 } });
     await waitUntil(() => upstream.stats().current >= 2, 5_000, 'both requests at the upstream');
+    // gpu-1 takes 2 at once: a third request waits in the queue.
+    const queued = post({ model: 'm1', messages: [{ role: 'user', content: 'queued' }] });
+    await new Promise((r) => setTimeout(r, 100));
     const t0 = Date.now();
     expect(await gateway.stop()).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5_000);
     const cut = await slow;
     expect(cut).toMatchObject({ status: 503 });
     expect(JSON.parse((cut as { text: string }).text)).toMatchObject({ error: { code: 'shutting_down', type: 'server_error' } });
+    const waited = await queued;
+    expect(waited).toMatchObject({ status: 503 });
+    expect(JSON.parse((waited as { text: string }).text)).toMatchObject({ error: { code: 'shutting_down' } });
+    // The queued request never reached the upstream.
+    expect(upstream.stats().total).toBe(calledBefore + 2);
     const streamed = await stream;
     expect(streamed).toMatchObject({ status: 200 });
     const text = (streamed as { text: string }).text;

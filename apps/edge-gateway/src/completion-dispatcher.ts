@@ -294,8 +294,8 @@ async function acquire(queue: ProviderQueue, modelGroupKey: string, candidates: 
   try {
     return await queue.acquireLease({ modelGroupKey, candidates, signal, maxWaitMs: config.queue.max_wait_ms });
   } catch (err) {
-    // Left the queue because the gateway is shutting down (an ApiError reason), not because the client went.
-    if (signal.aborted && signal.reason instanceof ApiError && signal.reason.code === 'shutting_down') throw signal.reason;
+    // Left the queue because the wait was aborted: the abort's reason (client gone, gateway shutting down) says why.
+    if (signal.aborted && signal.reason instanceof ApiError) throw signal.reason;
     throw admissionToApiError(err);
   }
 }
