@@ -27,9 +27,8 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
   return (req, res, next) => {
     const startedAt = performance.now();
     flushOnClose((req.socket as { server?: Server }).server);
-    // Without `assignRequestId` in front (an app built without it), the observer gives the id itself.
+    // `assignRequestId` runs before every route that mounts the observer (app.ts) and set the header.
     const requestId = requestIdOf(res) ?? requestIdFrom(req.headers['x-request-id']);
-    if (!res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
     metrics.startCompletion();
     res.once('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
