@@ -34,7 +34,17 @@ const boundaries = (appsMayUse) => [
 export default [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
-  { ignores: ['**/dist', '**/node_modules', '**/.nx', 'tmp/**', '**/jest.config.js', '**/jest.*.config.js', 'jest.preset.js'] },
+  {
+    ignores: [
+      '**/dist',
+      '**/node_modules',
+      '**/.nx',
+      'tmp/**',
+      '**/jest.config.js',
+      '**/jest.*.config.js',
+      'jest.preset.js',
+    ],
+  },
   {
     files: ['**/*.ts'],
     rules: {

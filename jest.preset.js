@@ -6,7 +6,10 @@ const root = __dirname;
 module.exports = {
   testEnvironment: 'node',
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+    '^.+\\.ts$': [
+      '@swc/jest',
+      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {

@@ -92,7 +92,11 @@ process.on('exit', () => {
 process.on('SIGTERM', () => void stopAll(0));
 
 try {
-  await start('fake-upstream', [UPSTREAM_MAIN, '--host', '127.0.0.1', '--port', UPSTREAM_PORT, '--name', 'demo'], /listening on (\S+)/);
+  await start(
+    'fake-upstream',
+    [UPSTREAM_MAIN, '--host', '127.0.0.1', '--port', UPSTREAM_PORT, '--name', 'demo'],
+    /listening on (\S+)/,
+  );
   const [, url] = await start(
     'edge-gateway',
     ['--max-semi-space-size=4', GATEWAY_MAIN, 'serve', '--config', 'examples/edge.yaml', ...process.argv.slice(2)],

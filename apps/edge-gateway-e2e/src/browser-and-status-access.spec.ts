@@ -44,7 +44,11 @@ describe('browser and status access (README "Security")', () => {
   });
 
   const post = (gateway: GatewayProcess, path: string, body: string, headers: Record<string, string>) =>
-    fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${CLIENT_KEY}`, ...headers }, body });
+    fetch(`${gateway.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CLIENT_KEY}`, ...headers },
+      body,
+    });
 
   describe('completions require Content-Type: application/json', () => {
     it.each([
@@ -71,12 +75,18 @@ describe('browser and status access (README "Security")', () => {
     });
 
     it('accepts application/json with a charset, in any case', async () => {
-      const res = await post(defaults, '/v1/chat/completions', chatBody('small'), { 'content-type': 'Application/JSON; charset=utf-8' });
+      const res = await post(defaults, '/v1/chat/completions', chatBody('small'), {
+        'content-type': 'Application/JSON; charset=utf-8',
+      });
       expect(res.status).toBe(200);
     });
 
     it('checks the client key first', async () => {
-      const res = await fetch(`${hardened.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: chatBody('small') });
+      const res = await fetch(`${hardened.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: chatBody('small'),
+      });
       expect(res.status).toBe(401);
     });
   });
@@ -85,7 +95,11 @@ describe('browser and status access (README "Security")', () => {
     const preflight = (gateway: GatewayProcess, origin: string) =>
       fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'OPTIONS',
-        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os' },
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization, content-type, x-stainless-os',
+        },
       });
 
     it('answers the preflight of a listed origin with the methods and headers it asked for', async () => {
@@ -98,7 +112,10 @@ describe('browser and status access (README "Security")', () => {
     });
 
     it('lets a listed origin read the answer of a JSON request', async () => {
-      const res = await post(hardened, '/v1/chat/completions', chatBody('small'), { 'content-type': 'application/json', origin: ALLOWED });
+      const res = await post(hardened, '/v1/chat/completions', chatBody('small'), {
+        'content-type': 'application/json',
+        origin: ALLOWED,
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('access-control-allow-origin')).toBe(ALLOWED);
     });
@@ -108,32 +125,57 @@ describe('browser and status access (README "Security")', () => {
       ['a listed origin on another port', 'hardened', 'https://chat.example.com:8443'],
       ['any origin with the default empty list', 'defaults', ALLOWED],
       ['the "null" origin of a sandboxed page', 'defaults', 'null'],
-    ] as const)('refuses the preflight of %s (403) and sets no CORS header on its requests', async (_what, which, origin) => {
-      const gateway = which === 'hardened' ? hardened : defaults;
-      const res = await preflight(gateway, origin);
-      expect(res.status).toBe(403);
-      expect(await errorOf(res)).toMatchObject({ code: 'origin_not_allowed' });
-      expect(res.headers.get('access-control-allow-origin')).toBeNull();
-      const models = await fetch(`${gateway.url}/v1/models`, { headers: { origin, authorization: `Bearer ${CLIENT_KEY}` } });
-      expect(models.headers.get('access-control-allow-origin')).toBeNull();
-      const simple = await post(gateway, '/v1/chat/completions', chatBody('small'), { 'content-type': 'text/plain', origin });
-      expect(simple.status).toBe(415);
-      expect(simple.headers.get('access-control-allow-origin')).toBeNull();
-    });
+    ] as const)(
+      'refuses the preflight of %s (403) and sets no CORS header on its requests',
+      async (_what, which, origin) => {
+        const gateway = which === 'hardened' ? hardened : defaults;
+        const res = await preflight(gateway, origin);
+        expect(res.status).toBe(403);
+        expect(await errorOf(res)).toMatchObject({ code: 'origin_not_allowed' });
+        expect(res.headers.get('access-control-allow-origin')).toBeNull();
+        const models = await fetch(`${gateway.url}/v1/models`, {
+          headers: { origin, authorization: `Bearer ${CLIENT_KEY}` },
+        });
+        expect(models.headers.get('access-control-allow-origin')).toBeNull();
+        const simple = await post(gateway, '/v1/chat/completions', chatBody('small'), {
+          'content-type': 'text/plain',
+          origin,
+        });
+        expect(simple.status).toBe(415);
+        expect(simple.headers.get('access-control-allow-origin')).toBeNull();
+      },
+    );
   });
 
   describe('status keys', () => {
-    it.each(['/status', '/metrics'])('%s needs a status key: 401 with a Basic challenge, then Bearer or Basic', async (path) => {
-      const none = await fetch(`${hardened.url}${path}`);
-      expect(none.status).toBe(401);
-      expect(none.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
-      expect(await errorOf(none)).toMatchObject({ code: 'invalid_api_key', message: expect.stringContaining('status.api_keys') });
-      expect((await fetch(`${hardened.url}${path}`, { headers: { authorization: `Bearer ${CLIENT_KEY}` } })).status).toBe(401);
-      expect((await fetch(`${hardened.url}${path}`, { headers: { authorization: 'Bearer status-key-0002' } })).status).toBe(401);
-      expect((await fetch(`${hardened.url}${path}`, { headers: { authorization: `Bearer ${STATUS_KEY}` } })).status).toBe(200);
-      expect((await fetch(`${hardened.url}${path}`, { headers: { authorization: basic('prometheus', STATUS_KEY) } })).status).toBe(200);
-      expect((await fetch(`${hardened.url}${path}`, { headers: { authorization: basic(STATUS_KEY, 'wrong') } })).status).toBe(401);
-    });
+    it.each(['/status', '/metrics'])(
+      '%s needs a status key: 401 with a Basic challenge, then Bearer or Basic',
+      async (path) => {
+        const none = await fetch(`${hardened.url}${path}`);
+        expect(none.status).toBe(401);
+        expect(none.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+        expect(await errorOf(none)).toMatchObject({
+          code: 'invalid_api_key',
+          message: expect.stringContaining('status.api_keys'),
+        });
+        expect(
+          (await fetch(`${hardened.url}${path}`, { headers: { authorization: `Bearer ${CLIENT_KEY}` } })).status,
+        ).toBe(401);
+        expect(
+          (await fetch(`${hardened.url}${path}`, { headers: { authorization: 'Bearer status-key-0002' } })).status,
+        ).toBe(401);
+        expect(
+          (await fetch(`${hardened.url}${path}`, { headers: { authorization: `Bearer ${STATUS_KEY}` } })).status,
+        ).toBe(200);
+        expect(
+          (await fetch(`${hardened.url}${path}`, { headers: { authorization: basic('prometheus', STATUS_KEY) } }))
+            .status,
+        ).toBe(200);
+        expect(
+          (await fetch(`${hardened.url}${path}`, { headers: { authorization: basic(STATUS_KEY, 'wrong') } })).status,
+        ).toBe(401);
+      },
+    );
 
     it.each(['/healthz', '/readyz'])('%s stays open for probes', async (path) => {
       expect((await fetch(`${hardened.url}${path}`)).status).toBe(200);
@@ -150,17 +192,24 @@ describe('browser and status access (README "Security")', () => {
       ['a pooled answer', 'small', 200],
       ['a CLI answer', 'echo', 200],
       ['a legacy route', 'legacy', 200],
-    ])('%s carries no x-iop-node / x-iop-resource with topology_headers: false, and both by default', async (_what, model, status) => {
-      const quiet = await post(hardened, '/v1/chat/completions', chatBody(model), { 'content-type': 'application/json' });
-      expect(quiet.status).toBe(status);
-      expect(quiet.headers.get('x-iop-node')).toBeNull();
-      expect(quiet.headers.get('x-iop-resource')).toBeNull();
-      await quiet.text();
-      const loud = await post(defaults, '/v1/chat/completions', chatBody(model), { 'content-type': 'application/json' });
-      expect(loud.headers.get('x-iop-node')).not.toBeNull();
-      expect(loud.headers.get('x-iop-resource')).not.toBeNull();
-      await loud.text();
-    });
+    ])(
+      '%s carries no x-iop-node / x-iop-resource with topology_headers: false, and both by default',
+      async (_what, model, status) => {
+        const quiet = await post(hardened, '/v1/chat/completions', chatBody(model), {
+          'content-type': 'application/json',
+        });
+        expect(quiet.status).toBe(status);
+        expect(quiet.headers.get('x-iop-node')).toBeNull();
+        expect(quiet.headers.get('x-iop-resource')).toBeNull();
+        await quiet.text();
+        const loud = await post(defaults, '/v1/chat/completions', chatBody(model), {
+          'content-type': 'application/json',
+        });
+        expect(loud.headers.get('x-iop-node')).not.toBeNull();
+        expect(loud.headers.get('x-iop-resource')).not.toBeNull();
+        await loud.text();
+      },
+    );
 
     it('an upstream error carries none either', async () => {
       const res = await post(
@@ -180,12 +229,19 @@ describe('browser and status access (README "Security")', () => {
       expect((await fetch(`${hardened.url}/v1/models/%zz`)).status).toBe(401);
       const res = await fetch(`${hardened.url}/v1/models/%zz`, { headers: { authorization: `Bearer ${CLIENT_KEY}` } });
       expect(res.status).toBe(400);
-      expect(await errorOf(res)).toMatchObject({ code: 'invalid_request_error', param: 'model', message: expect.stringContaining('/v1/models/%zz') });
+      expect(await errorOf(res)).toMatchObject({
+        code: 'invalid_request_error',
+        param: 'model',
+        message: expect.stringContaining('/v1/models/%zz'),
+      });
     });
 
     it('answers a known model, a percent-encoded one and an unknown one', async () => {
       const auth = { authorization: `Bearer ${CLIENT_KEY}` };
-      expect(await (await fetch(`${hardened.url}/v1/models/llama`, { headers: auth })).json()).toMatchObject({ id: 'llama', object: 'model' });
+      expect(await (await fetch(`${hardened.url}/v1/models/llama`, { headers: auth })).json()).toMatchObject({
+        id: 'llama',
+        object: 'model',
+      });
       expect((await fetch(`${hardened.url}/v1/models/ll%61ma`, { headers: auth })).status).toBe(200);
       const unknown = await fetch(`${hardened.url}/v1/models/meta%2Fnope`, { headers: auth });
       expect(unknown.status).toBe(404);

@@ -58,7 +58,10 @@ describe('config refresh on SIGHUP', () => {
     const statuses = (await Promise.all(requests)).map((r) => r.status);
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(upstream.stats().byModel['small'].max).toBe(3);
-    const statusAfter = (await (await fetch(`${gateway.url}/status`)).json()) as { config_hash: string; config_loaded_at: string };
+    const statusAfter = (await (await fetch(`${gateway.url}/status`)).json()) as {
+      config_hash: string;
+      config_loaded_at: string;
+    };
     expect(statusAfter.config_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(statusAfter.config_hash).not.toBe(statusBefore.config_hash);
     expect(resourceMax(statusAfter, 'solo')).toBe(3);
@@ -141,7 +144,10 @@ describe('config refresh on SIGHUP', () => {
         }),
       );
       await waitUntil(() => upstream.stats().current === 1, 5000, 'the first request upstream');
-      writeFileSync(file, yaml.replace('models: [small], max_concurrency: 1 }', 'models: [small], max_concurrency: 3 }'));
+      writeFileSync(
+        file,
+        yaml.replace('models: [small], max_concurrency: 1 }', 'models: [small], max_concurrency: 3 }'),
+      );
       // One replica's reload raises the shared limit for every replica.
       a.child.kill('SIGHUP');
       b.child.kill('SIGHUP');

@@ -33,7 +33,9 @@ function open(url: string): Promise<RawConnection> {
     const openedAt = Date.now();
     let text = '';
     const socket = connect(Number(port), hostname);
-    const closed = new Promise<{ afterMs: number; text: string }>((done) => socket.once('close', () => done({ afterMs: Date.now() - openedAt, text })));
+    const closed = new Promise<{ afterMs: number; text: string }>((done) =>
+      socket.once('close', () => done({ afterMs: Date.now() - openedAt, text })),
+    );
     socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
     socket.on('error', () => undefined);
     socket.once('connect', () => resolve({ socket, received: () => text, closed }));
@@ -68,7 +70,11 @@ describe('connection limits of a gateway process (README "Security")', () => {
 
   it('closes a connection whose headers arrive slower than header_timeout_ms, with a 408', async () => {
     const c = await open(gateway.url);
-    trickle(c.socket, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Pad: ' + 'a'.repeat(200), 50);
+    trickle(
+      c.socket,
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Pad: ' + 'a'.repeat(200),
+      50,
+    );
     const { afterMs, text } = await c.closed;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(afterMs).toBeGreaterThanOrEqual(HEADER_MS - 50);
@@ -85,7 +91,9 @@ describe('connection limits of a gateway process (README "Security")', () => {
     upstream.reset();
     const c = await open(gateway.url);
     const body = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x'.repeat(300) }] });
-    c.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    c.socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
     trickle(c.socket, body, 50);
     const { afterMs, text } = await c.closed;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
@@ -96,7 +104,9 @@ describe('connection limits of a gateway process (README "Security")', () => {
   it('answers a Content-Length over max_body_bytes with 413 at once and closes without reading the body', async () => {
     const c = await open(gateway.url);
     const declared = 300 * 1024 * 1024;
-    c.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`);
+    c.socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+    );
     // Keep sending as fast as the socket takes it, as a client uploading 300 MB would.
     const chunk = Buffer.alloc(64 * 1024, 0x20);
     let sent = 0;
@@ -136,7 +146,9 @@ describe('connection limits of a gateway process (README "Security")', () => {
     expect(text).toMatch(/^HTTP\/1\.1 413 /);
     expect(text).not.toContain('100 Continue');
     expect(text.toLowerCase()).toContain('x-request-id: big-upload-1\r\n');
-    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'request_too_large' } });
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      error: { code: 'request_too_large' },
+    });
   });
 
   it('continues a small body sent with Expect: 100-continue', async () => {
@@ -155,7 +167,9 @@ describe('connection limits of a gateway process (README "Security")', () => {
 
   it('answers a chunked body that passes max_body_bytes with 413 and closes the connection', async () => {
     const c = await open(gateway.url);
-    c.socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+    c.socket.write(
+      'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+    );
     const piece = 'a'.repeat(1024);
     for (let i = 0; i < 8; i++) c.socket.write(`${piece.length.toString(16)}\r\n${piece}\r\n`);
     const { text } = await c.closed;
@@ -184,7 +198,12 @@ describe('connection limits of a gateway process (README "Security")', () => {
     const res = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'small', stream: true, messages: [{ role: 'user', content: 'x' }], fake: { chunks: 12, chunk_gap_ms: 250 } }),
+      body: JSON.stringify({
+        model: 'small',
+        stream: true,
+        messages: [{ role: 'user', content: 'x' }],
+        fake: { chunks: 12, chunk_gap_ms: 250 },
+      }),
     });
     const startedAt = Date.now();
     const text = await res.text();

@@ -81,7 +81,8 @@ function watchPeaks(read: () => Promise<Map<string, ProviderCounts>>) {
   return watcher;
 }
 
-const total = (counts: Map<string, ProviderCounts>) => [...counts.values()].reduce((n, c) => n + c.inFlight + c.queued, 0);
+const total = (counts: Map<string, ProviderCounts>) =>
+  [...counts.values()].reduce((n, c) => n + c.inFlight + c.queued, 0);
 
 /**
  * Admission of simultaneous bursts across real gateway processes on one real Redis (docs/architecture.md,
@@ -124,7 +125,11 @@ describe('admission of bursts across gateway replicas (Redis backend)', () => {
   async function endBurst(all: Promise<Shot[]>): Promise<void> {
     abort.abort();
     await all;
-    await waitUntil(async () => total(await fleet!.counts()) === 0, 5000, 'in_flight and queued back to 0 after the clients left');
+    await waitUntil(
+      async () => total(await fleet!.counts()) === 0,
+      5000,
+      'in_flight and queued back to 0 after the clients left',
+    );
     await waitUntil(() => upstream.stats().current === 0, 5000, 'the upstream to see every call end');
     expect(await fleet!.jobKeys()).toEqual([]);
   }
@@ -138,7 +143,11 @@ describe('admission of bursts across gateway replicas (Redis backend)', () => {
     const peaks = watchPeaks(() => fleet!.counts(['a2', 'b3']));
     const startedAt = Date.now();
     const { answered, all } = burst(urls, 120, 'duo', { delay_ms: 3000 }, abort.signal);
-    await waitUntil(async () => answered.length === 15 && total(await fleet!.counts(['a2', 'b3'])) === 105, 2500, '105 requests placed and 15 answered');
+    await waitUntil(
+      async () => answered.length === 15 && total(await fleet!.counts(['a2', 'b3'])) === 105,
+      2500,
+      '105 requests placed and 15 answered',
+    );
     const counts = Object.fromEntries(await fleet!.counts(['a2', 'b3']));
     // Read before the first upstream call could end (3 s): this is the placement itself.
     expect(Date.now() - startedAt).toBeLessThan(3000);
@@ -174,7 +183,11 @@ describe('admission of bursts across gateway replicas (Redis backend)', () => {
     const expected = { a2: { inFlight: 2, queued: 10 }, b3: { inFlight: 3, queued: 15 } };
 
     const onMemory = burst([memoryGateway.url], 30, 'duo', { delay_ms: 3000 }, abort.signal);
-    await waitUntil(async () => total(await statusCounts(memoryGateway!.url, ['a2', 'b3'])) === 30, 2500, 'the memory backend to place 30');
+    await waitUntil(
+      async () => total(await statusCounts(memoryGateway!.url, ['a2', 'b3'])) === 30,
+      2500,
+      'the memory backend to place 30',
+    );
     const memory = Object.fromEntries(await statusCounts(memoryGateway.url, ['a2', 'b3']));
     expect(onMemory.answered).toEqual([]);
     abort.abort();
@@ -204,7 +217,11 @@ describe('admission of bursts across gateway replicas (Redis backend)', () => {
     const urls = fleet.replicas.map((r) => r.url);
     const peaks = watchPeaks(() => fleet!.counts(['s1']));
     const { answered, all } = burst(urls, 6, 'single', { delay_ms: 2000 }, abort.signal);
-    await waitUntil(async () => answered.length === 4 && total(await fleet!.counts(['s1'])) === 2, 1500, '4 refusals and 2 admitted');
+    await waitUntil(
+      async () => answered.length === 4 && total(await fleet!.counts(['s1'])) === 2,
+      1500,
+      '4 refusals and 2 admitted',
+    );
     expect((await fleet.counts(['s1'])).get('s1')).toEqual({ inFlight: 1, queued: 1 });
     expect(answered.map((s) => [s.status, s.code])).toEqual(Array(4).fill([429, 'queue_full']));
     // The queued one is served after the running one: both succeed, one at a time.

@@ -1,6 +1,14 @@
 import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
-import { burstYaml, chatOnce, freeze, openStream, startReplicaFleet, thaw, type ReplicaFleet } from './testing/replica-fleet';
+import {
+  burstYaml,
+  chatOnce,
+  freeze,
+  openStream,
+  startReplicaFleet,
+  thaw,
+  type ReplicaFleet,
+} from './testing/replica-fleet';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -52,7 +60,11 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
     });
     await waitUntil(async () => (await s1()).queued === 1, 3000, 'the request through R2 to wait');
     // R1's liveness key expires (TTL 2 s) while its connections stay open: the sweep must not free its slot.
-    await waitUntil(async () => (await fleet!.liveness()).alive.length === 1, 4000, "the frozen replica's liveness key to expire");
+    await waitUntil(
+      async () => (await fleet!.liveness()).alive.length === 1,
+      4000,
+      "the frozen replica's liveness key to expire",
+    );
     while (Date.now() - frozenAt < 8000) {
       expect(await s1()).toEqual({ inFlight: 1, queued: 1 });
       expect(upstreamS1().current).toBe(1);
@@ -66,10 +78,16 @@ describe('fencing of leases across gateway replicas (Redis backend)', () => {
     // R1 cannot prove its lease any more (not renewed for ~8 s > 1.8 s): it stops the stream itself.
     const { text } = await stream.rest;
     const events = text.split('\n\n').filter((e) => e.startsWith('data: '));
-    const last = JSON.parse(events[events.length - 1].slice('data: '.length)) as { error?: { code: string; message: string } };
+    const last = JSON.parse(events[events.length - 1].slice('data: '.length)) as {
+      error?: { code: string; message: string };
+    };
     expect(last.error).toMatchObject({ code: 'queue_unavailable', message: expect.stringContaining('"s1"') });
     expect(text).not.toContain('[DONE]');
-    await waitUntil(() => /lease \S+ of provider \\"s1\\" lost/.test(r1.output()), 2000, `R1's warning about the fenced lease; R1 output:\n${r1.output()}`);
+    await waitUntil(
+      () => /lease \S+ of provider \\"s1\\" lost/.test(r1.output()),
+      2000,
+      `R1's warning about the fenced lease; R1 output:\n${r1.output()}`,
+    );
     const warning = r1
       .output()
       .split('\n')

@@ -20,7 +20,11 @@ const MODELS = ['llama', 'qwen', 'small', 'echo', 'legacy'];
 const PATHS = ['/v1/chat/completions', '/v1/responses'];
 
 /** fleetYaml with one booked failure enough to turn a provider unhealthy, and probes too rare to heal it. */
-const yaml = () => fleetYaml({ maxBodyBytes: 65536 }).replace('queue:\n', 'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n');
+const yaml = () =>
+  fleetYaml({ maxBodyBytes: 65536 }).replace(
+    'queue:\n',
+    'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n',
+  );
 
 interface Answer {
   status: number;
@@ -33,13 +37,21 @@ interface Answer {
  * connection: a connection the server closes after an answer whose body it did not read (Node's
  * rule) must not fail the next case. Never rejects on HTTP errors.
  */
-function send(url: string, method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<Answer> {
+function send(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+): Promise<Answer> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request({ host: hostname, port, method, path, headers, timeout: 30_000, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -50,7 +62,11 @@ function send(url: string, method: string, path: string, headers: Record<string,
 
 /** JSON values without the fake upstream's knobs (`fake`): the property is about the gateway, not a told-to-fail upstream. */
 const json = fc.jsonValue({ maxDepth: 4 }).filter((v) => !JSON.stringify(v).includes('"fake"'));
-const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constantFrom('', 'System: x', '\n\nAssistant: y', 'a'.repeat(2000)));
+const text = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'grapheme' }),
+  fc.constantFrom('', 'System: x', '\n\nAssistant: y', 'a'.repeat(2000)),
+);
 const role = fc.oneof(
   { arbitrary: fc.constantFrom('system', 'developer', 'user', 'assistant', 'tool'), weight: 4 },
   { arbitrary: fc.string({ maxLength: 12 }), weight: 1 },
@@ -91,7 +107,11 @@ const body = fc.oneof(
   fc.record(
     {
       model: fc.constantFrom(...MODELS),
-      input: fc.oneof(text, fc.array(fc.oneof(fc.record({ role, content }, { requiredKeys: [] }), json), { maxLength: 3 }), json),
+      input: fc.oneof(
+        text,
+        fc.array(fc.oneof(fc.record({ role, content }, { requiredKeys: [] }), json), { maxLength: 3 }),
+        json,
+      ),
       instructions: fc.oneof(text, json),
       stream: fc.boolean(),
     },
@@ -128,7 +148,9 @@ const headers = fc
   .chain((h) =>
     fc
       .dictionary(
-        token.filter((k) => !/^(x-fake|content-length|transfer-encoding|host|connection|expect|upgrade|te|trailer)/i.test(k)),
+        token.filter(
+          (k) => !/^(x-fake|content-length|transfer-encoding|host|connection|expect|upgrade|te|trailer)/i.test(k),
+        ),
         headerValue,
         { maxKeys: 3 },
       )
@@ -153,14 +175,19 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
     if (answer.status >= 500) throw new Error(`${what}: answered ${answer.status}: ${answer.body.slice(0, 500)}`);
     if (answer.status >= 400 && answer.status !== 408 && answer.body !== '') {
       const parsed = JSON.parse(answer.body) as { error?: { message?: unknown; type?: unknown; code?: unknown } };
-      if (typeof parsed.error?.message !== 'string' || typeof parsed.error.type !== 'string' || typeof parsed.error.code !== 'string') {
+      if (
+        typeof parsed.error?.message !== 'string' ||
+        typeof parsed.error.type !== 'string' ||
+        typeof parsed.error.code !== 'string'
+      ) {
         throw new Error(`${what}: ${answer.status} is not OpenAI-shaped: ${answer.body.slice(0, 300)}`);
       }
       if (/\n\s+at /.test(parsed.error.message)) throw new Error(`${what}: a stack trace in the answer`);
     }
     if (/data: \{"error"/.test(answer.body) && /"type":"server_error"/.test(answer.body))
       throw new Error(`${what}: a server error event mid-stream: ${answer.body.slice(-400)}`);
-    if (gateway.child.exitCode !== null || gateway.child.signalCode !== null) throw new Error(`${what}: the gateway died:\n${gateway.output()}`);
+    if (gateway.child.exitCode !== null || gateway.child.signalCode !== null)
+      throw new Error(`${what}: the gateway died:\n${gateway.output()}`);
     const snapshot = JSON.parse((await send(gateway.url, 'GET', '/status', {})).body) as StatusSnapshot;
     const unhealthy = snapshot.nodes.flatMap((n) => n.resources).filter((r) => r.state === 'unhealthy');
     if (unhealthy.length > 0) throw new Error(`${what}: booked unhealthy: ${unhealthy.map((r) => r.id).join(', ')}`);
@@ -170,14 +197,25 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
   const seen = new Map<number, number>();
   const tally = (answer: Answer) => seen.set(answer.status, (seen.get(answer.status) ?? 0) + 1);
 
-  const params = (runs: number) => ({ seed: SEED, numRuns: runs, endOnFailure: true, interruptAfterTimeLimit: LONG ? undefined : 60_000 });
+  const params = (runs: number) => ({
+    seed: SEED,
+    numRuns: runs,
+    endOnFailure: true,
+    interruptAfterTimeLimit: LONG ? undefined : 60_000,
+  });
 
   it(
     'bodies: JSON of every shape to chat and Responses, streamed or not',
     async () => {
       await fc.assert(
         fc.asyncProperty(fc.constantFrom(...PATHS), body, async (path, b) => {
-          const answer = await send(gateway.url, 'POST', path, { 'content-type': 'application/json' }, JSON.stringify(b));
+          const answer = await send(
+            gateway.url,
+            'POST',
+            path,
+            { 'content-type': 'application/json' },
+            JSON.stringify(b),
+          );
           tally(answer);
           await check(answer, `POST ${path} ${JSON.stringify(b).slice(0, 300)}`);
         }),
@@ -195,15 +233,27 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
       const raw = fc.oneof(
         fc.string(),
         fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
-        fc.constantFrom('{', '[]', 'null', '{"model":', '\u0000', '{"model":"llama","messages":[{"role":"user","content":"x"}]}'),
+        fc.constantFrom(
+          '{',
+          '[]',
+          'null',
+          '{"model":',
+          '\u0000',
+          '{"model":"llama","messages":[{"role":"user","content":"x"}]}',
+        ),
       );
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...PATHS), raw, fc.constantFrom(undefined, 'gzip', 'deflate', 'br', 'x-unknown'), async (path, b, encoding) => {
-          const h: Record<string, string> = { 'content-type': 'application/json' };
-          if (encoding) h['content-encoding'] = encoding;
-          const answer = await send(gateway.url, 'POST', path, h, b);
-          await check(answer, `POST ${path} (${encoding ?? 'identity'}) ${JSON.stringify(String(b)).slice(0, 200)}`);
-        }),
+        fc.asyncProperty(
+          fc.constantFrom(...PATHS),
+          raw,
+          fc.constantFrom(undefined, 'gzip', 'deflate', 'br', 'x-unknown'),
+          async (path, b, encoding) => {
+            const h: Record<string, string> = { 'content-type': 'application/json' };
+            if (encoding) h['content-encoding'] = encoding;
+            const answer = await send(gateway.url, 'POST', path, h, b);
+            await check(answer, `POST ${path} (${encoding ?? 'identity'}) ${JSON.stringify(String(b)).slice(0, 200)}`);
+          },
+        ),
         params(Math.ceil(RUNS / 2)),
       );
     },

@@ -45,11 +45,15 @@ describe('the gateway process: bundle, environment, ways out', () => {
     ['LOG_LEVEL', 'loud', 'one of fatal, error, warn, info, debug, trace, silent'],
     ['OTEL_BSP_SCHEDULE_DELAY', '1.5s', 'a whole number of milliseconds, 0 or more'],
   ])('refuses %s=%j at start: exit 2, naming the variable, its value and what is expected', (name, value, expected) => {
-    const run = spawnSync(process.execPath, [GATEWAY_MAIN, '--config', writeTempConfig(lifecycleYaml(upstream.url)), '--listen', '127.0.0.1:0'], {
-      encoding: 'utf8',
-      env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', [name]: value },
-      timeout: 15_000,
-    });
+    const run = spawnSync(
+      process.execPath,
+      [GATEWAY_MAIN, '--config', writeTempConfig(lifecycleYaml(upstream.url)), '--listen', '127.0.0.1:0'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', [name]: value },
+        timeout: 15_000,
+      },
+    );
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(`environment variable ${name}=${JSON.stringify(value)}: expected ${expected}`);
     expect(run.stderr).not.toMatch(/\n\s+at /);
@@ -57,16 +61,27 @@ describe('the gateway process: bundle, environment, ways out', () => {
   });
 
   it('takes a good IOP_SHUTDOWN_GRACE_MS: requests still running when it ends get a 503 or the error event, not a bare cut', async () => {
-    const gateway = await spawnGateway(writeTempConfig(lifecycleYaml(upstream.url)), { env: { IOP_SHUTDOWN_GRACE_MS: '300', LOG_LEVEL: 'error' } });
+    const gateway = await spawnGateway(writeTempConfig(lifecycleYaml(upstream.url)), {
+      env: { IOP_SHUTDOWN_GRACE_MS: '300', LOG_LEVEL: 'error' },
+    });
     const post = (body: object) =>
-      fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(
         async (res) => ({ status: res.status, text: await res.text() }),
         (err: Error) => err,
       );
     const calledBefore = upstream.stats().total;
     // The upstream holds one answer 10 s and streams the other slowly (fields outside the OpenAI reference reach vLLM as sent).
     const slow = post({ model: 'm1', messages: [{ role: 'user', content: 'slow' }], fake: { delay_ms: 10_000 } });
-    const stream = post({ model: 'm1', messages: [{ role: 'user', content: 'stream' }], stream: true, fake: { chunks: 100, chunk_gap_ms: 100 } });
+    const stream = post({
+      model: 'm1',
+      messages: [{ role: 'user', content: 'stream' }],
+      stream: true,
+      fake: { chunks: 100, chunk_gap_ms: 100 },
+    });
     await waitUntil(() => upstream.stats().current >= 2, 5_000, 'both requests at the upstream');
     // gpu-1 takes 2 at once: a third request waits in the queue.
     const queued = post({ model: 'm1', messages: [{ role: 'user', content: 'queued' }] });
@@ -76,7 +91,9 @@ describe('the gateway process: bundle, environment, ways out', () => {
     expect(Date.now() - t0).toBeLessThan(5_000);
     const cut = await slow;
     expect(cut).toMatchObject({ status: 503 });
-    expect(JSON.parse((cut as { text: string }).text)).toMatchObject({ error: { code: 'shutting_down', type: 'server_error' } });
+    expect(JSON.parse((cut as { text: string }).text)).toMatchObject({
+      error: { code: 'shutting_down', type: 'server_error' },
+    });
     const waited = await queued;
     expect(waited).toMatchObject({ status: 503 });
     expect(JSON.parse((waited as { text: string }).text)).toMatchObject({ error: { code: 'shutting_down' } });

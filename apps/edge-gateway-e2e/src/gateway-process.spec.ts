@@ -12,7 +12,9 @@ describe('the built gateway process', () => {
   });
 
   it('serves models and a chat completion, then stops cleanly on SIGTERM', async () => {
-    const gateway = await spawnGateway(writeTempConfig(fleetYaml()), { env: { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' } });
+    const gateway = await spawnGateway(writeTempConfig(fleetYaml()), {
+      env: { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' },
+    });
     try {
       const models = (await (await fetch(`${gateway.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
       expect(models.data.map((m) => m.id)).toContain('llama');
@@ -46,19 +48,28 @@ describe('the built gateway process', () => {
     });
     expect(ok.status).toBe(0);
     expect(ok.stdout).toMatch(/valid \(2 nodes, 5 providers, 1 route,/);
-    const bad = spawnSync(process.execPath, [GATEWAY_MAIN, 'validate', writeTempConfig(fleetYaml())], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    const bad = spawnSync(process.execPath, [GATEWAY_MAIN, 'validate', writeTempConfig(fleetYaml())], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('UPSTREAM');
   });
 
   it('exits 1 with the address when it cannot listen, instead of claiming to listen', async () => {
-    const first = await spawnGateway(writeTempConfig(fleetYaml()), { env: { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' } });
+    const first = await spawnGateway(writeTempConfig(fleetYaml()), {
+      env: { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' },
+    });
     try {
       const taken = first.url.replace('http://', '');
-      const run = spawnSync(process.execPath, [GATEWAY_MAIN, '--config', writeTempConfig(fleetYaml()), '--listen', taken], {
-        encoding: 'utf8',
-        env: { ...process.env, UPSTREAM: upstream.url, UPSTREAM_KEY: 'k', LOG_LEVEL: 'warn' },
-      });
+      const run = spawnSync(
+        process.execPath,
+        [GATEWAY_MAIN, '--config', writeTempConfig(fleetYaml()), '--listen', taken],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, UPSTREAM: upstream.url, UPSTREAM_KEY: 'k', LOG_LEVEL: 'warn' },
+        },
+      );
       expect(run.status).toBe(1);
       expect(run.stderr).toContain(`cannot listen on ${taken}`);
       expect(run.stdout).not.toContain('listening on');
@@ -71,7 +82,9 @@ describe('the built gateway process', () => {
     [['--listen', '127.0.0.1:99999'], /--listen: .*port from 0 to 65535/],
     [['--redis', 'http://nope'], /--redis: .*redis:\/\//],
   ])('rejects %j with a usage error (exit 2), no stack trace', (flags, message) => {
-    const run = spawnSync(process.execPath, [GATEWAY_MAIN, '--config', 'examples/edge.yaml', ...flags], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [GATEWAY_MAIN, '--config', 'examples/edge.yaml', ...flags], {
+      encoding: 'utf8',
+    });
     expect(run.status).toBe(2);
     expect(run.stderr).toMatch(message);
     expect(run.stderr).not.toMatch(/\n\s+at /);

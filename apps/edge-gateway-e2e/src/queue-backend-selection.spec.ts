@@ -28,18 +28,24 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
   });
 
   const start = async (opts: { env?: Record<string, string>; args?: string[]; file?: string }) => {
-    const gateway = await spawnGateway(opts.file ?? EXAMPLE, { env: { LOG_LEVEL: 'info', ...opts.env }, args: opts.args });
+    const gateway = await spawnGateway(opts.file ?? EXAMPLE, {
+      env: { LOG_LEVEL: 'info', ...opts.env },
+      args: opts.args,
+    });
     gateways.push(gateway);
     return gateway;
   };
-  const readyz = async (g: GatewayProcess) => (await (await fetch(`${g.url}/readyz`)).json()) as { status: string; queue: string };
+  const readyz = async (g: GatewayProcess) =>
+    (await (await fetch(`${g.url}/readyz`)).json()) as { status: string; queue: string };
   /** The startup line `queue backend: ...` from the JSON logs. */
   const backendLine = (g: GatewayProcess) =>
     g
       .output()
       .split('\n')
       .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { level: number; msg: string; queue?: string; redis?: string; source?: string })
+      .map(
+        (line) => JSON.parse(line) as { level: number; msg: string; queue?: string; redis?: string; source?: string },
+      )
       .find((entry) => entry.msg.startsWith('queue backend: '));
   const flush = async () => {
     const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
@@ -93,7 +99,11 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     await flush();
     const gateway = await start({ env: { REDIS_URL: '' } });
     expect(await readyz(gateway)).toEqual({ status: 'ready', queue: 'memory', queue_ready: true });
-    expect(backendLine(gateway)).toMatchObject({ level: 30, queue: 'memory', msg: 'queue backend: memory (queue.backend: memory)' });
+    expect(backendLine(gateway)).toMatchObject({
+      level: 30,
+      queue: 'memory',
+      msg: 'queue backend: memory (queue.backend: memory)',
+    });
     expect(await scanKeys(redis.url, `${PREFIX}:`)).toEqual([]);
   });
 

@@ -35,7 +35,9 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
   /** True when p3 + p5 hold exactly `inFlight` leases and `queued` waiting jobs. */
   const poolCounts = async (inFlight: number, queued: number) => {
     const c = await fleet!.counts(['p3', 'p5']);
-    return c.get('p3')!.inFlight + c.get('p5')!.inFlight === inFlight && c.get('p3')!.queued + c.get('p5')!.queued === queued;
+    return (
+      c.get('p3')!.inFlight + c.get('p5')!.inFlight === inFlight && c.get('p3')!.queued + c.get('p5')!.queued === queued
+    );
   };
 
   it('holds max_concurrency 3 and 5 across three replicas: 200 requests at concurrency 60 all succeed and counts return to 0', async () => {
@@ -56,7 +58,9 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     const [a, b] = fleet.replicas;
     // Fill p3 and p5 with 8 requests (3 long, 5 short), then send fast ones: they must start as soon as
     // any slot frees. The short ones last 1.5 s so that a loaded machine still sees all 8 at once.
-    const slow = Array.from({ length: 8 }, (_, i) => chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: i < 3 ? 6000 : 1500 }));
+    const slow = Array.from({ length: 8 }, (_, i) =>
+      chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: i < 3 ? 6000 : 1500 }),
+    );
     await waitUntil(() => upstream.stats().current === 8, 5000, 'both providers full');
     const started = Date.now();
     const fast = await Promise.all(Array.from({ length: 5 }, () => chatOnce(a.url, 'pool', { delay_ms: 10 })));
@@ -76,21 +80,38 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 1, 5000, 'one request queued');
     abort.abort();
     await queued;
-    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 0, 1000, 'the queued job removed within 1 s');
+    await waitUntil(
+      async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 0,
+      1000,
+      'the queued job removed within 1 s',
+    );
     expect((await held).status).toBe(200);
-    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 0, 2000, 'the first lease released');
+    await waitUntil(
+      async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 0,
+      2000,
+      'the first lease released',
+    );
 
     const streamAbort = new AbortController();
     const res = await fetch(`${b.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'one', stream: true, messages: [{ role: 'user', content: 'x' }], fake: { chunks: 200, chunk_gap_ms: 50 } }),
+      body: JSON.stringify({
+        model: 'one',
+        stream: true,
+        messages: [{ role: 'user', content: 'x' }],
+        fake: { chunks: 200, chunk_gap_ms: 50 },
+      }),
       signal: streamAbort.signal,
     });
     await res.body!.getReader().read();
     expect((await fleet.counts(['solo'])).get('solo')!.inFlight).toBe(1);
     streamAbort.abort();
-    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the streaming lease released within 1 s');
+    await waitUntil(
+      async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 0,
+      1000,
+      'the streaming lease released within 1 s',
+    );
     await waitUntil(() => upstream.stats().aborted >= 1, 1000, 'the upstream to see the abort');
   });
 
@@ -135,7 +156,11 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     const inFlight = chatOnce(stopping.url, 'one', { delay_ms: 800 });
     await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.inFlight === 1, 5000, 'the lease on solo');
     const waiting = [chatOnce(b.url, 'one', { delay_ms: 10 }), chatOnce(b.url, 'one', { delay_ms: 10 })];
-    await waitUntil(async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 2, 5000, 'two waiting on the other replica');
+    await waitUntil(
+      async () => (await fleet!.counts(['solo'])).get('solo')!.queued === 2,
+      5000,
+      'two waiting on the other replica',
+    );
     const exit = stopping.stop();
     const first = await inFlight;
     const releasedAt = Date.now();
@@ -154,7 +179,11 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
     const [a, b] = fleet.replicas;
     const responses = (url: string, body: Record<string, unknown>) =>
-      fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'pool', ...body }) });
+      fetch(`${url}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'pool', ...body }),
+      });
     // With one request held on p3, the least-loaded choice is p5: the first response comes from p5.
     const held = chatOnce(a.url, 'pool', { delay_ms: 1000 });
     await waitUntil(async () => (await fleet!.counts(['p3'])).get('p3')!.inFlight === 1, 5000, 'a lease on p3');
@@ -176,9 +205,13 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     fleet = await startReplicaFleet(3, replicaYaml(), redis.url, upstream.url);
     const [a, b, victim] = fleet.replicas;
     // The victim holds 8 leases (p3 + p5 full) and has 4 waiting jobs; a and b then queue 4 behind them.
-    const victimRequests = Array.from({ length: 12 }, () => chatOnce(victim.url, 'pool', { delay_ms: 30_000 }).catch(() => undefined));
+    const victimRequests = Array.from({ length: 12 }, () =>
+      chatOnce(victim.url, 'pool', { delay_ms: 30_000 }).catch(() => undefined),
+    );
     await waitUntil(() => poolCounts(8, 4), 5000, 'the victim to hold 8 leases and 4 waiting jobs');
-    const survivors = Array.from({ length: 4 }, (_, i) => chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: 10 }).then((r) => ({ ...r, at: Date.now() })));
+    const survivors = Array.from({ length: 4 }, (_, i) =>
+      chatOnce((i % 2 ? a : b).url, 'pool', { delay_ms: 10 }).then((r) => ({ ...r, at: Date.now() })),
+    );
     await waitUntil(() => poolCounts(8, 8), 5000, "the survivors' 4 requests to wait behind the victim's");
     const killedAt = Date.now();
     await victim.kill();
@@ -192,7 +225,11 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     const idleAfterMs = Date.now() - killedAt;
     expect(idleAfterMs).toBeLessThanOrEqual(3000);
     // Swept: the dead replica is unregistered and left no job behind.
-    await waitUntil(async () => (await fleet!.liveness()).registered.length === 2, 1000, 'the dead replica unregistered');
+    await waitUntil(
+      async () => (await fleet!.liveness()).registered.length === 2,
+      1000,
+      'the dead replica unregistered',
+    );
     expect(await fleet.jobKeys()).toEqual([]);
     expect(maxSeen('up-3')).toBeLessThanOrEqual(3);
     expect(maxSeen('up-5')).toBeLessThanOrEqual(5);
@@ -204,7 +241,9 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     // The origin holds all 8 slots (it is also the holder: no other replica can lose them for it).
     const held = Array.from({ length: 8 }, () => chatOnce(origin.url, 'pool', { delay_ms: 10_000 }));
     await waitUntil(() => poolCounts(8, 0), 5000, 'the origin to hold p3 and p5 full');
-    const doomed = [first, first, second, second].map((r) => chatOnce(r.url, 'pool', { delay_ms: 10 }).catch(() => undefined));
+    const doomed = [first, first, second, second].map((r) =>
+      chatOnce(r.url, 'pool', { delay_ms: 10 }).catch(() => undefined),
+    );
     await waitUntil(() => poolCounts(8, 4), 5000, 'two waiting jobs on each doomed replica');
 
     let killedAt = Date.now();
@@ -218,7 +257,11 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     void Promise.all(doomed);
     // Both sweeps left the origin's 8 leases alone: still 8 in Redis and 8 at the upstream.
     expect(upstream.stats().current).toBe(8);
-    await waitUntil(async () => (await fleet!.liveness()).registered.length === 1, 1000, 'both dead replicas unregistered');
+    await waitUntil(
+      async () => (await fleet!.liveness()).registered.length === 1,
+      1000,
+      'both dead replicas unregistered',
+    );
 
     // A replacement queues behind the origin and is served once the origin's leases end.
     const replacement = await fleet.add();

@@ -10,7 +10,10 @@ import { GATEWAY_MAIN, spawnGateway, writeTempConfig } from './testing/gateway-p
 const env = { UPSTREAM: 'http://127.0.0.1:9/v1', UPSTREAM_KEY: 'k' };
 
 /** Runs the gateway with `args`/`extraEnv` until it exits or 1.5 s passed (then SIGTERM); resolves to its exit code and output. */
-async function runBriefly(args: string[], extraEnv: Record<string, string>): Promise<{ code: number | null; output: string }> {
+async function runBriefly(
+  args: string[],
+  extraEnv: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, [GATEWAY_MAIN, ...args], {
     env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -27,10 +30,34 @@ async function runBriefly(args: string[], extraEnv: Record<string, string>): Pro
 describe('credentials in Redis URLs are never printed', () => {
   const file = writeTempConfig(fleetYaml());
   it.each([
-    ['--redis with another scheme (refused, exit 2)', ['--redis', 'http://:Pw-s3cret-1@127.0.0.1:6379'], {}, ['Pw-s3cret-1'], 2],
-    ['REDIS_URL with "@" in the password (runs, Redis down)', [], { REDIS_URL: 'redis://:Top@Secret-2@127.0.0.1:1' }, ['Top', 'Secret-2'], 0],
-    ['REDIS_URL with "/" in the password (refused, exit 2)', [], { REDIS_URL: 'redis://:pa/ss-word-3@127.0.0.1:1' }, ['ss-word-3', 'pa/'], 2],
-    ['--redis whose "/" makes the userinfo read as a path (runs, host "us")', ['--redis', 'redis://us/er:12/ss-4@127.0.0.1:1'], {}, ['ss-4', 'er:12'], 0],
+    [
+      '--redis with another scheme (refused, exit 2)',
+      ['--redis', 'http://:Pw-s3cret-1@127.0.0.1:6379'],
+      {},
+      ['Pw-s3cret-1'],
+      2,
+    ],
+    [
+      'REDIS_URL with "@" in the password (runs, Redis down)',
+      [],
+      { REDIS_URL: 'redis://:Top@Secret-2@127.0.0.1:1' },
+      ['Top', 'Secret-2'],
+      0,
+    ],
+    [
+      'REDIS_URL with "/" in the password (refused, exit 2)',
+      [],
+      { REDIS_URL: 'redis://:pa/ss-word-3@127.0.0.1:1' },
+      ['ss-word-3', 'pa/'],
+      2,
+    ],
+    [
+      '--redis whose "/" makes the userinfo read as a path (runs, host "us")',
+      ['--redis', 'redis://us/er:12/ss-4@127.0.0.1:1'],
+      {},
+      ['ss-4', 'er:12'],
+      0,
+    ],
   ] as const)('%s', async (_what, args, extraEnv, secrets, code) => {
     const run = await runBriefly(['serve', '--config', file, '--listen', '127.0.0.1:0', ...args], extraEnv);
     expect(run.code).toBe(code);
@@ -45,7 +72,10 @@ describe('validate refuses API keys that could never match', () => {
     ['a key with a trailing space', 'sk-key-1234 '],
   ])('%s: exit 1, path and reason, the key never printed', (_what, key) => {
     const yaml = fleetYaml({ apiKeys: [key] });
-    const run = spawnSync(process.execPath, [GATEWAY_MAIN, 'validate', writeTempConfig(yaml)], { encoding: 'utf8', env: { ...process.env, ...env } });
+    const run = spawnSync(process.execPath, [GATEWAY_MAIN, 'validate', writeTempConfig(yaml)], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    });
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/gateway\.api_keys\[0\].*printable ASCII without spaces/);
     expect(run.stderr).not.toContain(key.trim());
@@ -65,7 +95,8 @@ describe('the access log truncates client strings', () => {
       expect(res.status).toBe(404);
       await res.text();
       const deadline = Date.now() + 3000;
-      while (!/"msg":"request"/.test(gateway.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while (!/"msg":"request"/.test(gateway.output()) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       const line = gateway
         .output()
         .split('\n')
@@ -81,13 +112,19 @@ describe('the access log truncates client strings', () => {
 
 describe('SIGTERM with a broken stdout', () => {
   it('exits 0 after its stdout reader went away', async () => {
-    const child = spawn(process.execPath, [GATEWAY_MAIN, 'serve', '--config', writeTempConfig(fleetYaml()), '--listen', '127.0.0.1:0'], {
-      env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [GATEWAY_MAIN, 'serve', '--config', writeTempConfig(fleetYaml()), '--listen', '127.0.0.1:0'],
+      {
+        env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     let out = '';
-    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => ((out += d.toString()), /listening on/.test(out) && resolve())));
+    await new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => ((out += d.toString()), /listening on/.test(out) && resolve())),
+    );
     child.stdout.destroy();
     await new Promise((r) => setTimeout(r, 300));
     child.kill('SIGTERM');

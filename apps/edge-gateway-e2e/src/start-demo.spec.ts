@@ -17,7 +17,8 @@ const listening = (port: number) =>
 
 /** Starts tools/start-demo.mjs in its own process group (as a terminal runs it) and resolves its gateway URL. */
 async function startDemo() {
-  if (await listening(18001)) throw new Error('127.0.0.1:18001 (the demo upstream of examples/edge.yaml) is taken by another process');
+  if (await listening(18001))
+    throw new Error('127.0.0.1:18001 (the demo upstream of examples/edge.yaml) is taken by another process');
   // The gateway on a free port; the upstream on 18001, where examples/edge.yaml points.
   const child = spawn(process.execPath, ['tools/start-demo.mjs', '--listen', '127.0.0.1:0'], {
     cwd: ROOT,
@@ -59,7 +60,11 @@ const chat = (url: string, fake?: Record<string, number>) =>
   fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'llama-3.1-8b', messages: [{ role: 'user', content: 'hello' }], ...(fake ? { fake } : {}) }),
+    body: JSON.stringify({
+      model: 'llama-3.1-8b',
+      messages: [{ role: 'user', content: 'hello' }],
+      ...(fake ? { fake } : {}),
+    }),
   });
 
 describe('npm start (tools/start-demo.mjs): the demo upstream and the gateway as two processes', () => {
@@ -70,7 +75,9 @@ describe('npm start (tools/start-demo.mjs): the demo upstream and the gateway as
       expect(demo.output()).toContain(`edge-gateway listening on ${demo.url}`);
       const res = await chat(demo.url);
       expect(res.status).toBe(200);
-      expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content).toContain('upstream=demo');
+      expect(
+        ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content,
+      ).toContain('upstream=demo');
       demo.child.kill('SIGTERM');
       expect(await demo.exited).toBe(0);
       expect(await listening(18001)).toBe(false);

@@ -64,7 +64,12 @@ describe('OpenTelemetry traces over OTLP from the built gateway', () => {
     const { port } = receiver.address() as AddressInfo;
     const config = writeTempConfig(yaml.replace('${UPSTREAM}', upstream.url));
     gateway = await spawnGateway(config, {
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'edge-test', LOG_LEVEL: 'info' },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        OTEL_SERVICE_NAME: 'edge-test',
+        LOG_LEVEL: 'info',
+      },
     });
     const res = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
@@ -72,7 +77,11 @@ describe('OpenTelemetry traces over OTLP from the built gateway', () => {
       body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'trace this' }] }),
     });
     const usage = ((await res.json()) as { usage: Usage }).usage;
-    await waitUntil(() => spans.some((s) => attr(s, 'iop.request_id') === 'trace-me-1' && s.name.startsWith('chat')), 10_000, 'the spans at the OTLP receiver');
+    await waitUntil(
+      () => spans.some((s) => attr(s, 'iop.request_id') === 'trace-me-1' && s.name.startsWith('chat')),
+      10_000,
+      'the spans at the OTLP receiver',
+    );
 
     const mine = spans.filter((s) => attr(s, 'iop.request_id') === 'trace-me-1');
     const root = mine.find((s) => !s.parentSpanId)!;

@@ -35,11 +35,24 @@ nodes:
       - { id: ol, category: ollama, adapter: o, models: [om], max_concurrency: 2 }
 `;
 
-async function post(url: string, path: string, body: Record<string, unknown>): Promise<{ status: number; headers: Headers; text: string }> {
-  const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function post(
+  url: string,
+  path: string,
+  body: Record<string, unknown>,
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
-const chat = (model: string, fake: Knobs = {}, stream = false) => ({ model, messages: [{ role: 'user', content: 'hello' }], stream, fake });
+const chat = (model: string, fake: Knobs = {}, stream = false) => ({
+  model,
+  messages: [{ role: 'user', content: 'hello' }],
+  stream,
+  fake,
+});
 const resources = async (url: string): Promise<ResourceStatus[]> =>
   ((await (await fetch(`${url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) => n.resources);
 const resource = async (url: string, id: string) => (await resources(url)).find((r) => r.id === id)!;
@@ -116,18 +129,30 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     const port = a.port;
     await a.close();
     a = await startFakeUpstream({ name: 'a', port });
-    await waitUntil(async () => (await resource(at(0), 'pa')).health?.state === 'half_open', 5000, 'pa to be half-open after its cooldown');
+    await waitUntil(
+      async () => (await resource(at(0), 'pa')).health?.state === 'half_open',
+      5000,
+      'pa to be half-open after its cooldown',
+    );
     a.reset();
     let sawPa = false;
-    for (let i = 0; i < 6 && !sawPa; i++) sawPa = (await post(at(i), '/v1/chat/completions', chat('pm'))).headers.get('x-iop-resource') === 'pa';
+    for (let i = 0; i < 6 && !sawPa; i++)
+      sawPa = (await post(at(i), '/v1/chat/completions', chat('pm'))).headers.get('x-iop-resource') === 'pa';
     expect(sawPa).toBe(true);
-    for (const r of replicas) await waitUntil(async () => (await resource(r.url, 'pa')).state === 'ready', 3000, 'every replica to see pa healthy');
+    for (const r of replicas)
+      await waitUntil(
+        async () => (await resource(r.url, 'pa')).state === 'ready',
+        3000,
+        'every replica to see pa healthy',
+      );
     // Each transition logged once over the whole fleet, by the replica that made it.
     const all = (re: RegExp) => replicas.flatMap((r) => lines(r, re));
     expect(all(/provider pa: healthy → unhealthy/)).toHaveLength(1);
     expect(all(/provider pa: half_open → trial/)).toHaveLength(1);
     expect(all(/provider pa: trial → healthy/)).toHaveLength(1);
-    expect(all(/"request_id"/).filter((l) => /upstream failed before the first byte; retrying/.test(l)).length).toBeGreaterThan(0);
+    expect(
+      all(/"request_id"/).filter((l) => /upstream failed before the first byte; retrying/.test(l)).length,
+    ).toBeGreaterThan(0);
   });
 
   it('a 429 before the first byte fails over and backs the provider off for its Retry-After, on every replica', async () => {
@@ -140,9 +165,15 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     }
     // Each replica learns of a back-off another one booked within health.interval_ms (its cache refresh).
     expect(a.stats().total).toBeLessThanOrEqual(replicaCount);
-    for (const r of replicas) await waitUntil(async () => (await resource(r.url, 'pa')).health?.state === 'backoff', 1500, 'every replica to see the back-off');
+    for (const r of replicas)
+      await waitUntil(
+        async () => (await resource(r.url, 'pa')).health?.state === 'backoff',
+        1500,
+        'every replica to see the back-off',
+      );
     a.reset();
-    for (let i = 0; i < 4; i++) expect((await post(at(i), '/v1/chat/completions', chat('pm'))).headers.get('x-iop-resource')).toBe('pb');
+    for (let i = 0; i < 4; i++)
+      expect((await post(at(i), '/v1/chat/completions', chat('pm'))).headers.get('x-iop-resource')).toBe('pb');
     expect(a.stats().total).toBe(0);
   });
 
@@ -153,14 +184,24 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
       expect(res.status).toBe(200);
       expect(res.headers.get('x-iop-resource')).toBe('pb');
     }
-    for (const r of replicas) await waitUntil(async () => (await resource(r.url, 'pa')).state === 'unhealthy', 2000, 'pa unhealthy on every replica');
+    for (const r of replicas)
+      await waitUntil(
+        async () => (await resource(r.url, 'pa')).state === 'unhealthy',
+        2000,
+        'pa unhealthy on every replica',
+      );
     expect(a.stats().total).toBe(2);
   });
 
   it("a client's own mistake reported in-band by a translated Responses stream is passed on and never books the provider", async () => {
     await start();
     for (let i = 0; i < 4; i++) {
-      const res = await post(at(i), '/v1/responses', { model: 'om', input: 'hello', stream: true, fake: { error_event_after: 0, error_event_status: 400 } });
+      const res = await post(at(i), '/v1/responses', {
+        model: 'om',
+        input: 'hello',
+        stream: true,
+        fake: { error_event_after: 0, error_event_status: 400 },
+      });
       expect(res.status).toBe(400);
       expect(JSON.parse(res.text)).toMatchObject({ error: { code: 'context_length_exceeded' } });
     }
@@ -178,7 +219,11 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     socket.write(
       `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
-    await waitUntil(async () => (await resource(at(0), 'solo')).in_flight === 1, 3000, 'the stream to hold the only slot');
+    await waitUntil(
+      async () => (await resource(at(0), 'solo')).in_flight === 1,
+      3000,
+      'the stream to hold the only slot',
+    );
     await waitUntil(async () => (await resource(at(0), 'solo')).in_flight === 0, 4000, 'the stalled stream to be cut');
     const next = await post(at(1), '/v1/chat/completions', chat('sm'));
     expect(next.status).toBe(200);
@@ -190,12 +235,16 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     await start();
     const clients = replicas.map((r) => new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'x', maxRetries: 0 }));
     const create = (i: number) =>
-      clients[i % clients.length].embeddings.create({ model: 'sm', input: [`text ${i}`], fake: { delay_ms: 300 } } as never).withResponse();
+      clients[i % clients.length].embeddings
+        .create({ model: 'sm', input: [`text ${i}`], fake: { delay_ms: 300 } } as never)
+        .withResponse();
     const results = await Promise.all(Array.from({ length: 4 }, (_, i) => create(i)));
     for (const { data } of results) expect(data.data[0].embedding).toHaveLength(8);
     // solo has max_concurrency 1: the four requests queued behind each other, on every replica.
     expect(b.stats().max).toBe(1);
-    expect(results.filter(({ response }) => Number(response.headers.get('x-iop-queue-wait-ms')) > 0).length).toBeGreaterThanOrEqual(2);
+    expect(
+      results.filter(({ response }) => Number(response.headers.get('x-iop-queue-wait-ms')) > 0).length,
+    ).toBeGreaterThanOrEqual(2);
     expect(await resource(at(0), 'solo')).toMatchObject({ in_flight: 0, queued: 0 });
   });
 
@@ -205,7 +254,11 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     writeFileSync(file, yaml({ prefix, backend, disabled: true }));
     for (const r of replicas) r.child.kill('SIGHUP');
     for (let i = 0; i < replicas.length; i++) {
-      await waitUntil(async () => (await post(at(i), '/v1/chat/completions', chat('pm'))).status === 503, 5000, 'the reload to apply');
+      await waitUntil(
+        async () => (await post(at(i), '/v1/chat/completions', chat('pm'))).status === 503,
+        5000,
+        'the reload to apply',
+      );
       const res = await post(at(i), '/v1/chat/completions', chat('pm'));
       expect(res.headers.get('retry-after')).not.toBeNull();
       expect(JSON.parse(res.text)).toMatchObject({ error: { code: 'no_available_provider' } });
@@ -220,14 +273,20 @@ describe('a Redis outage is logged once when it starts and once when it ends', (
     const own = await startRedis({ forceOwn: true });
     const up = await startFakeUpstream({ name: 'up' });
     const file = writeTempConfig(yaml({ prefix: uniquePrefix('outage'), backend: 'redis' }));
-    const gateway = await spawnGateway(file, { env: { A: up.url, B: up.origin, LOG_LEVEL: 'info', REDIS_URL: own.url } });
+    const gateway = await spawnGateway(file, {
+      env: { A: up.url, B: up.origin, LOG_LEVEL: 'info', REDIS_URL: own.url },
+    });
     try {
       expect((await post(gateway.url, '/v1/chat/completions', chat('pm'))).status).toBe(200);
       await own.stop();
       // Eight probe rounds of three providers with Redis down.
       await sleep(4000);
       await own.start();
-      await waitUntil(async () => (await post(gateway.url, '/v1/chat/completions', chat('pm'))).status === 200, 10_000, 'service to resume');
+      await waitUntil(
+        async () => (await post(gateway.url, '/v1/chat/completions', chat('pm'))).status === 200,
+        10_000,
+        'service to resume',
+      );
       await sleep(1200);
       expect(lines(gateway, /redis unavailable for provider health and affinity/)).toHaveLength(1);
       expect(lines(gateway, /redis reachable again for provider health and affinity/)).toHaveLength(1);

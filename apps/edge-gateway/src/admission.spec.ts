@@ -74,7 +74,11 @@ describe('admission rule: only provider pools are queued', () => {
 
   it('answers 429 queue_full with Retry-After when max_queued requests wait', async () => {
     await gateway.close();
-    gateway = await startTestGateway(fleetYaml({ maxQueued: 1 }), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' }, (queue = new RecordingQueue()));
+    gateway = await startTestGateway(
+      fleetYaml({ maxQueued: 1 }),
+      { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' },
+      (queue = new RecordingQueue()),
+    );
     const held = chat(gateway, 'small', { delay_ms: 800 });
     await waitUntil(async () => (await queue.counts(['solo'])).get('solo')!.inFlight === 1, 5000, 'the first lease');
     const waiting = chat(gateway, 'small');
@@ -89,7 +93,11 @@ describe('admission rule: only provider pools are queued', () => {
 
   it('answers 503 queue_timeout with Retry-After after max_wait_ms and leaves nothing queued', async () => {
     await gateway.close();
-    gateway = await startTestGateway(fleetYaml({ maxWaitMs: 200 }), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' }, (queue = new RecordingQueue()));
+    gateway = await startTestGateway(
+      fleetYaml({ maxWaitMs: 200 }),
+      { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' },
+      (queue = new RecordingQueue()),
+    );
     const held = chat(gateway, 'small', { delay_ms: 1000 });
     await waitUntil(async () => (await queue.counts(['solo'])).get('solo')!.inFlight === 1, 5000, 'the first lease');
     const timedOut = await chat(gateway, 'small');
@@ -109,7 +117,11 @@ describe('admission rule: only provider pools are queued', () => {
     await waitUntil(async () => (await queue.counts(['solo'])).get('solo')!.queued === 1, 5000, 'the request to queue');
     abort.abort();
     await queued;
-    await waitUntil(async () => (await queue.counts(['solo'])).get('solo')!.queued === 0, 1000, 'the queued request to leave within 1 s');
+    await waitUntil(
+      async () => (await queue.counts(['solo'])).get('solo')!.queued === 0,
+      1000,
+      'the queued request to leave within 1 s',
+    );
     expect((await held).status).toBe(200);
     await waitUntil(async () => (await queue.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the lease to free');
     expect(upstream.stats().byModel['small'].total).toBe(1);

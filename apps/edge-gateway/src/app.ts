@@ -58,7 +58,9 @@ export function createApp(deps: AppDeps): Express {
     const queueReady = deps.queue ? await deps.queue.isReady().catch(() => false) : true;
     // Named as in the config (`queue.backend`): redis or memory.
     const backend = deps.queue?.backend ?? 'none';
-    res.status(queueReady ? 200 : 503).json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
+    res
+      .status(queueReady ? 200 : 503)
+      .json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
   });
   // /status and /metrics (README "Status") take the status keys, not the client keys (README "Security"); probes stay open.
   app.use(

@@ -8,7 +8,10 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    gateway = await startTestGateway(fleetYaml({ apiKeys: [key], maxBodyBytes: 2048 }), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' });
+    gateway = await startTestGateway(fleetYaml({ apiKeys: [key], maxBodyBytes: 2048 }), {
+      UPSTREAM: upstream.url,
+      UPSTREAM_KEY: 'k',
+    });
   });
   afterAll(async () => {
     await gateway.close();
@@ -16,7 +19,11 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
   });
 
   const post = (body: string, headers: Record<string, string> = { authorization: `Bearer ${key}` }) =>
-    fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
 
   async function expectError(res: Response, status: number, code: string, param?: string) {
     expect(res.status).toBe(status);
@@ -29,9 +36,27 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
 
   it.each([
     ['invalid JSON', '{"model": "llama", ', 400, 'invalid_request_error', undefined],
-    ['a missing model', JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }), 400, 'invalid_request_error', 'model'],
-    ['messages of the wrong type', JSON.stringify({ model: 'llama', messages: 'hello' }), 400, 'invalid_request_error', 'messages'],
-    ['a message without a role', JSON.stringify({ model: 'llama', messages: [{ content: 'x' }] }), 400, 'invalid_request_error', 'messages[0].role'],
+    [
+      'a missing model',
+      JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }),
+      400,
+      'invalid_request_error',
+      'model',
+    ],
+    [
+      'messages of the wrong type',
+      JSON.stringify({ model: 'llama', messages: 'hello' }),
+      400,
+      'invalid_request_error',
+      'messages',
+    ],
+    [
+      'a message without a role',
+      JSON.stringify({ model: 'llama', messages: [{ content: 'x' }] }),
+      400,
+      'invalid_request_error',
+      'messages[0].role',
+    ],
     ['a body that is not an object', '[1,2]', 400, 'invalid_request_error', undefined],
     [
       'a body nested deeper than MAX_BODY_DEPTH',
@@ -40,7 +65,13 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
       'invalid_request_error',
       'extra',
     ],
-    ['an unknown model', JSON.stringify({ model: 'gpt-nope', messages: [{ role: 'user', content: 'x' }] }), 404, 'model_not_found', 'model'],
+    [
+      'an unknown model',
+      JSON.stringify({ model: 'gpt-nope', messages: [{ role: 'user', content: 'x' }] }),
+      404,
+      'model_not_found',
+      'model',
+    ],
     [
       'a body over max_body_bytes',
       JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }),
@@ -62,7 +93,11 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
   });
 
   it('answers a corrupt compressed body with 400, not 500', async () => {
-    await expectError(await post('{"model":"llama"}', { authorization: `Bearer ${key}`, 'content-encoding': 'gzip' }), 400, 'invalid_request_error');
+    await expectError(
+      await post('{"model":"llama"}', { authorization: `Bearer ${key}`, 'content-encoding': 'gzip' }),
+      400,
+      'invalid_request_error',
+    );
   });
 
   it('answers a known path with the wrong method with 405 and Allow', async () => {
@@ -80,17 +115,26 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
   });
 
   it('answers an unknown path with an OpenAI-shaped 404', async () => {
-    const res = await fetch(`${gateway.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: '{}' });
+    const res = await fetch(`${gateway.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: '{}',
+    });
     await expectError(res, 404, 'not_found');
   });
 
   it('answers an upstream 5xx before the first byte with 502 upstream_error', async () => {
-    const res = await post(JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }));
+    const res = await post(
+      JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }),
+    );
     await expectError(res, 502, 'upstream_error');
   });
 
   it('answers a silent upstream with 504 upstream_timeout after request_timeout_ms', async () => {
-    const slow = await startTestGateway(fleetYaml({ requestTimeoutMs: 200 }), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' });
+    const slow = await startTestGateway(fleetYaml({ requestTimeoutMs: 200 }), {
+      UPSTREAM: upstream.url,
+      UPSTREAM_KEY: 'k',
+    });
     try {
       const res = await fetch(`${slow.url}/v1/chat/completions`, {
         method: 'POST',

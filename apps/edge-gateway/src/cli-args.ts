@@ -3,7 +3,9 @@ import { parseArgs } from 'node:util';
 
 /** The gateway's command line, parsed (see `USAGE`). */
 export type GatewayCommand =
-  { command: 'validate'; file: string } | { command: 'serve'; config: string; listen?: string; redis?: string } | { command: 'help' };
+  | { command: 'validate'; file: string }
+  | { command: 'serve'; config: string; listen?: string; redis?: string }
+  | { command: 'help' };
 
 export const USAGE = `usage:
   main.js [serve] --config FILE [--listen HOST:PORT] [--redis URL]
@@ -59,5 +61,7 @@ function checkAddresses(listen: string | undefined, redis: string | undefined): 
     }
   }
   if (redis !== undefined && !isRedisUrl(redis))
-    throw new Error(`--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
+    throw new Error(
+      `--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`,
+    );
 }

@@ -21,7 +21,11 @@ function bodyWith(endpoint: 'chat' | 'responses', model: string, stream: boolean
 const PATH = { chat: '/v1/chat/completions', responses: '/v1/responses' } as const;
 
 async function post(gateway: TestGateway, path: string, body: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const res = await fetch(`${gateway.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
   return { status: res.status, text: await res.text() };
 }
 
@@ -40,7 +44,9 @@ function expectTooDeep(res: { status: number; text: string }, param: string): vo
 }
 
 const states = async (gateway: TestGateway) =>
-  ((await (await fetch(`${gateway.url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) => n.resources.map((r) => [r.id, r.state]));
+  ((await (await fetch(`${gateway.url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) =>
+    n.resources.map((r) => [r.id, r.state]),
+  );
 
 /** Two providers of model `m` (vllm `first`, openai_compat `second`); one failure is enough to turn a provider unhealthy. */
 const twoProviders = () => `
@@ -80,18 +86,28 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
   ] as const;
   const cases = routes.flatMap(([model, what]) =>
     (['chat', 'responses'] as const).flatMap((endpoint) =>
-      [false, true].flatMap((stream) => (['arrays', 'objects'] as const).map((shape) => [model, what, endpoint, stream, shape] as const)),
+      [false, true].flatMap((stream) =>
+        (['arrays', 'objects'] as const).map((shape) => [model, what, endpoint, stream, shape] as const),
+      ),
     ),
   );
 
   it.each(cases)('%s (%s): %s, stream %s, %s nested 10,000 deep', async (model, _what, endpoint, stream, shape) => {
-    expectTooDeep(await post(gateway, PATH[endpoint], bodyWith(endpoint, model, stream, nested(shape, 10_000))), 'extra');
+    expectTooDeep(
+      await post(gateway, PATH[endpoint], bodyWith(endpoint, model, stream, nested(shape, 10_000))),
+      'extra',
+    );
     expect(upstream.stats().total).toBe(0);
     expect([...health.unhealthy()]).toEqual([]);
   });
 
   it.each([
-    ['chat', 'inside a message', '{"model":"llama","messages":[{"role":"user","content":"x","extra":DEEP}]}', 'messages'],
+    [
+      'chat',
+      'inside a message',
+      '{"model":"llama","messages":[{"role":"user","content":"x","extra":DEEP}]}',
+      'messages',
+    ],
     [
       'chat',
       'in a response_format schema',
@@ -104,14 +120,27 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
       '{"model":"echo","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":DEEP}}]}',
       'tools',
     ],
-    ['responses', 'inside an input item', '{"model":"qwen","input":[{"role":"user","content":"x","extra":DEEP}]}', 'input'],
-    ['responses', 'in a text.format schema', '{"model":"qwen","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":DEEP}}}', 'text'],
-  ] as const)('%s: nesting %s is refused too, naming the top-level field', async (endpoint, _where, template, param) => {
-    for (const shape of ['arrays', 'objects'] as const) {
-      expectTooDeep(await post(gateway, PATH[endpoint], template.replace('DEEP', nested(shape, 10_000))), param);
-    }
-    expect(upstream.stats().total).toBe(0);
-  });
+    [
+      'responses',
+      'inside an input item',
+      '{"model":"qwen","input":[{"role":"user","content":"x","extra":DEEP}]}',
+      'input',
+    ],
+    [
+      'responses',
+      'in a text.format schema',
+      '{"model":"qwen","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":DEEP}}}',
+      'text',
+    ],
+  ] as const)(
+    '%s: nesting %s is refused too, naming the top-level field',
+    async (endpoint, _where, template, param) => {
+      for (const shape of ['arrays', 'objects'] as const) {
+        expectTooDeep(await post(gateway, PATH[endpoint], template.replace('DEEP', nested(shape, 10_000))), param);
+      }
+      expect(upstream.stats().total).toBe(0);
+    },
+  );
 
   it(`forwards a body exactly ${MAX_BODY_DEPTH} levels deep unchanged, and refuses one level more`, async () => {
     // The body object is level 1, so `extra` may nest MAX_BODY_DEPTH - 1 levels.
@@ -122,29 +151,55 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
       expect(upstream.stats().total).toBe(1);
       expect(JSON.stringify(upstream.stats().lastRequest.small.body)).toContain(nested(shape, MAX_BODY_DEPTH - 1));
       upstream.reset();
-      expectTooDeep(await post(gateway, PATH.chat, bodyWith('chat', 'small', false, nested(shape, MAX_BODY_DEPTH))), 'extra');
+      expectTooDeep(
+        await post(gateway, PATH.chat, bodyWith('chat', 'small', false, nested(shape, MAX_BODY_DEPTH))),
+        'extra',
+      );
       expect(upstream.stats().total).toBe(0);
     }
   });
 
   it.each([
-    ['chat', PATH.chat, '{"model":"llama","messages":[{"role":"user","content":"x"}],"max_tokens":1e999}', 'max_tokens'],
-    ['chat, CLI model', PATH.chat, '{"model":"echo","messages":[{"role":"user","content":"x"}],"temperature":-1e400}', 'temperature'],
-    ['responses, ollama pool', PATH.responses, '{"model":"qwen","input":"x","max_output_tokens":1e999}', 'max_output_tokens'],
-    ['responses, nested', PATH.responses, '{"model":"llama","input":[{"role":"user","content":"x","extra":[1e999]}]}', 'input'],
+    [
+      'chat',
+      PATH.chat,
+      '{"model":"llama","messages":[{"role":"user","content":"x"}],"max_tokens":1e999}',
+      'max_tokens',
+    ],
+    [
+      'chat, CLI model',
+      PATH.chat,
+      '{"model":"echo","messages":[{"role":"user","content":"x"}],"temperature":-1e400}',
+      'temperature',
+    ],
+    [
+      'responses, ollama pool',
+      PATH.responses,
+      '{"model":"qwen","input":"x","max_output_tokens":1e999}',
+      'max_output_tokens',
+    ],
+    [
+      'responses, nested',
+      PATH.responses,
+      '{"model":"llama","input":[{"role":"user","content":"x","extra":[1e999]}]}',
+      'input',
+    ],
     ['embeddings', '/v1/embeddings', '{"model":"llama","input":"x","dimensions":1e999}', 'dimensions'],
-  ] as const)('%s: a number JSON.parse makes infinite is a 400 naming its field, never forwarded as null', async (_what, path, body, param) => {
-    const res = await post(gateway, path, body);
-    expect(res.status).toBe(400);
-    expect((JSON.parse(res.text) as { error: Record<string, unknown> }).error).toEqual({
-      message: expect.stringContaining('a number too large for a 64-bit float'),
-      type: 'invalid_request_error',
-      param,
-      code: 'invalid_request_error',
-    });
-    expect(upstream.stats().total).toBe(0);
-    expect([...health.unhealthy()]).toEqual([]);
-  });
+  ] as const)(
+    '%s: a number JSON.parse makes infinite is a 400 naming its field, never forwarded as null',
+    async (_what, path, body, param) => {
+      const res = await post(gateway, path, body);
+      expect(res.status).toBe(400);
+      expect((JSON.parse(res.text) as { error: Record<string, unknown> }).error).toEqual({
+        message: expect.stringContaining('a number too large for a 64-bit float'),
+        type: 'invalid_request_error',
+        param,
+        code: 'invalid_request_error',
+      });
+      expect(upstream.stats().total).toBe(0);
+      expect([...health.unhealthy()]).toEqual([]);
+    },
+  );
 
   it('answers at once while the pool is full: no lease is asked for, nothing is queued', async () => {
     // `small` has one provider with max_concurrency 1: hold its only slot.
@@ -156,23 +211,37 @@ describe(`a body nested deeper than MAX_BODY_DEPTH (${MAX_BODY_DEPTH}) is a 400 
       signal: holder.signal,
     }).catch(() => undefined);
     try {
-      await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')?.inFlight === 1, 5000, 'the slot to be held');
+      await waitUntil(
+        async () => (await gateway.queue.counts(['solo'])).get('solo')?.inFlight === 1,
+        5000,
+        'the slot to be held',
+      );
       for (const stream of [false, true]) {
-        expectTooDeep(await post(gateway, PATH.chat, bodyWith('chat', 'small', stream, nested('arrays', 10_000))), 'extra');
+        expectTooDeep(
+          await post(gateway, PATH.chat, bodyWith('chat', 'small', stream, nested('arrays', 10_000))),
+          'extra',
+        );
         expect((await gateway.queue.counts(['solo'])).get('solo')).toEqual({ inFlight: 1, queued: 0 });
       }
     } finally {
       holder.abort();
       await held;
     }
-    await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')?.inFlight === 0, 5000, 'the slot to be free');
+    await waitUntil(
+      async () => (await gateway.queue.counts(['solo'])).get('solo')?.inFlight === 0,
+      5000,
+      'the slot to be free',
+    );
   });
 
   it('leaves every provider ready and serving after all of the above', async () => {
     expect([...health.unhealthy()]).toEqual([]);
     expect((await states(gateway)).filter(([, state]) => state !== 'ready')).toEqual([]);
     for (const model of ['llama', 'qwen', 'small', 'echo', 'legacy']) {
-      expect((await post(gateway, PATH.chat, JSON.stringify({ model, messages: [{ role: 'user', content: 'still here' }] }))).status).toBe(200);
+      expect(
+        (await post(gateway, PATH.chat, JSON.stringify({ model, messages: [{ role: 'user', content: 'still here' }] })))
+          .status,
+      ).toBe(200);
     }
   });
 });
@@ -218,7 +287,9 @@ describe('client input never counts against a provider: a pool of two keeps serv
   it('stays ready after a burst of deep bodies on both endpoints, stream and not, arrays and objects', async () => {
     const burst = (['chat', 'responses'] as const).flatMap((endpoint) =>
       [false, true].flatMap((stream) =>
-        (['arrays', 'objects'] as const).map((shape) => post(gateway, PATH[endpoint], bodyWith(endpoint, 'm', stream, nested(shape, 5_000)))),
+        (['arrays', 'objects'] as const).map((shape) =>
+          post(gateway, PATH[endpoint], bodyWith(endpoint, 'm', stream, nested(shape, 5_000))),
+        ),
       ),
     );
     for (const res of await Promise.all(burst)) expectTooDeep(res, 'extra');
@@ -254,7 +325,10 @@ describe('only what an upstream did counts against a provider', () => {
       return { type: real.type, chat: fail, responses: fail, close: () => real.close() };
     };
     const health = new MemoryHealthStore(() => ({ unhealthy_after: 1, healthy_after: 1 }));
-    const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, { health, adapterFactory: faulty });
+    const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, {
+      health,
+      adapterFactory: faulty,
+    });
     try {
       first.reset();
       second.reset();
@@ -266,7 +340,12 @@ describe('only what an upstream did counts against a provider', () => {
         const res = await post(gateway, PATH[endpoint], body);
         expect(res.status).toBe(500);
         expect(JSON.parse(res.text)).toEqual({
-          error: { message: 'The gateway failed to handle the request; see its logs.', type: 'server_error', param: null, code: 'internal_error' },
+          error: {
+            message: 'The gateway failed to handle the request; see its logs.',
+            type: 'server_error',
+            param: null,
+            code: 'internal_error',
+          },
         });
         expect(calls - before).toBe(1); // no failover to the sibling
       }
@@ -288,7 +367,9 @@ describe('only what an upstream did counts against a provider', () => {
 
   it('an upstream that resets the stream before its first byte is a 502, booked, and fails over once', async () => {
     const health = new MemoryHealthStore(() => ({ unhealthy_after: 1, healthy_after: 1 }));
-    const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, { health });
+    const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, {
+      health,
+    });
     try {
       first.reset();
       second.reset();
@@ -296,7 +377,12 @@ describe('only what an upstream did counts against a provider', () => {
       const res = await post(
         gateway,
         PATH.chat,
-        JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { cut_after: 0 } }),
+        JSON.stringify({
+          model: 'm',
+          messages: [{ role: 'user', content: 'x' }],
+          stream: true,
+          fake: { cut_after: 0 },
+        }),
       );
       expect(res.status).toBe(502);
       expect((JSON.parse(res.text) as { error: { code: string } }).error.code).toBe('upstream_error');
@@ -309,11 +395,17 @@ describe('only what an upstream did counts against a provider', () => {
 
   it("a client's 4xx from the upstream is passed on, not booked, not retried", async () => {
     const health = new MemoryHealthStore(() => ({ unhealthy_after: 1, healthy_after: 1 }));
-    const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, { health });
+    const gateway = await startTestGateway(twoProviders(), { FIRST: first.url, SECOND: second.url }, undefined, {
+      health,
+    });
     try {
       first.reset();
       second.reset();
-      const res = await post(gateway, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { status: 400 } }));
+      const res = await post(
+        gateway,
+        PATH.chat,
+        JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { status: 400 } }),
+      );
       expect(res.status).toBe(400);
       expect(first.stats().total + second.stats().total).toBe(1);
       expect([...health.unhealthy()]).toEqual([]);
@@ -328,7 +420,11 @@ describe('client input never marks a provider unhealthy in the Redis health stor
   let first: FakeUpstream;
   let second: FakeUpstream;
   beforeAll(async () => {
-    [redis, first, second] = await Promise.all([startRedis(), startFakeUpstream({ name: 'first' }), startFakeUpstream({ name: 'second' })]);
+    [redis, first, second] = await Promise.all([
+      startRedis(),
+      startFakeUpstream({ name: 'first' }),
+      startFakeUpstream({ name: 'second' }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([redis.stop(), first.close(), second.close()]);
@@ -358,7 +454,10 @@ describe('client input never marks a provider unhealthy in the Redis health stor
       for (const endpoint of ['chat', 'responses'] as const) {
         for (const stream of [false, true]) {
           for (const shape of ['arrays', 'objects'] as const) {
-            expectTooDeep(await post(a, PATH[endpoint], bodyWith(endpoint, 'm', stream, nested(shape, 10_000))), 'extra');
+            expectTooDeep(
+              await post(a, PATH[endpoint], bodyWith(endpoint, 'm', stream, nested(shape, 10_000))),
+              'extra',
+            );
           }
         }
       }
@@ -368,15 +467,24 @@ describe('client input never marks a provider unhealthy in the Redis health stor
         ['first', 'ready'],
         ['second', 'ready'],
       ]);
-      expect((await post(b, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }))).status).toBe(200);
+      expect(
+        (await post(b, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }))).status,
+      ).toBe(200);
 
       // The control: what an upstream did is booked in Redis (one failure each, the first ever:
       // replica A's commands reach Redis in order, so a booking of the deep bodies would show
       // here as a longer run), and the other replica sees it.
-      const failed = await post(a, PATH.chat, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }));
+      const failed = await post(
+        a,
+        PATH.chat,
+        JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], fake: { status: 500 } }),
+      );
       expect(failed.status).toBe(502);
       const failures = async (id: string) =>
-        String((JSON.parse((await connB.hget(keys.healthKey(id), 'rec')) ?? '{}') as { requestFailures?: number }).requestFailures);
+        String(
+          (JSON.parse((await connB.hget(keys.healthKey(id), 'rec')) ?? '{}') as { requestFailures?: number })
+            .requestFailures,
+        );
       await waitUntil(async () => (await healthKeys()).length === 2, 5000, 'both failures to be booked');
       expect([await failures('first'), await failures('second')]).toEqual(['1', '1']);
       await storeB.refresh(['first', 'second']);

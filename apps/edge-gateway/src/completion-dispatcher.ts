@@ -1,12 +1,37 @@
-import { entersQueue, resolveRoute, type HealthStore, type Lease, type PoolCandidate, type ProviderQueue, type ResponseAffinity } from '@iop/dispatch';
+import {
+  entersQueue,
+  resolveRoute,
+  type HealthStore,
+  type Lease,
+  type PoolCandidate,
+  type ProviderQueue,
+  type ResponseAffinity,
+} from '@iop/dispatch';
 import type { AdapterConfig, EdgeConfig } from '@iop/validate';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from './adapters/adapter';
+import type {
+  Adapter,
+  ChatRequest,
+  DispatchContext,
+  EmbeddingsRequest,
+  ResponsesRequest,
+  UpstreamResponse,
+} from './adapters/adapter';
 import { ADAPTER_LABEL, FIELD_TABLES, type AdapterRegistry } from './adapters/adapter-registry';
 import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/request-fields';
-import { ApiError, catalogError, clientClosed, failsOver, modelNotFound, shuttingDown, toClientError, UpstreamError, upstreamTimeout } from './errors';
+import {
+  ApiError,
+  catalogError,
+  clientClosed,
+  failsOver,
+  modelNotFound,
+  shuttingDown,
+  toClientError,
+  UpstreamError,
+  upstreamTimeout,
+} from './errors';
 import { requestLogger } from './http/request-id';
 import { admissionToApiError } from './http/admission-errors';
 import { sendJson, sendUpstream, type SendResult } from './http/send-upstream';
@@ -137,7 +162,8 @@ export async function dispatchCompletion(
     outcome.routeKind = 'pool';
     const { candidates: carriers, bodies } = carriable(route.candidates, endpoint, body);
     // Only a Responses follow-up can have an affinity: no await on the common path.
-    let candidates = endpoint === 'responses' && deps.affinity ? await preferAffinity(deps, endpoint, body, carriers) : carriers;
+    let candidates =
+      endpoint === 'responses' && deps.affinity ? await preferAffinity(deps, endpoint, body, carriers) : carriers;
     // A half-open provider (README "Provider health") gets one trial request: this one, if it claims it.
     let trial: PoolCandidate | undefined;
     // Nothing half-open (the common case): no trial to claim, nothing to filter out.
@@ -187,10 +213,16 @@ export async function dispatchCompletion(
         // Only what the upstream did counts against the provider and may fail over (README
         // "Provider health", "Failover"): never the client's 4xx, never the gateway's own errors.
         if (err.countsAgainstProvider) void deps.health?.recordRequest(providerId, false, describeFailure(err));
-        else if (err.status === 429) await deps.health?.backOff(providerId, err.retryAfterS ?? 1, `upstream 429${err.code ? ` ${err.code}` : ''}`);
+        else if (err.status === 429)
+          await deps.health?.backOff(providerId, err.retryAfterS ?? 1, `upstream 429${err.code ? ` ${err.code}` : ''}`);
         else if (err.status < 500) void deps.health?.recordRequest(providerId, true);
         const retry = failsOver(err) && tries === 0 && !res.headersSent && !clientGone;
-        logUpstreamFailure(call, providerId, err, retry ? 'upstream failed before the first byte; retrying on another provider' : 'upstream failed');
+        logUpstreamFailure(
+          call,
+          providerId,
+          err,
+          retry ? 'upstream failed before the first byte; retrying on another provider' : 'upstream failed',
+        );
         if (!retry) throw toClientError(err, requestId);
         outcome.failedOver = [...(outcome.failedOver ?? []), providerId];
         const excluded = deps.health?.unhealthy();
@@ -255,7 +287,11 @@ function carriable(
 
 /** 503 `no_available_provider` with `Retry-After` (README "Errors"). */
 function noAvailableProvider(model: string, retryAfterS: number): ApiError {
-  return admissionToApiError({ code: 'no_available_provider', message: `No healthy provider can serve model "${model}" right now.`, retryAfterS });
+  return admissionToApiError({
+    code: 'no_available_provider',
+    message: `No healthy provider can serve model "${model}" right now.`,
+    retryAfterS,
+  });
 }
 
 /**
@@ -274,15 +310,24 @@ function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string
   });
   const retryAfterS = waits.length > 0 ? Math.min(...waits) : 5;
   if (ids.length > 0 && ids.every((id) => views?.get(id)?.state === 'backoff')) {
-    return catalogError('rate_limit_exceeded', `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`, {
-      retryAfterS,
-    });
+    return catalogError(
+      'rate_limit_exceeded',
+      `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`,
+      {
+        retryAfterS,
+      },
+    );
   }
   return noAvailableProvider(model, retryAfterS);
 }
 
 /** A `/v1/responses` follow-up goes to the provider that produced `previous_response_id`, while it is a healthy candidate. */
-async function preferAffinity(deps: DispatcherDeps, endpoint: CompletionEndpoint, body: DispatchBody, candidates: PoolCandidate[]): Promise<PoolCandidate[]> {
+async function preferAffinity(
+  deps: DispatcherDeps,
+  endpoint: CompletionEndpoint,
+  body: DispatchBody,
+  candidates: PoolCandidate[],
+): Promise<PoolCandidate[]> {
   const previous = endpoint === 'responses' ? body.previous_response_id : undefined;
   if (!deps.affinity || typeof previous !== 'string' || previous === '') return candidates;
   const providerId = await deps.affinity.get(previous);
@@ -290,7 +335,13 @@ async function preferAffinity(deps: DispatcherDeps, endpoint: CompletionEndpoint
   return preferred ? [preferred] : candidates;
 }
 
-async function acquire(queue: ProviderQueue, modelGroupKey: string, candidates: PoolCandidate[], config: EdgeConfig, signal: AbortSignal): Promise<Lease> {
+async function acquire(
+  queue: ProviderQueue,
+  modelGroupKey: string,
+  candidates: PoolCandidate[],
+  config: EdgeConfig,
+  signal: AbortSignal,
+): Promise<Lease> {
   try {
     return await queue.acquireLease({ modelGroupKey, candidates, signal, maxWaitMs: config.queue.max_wait_ms });
   } catch (err) {
@@ -301,7 +352,13 @@ async function acquire(queue: ProviderQueue, modelGroupKey: string, candidates: 
 }
 
 /** The adapter's method for `endpoint`. @throws ApiError 400 when the adapter has no such endpoint. */
-function callAdapter(adapter: Adapter, target: CallTarget, endpoint: CompletionEndpoint, body: DispatchBody, ctx: DispatchContext): Promise<UpstreamResponse> {
+function callAdapter(
+  adapter: Adapter,
+  target: CallTarget,
+  endpoint: CompletionEndpoint,
+  body: DispatchBody,
+  ctx: DispatchContext,
+): Promise<UpstreamResponse> {
   if (endpoint === 'chat') return adapter.chat(body as ChatRequest, ctx);
   if (endpoint === 'responses') return adapter.responses(body as ResponsesRequest, ctx);
   if (!adapter.embeddings) throw endpointNotServed(endpoint, ADAPTER_LABEL[target.adapter.type]);
@@ -331,7 +388,11 @@ async function callUpstream(
   const timeoutMs = config.gateway.request_timeout_ms;
   const firstByteTimer = setTimeout(() => attempt.abort(upstreamTimeout(timeoutMs)), timeoutMs);
   const { signal } = attempt;
-  const ctx: DispatchContext = { upstreamModel: target.upstreamModel, signal, maxResponseBytes: config.gateway.max_response_bytes };
+  const ctx: DispatchContext = {
+    upstreamModel: target.upstreamModel,
+    signal,
+    maxResponseBytes: config.gateway.max_response_bytes,
+  };
   // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
   const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
   try {
@@ -384,7 +445,14 @@ function logUpstreamFailure(call: CallContext, provider: string, err: unknown, m
   if (!(err instanceof UpstreamError)) return;
   // The request's child logger carries `request_id`, as the access-log line does.
   requestLogger(call.res, call.deps.logger).warn(
-    { model: call.res.locals.model, provider, node: call.outcome.nodeId, status: err.status, code: err.code, detail: err.detail ?? err.message },
+    {
+      model: call.res.locals.model,
+      provider,
+      node: call.outcome.nodeId,
+      status: err.status,
+      code: err.code,
+      detail: err.detail ?? err.message,
+    },
     msg,
   );
 }

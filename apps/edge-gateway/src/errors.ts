@@ -98,7 +98,8 @@ export class UpstreamError extends ApiError {
 }
 
 /** True for an {@link UpstreamError} that counts against its provider (see `countsAgainstProvider`); false for anything else. */
-export const countsAgainstProvider = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.countsAgainstProvider;
+export const countsAgainstProvider = (err: unknown): err is UpstreamError =>
+  err instanceof UpstreamError && err.countsAgainstProvider;
 
 /** True for an {@link UpstreamError} after which a pooled request may fail over (see `failsOver`). */
 export const failsOver = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.failsOver;
@@ -108,9 +109,20 @@ export const failsOver = (err: unknown): err is UpstreamError => err instanceof 
  * from `ERROR_CATALOG` (`@iop/validate`, the one map of codes; README "Errors"). `opts.retryAfterS`
  * overrides the catalog's default.
  */
-export function catalogError(code: ErrorCode, message: string, opts: { param?: string | null; retryAfterS?: number } = {}): ApiError {
+export function catalogError(
+  code: ErrorCode,
+  message: string,
+  opts: { param?: string | null; retryAfterS?: number } = {},
+): ApiError {
   const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
-  return new ApiError(entry.status, code, message, entry.type, opts.param ?? null, opts.retryAfterS ?? entry.retryAfterS);
+  return new ApiError(
+    entry.status,
+    code,
+    message,
+    entry.type,
+    opts.param ?? null,
+    opts.retryAfterS ?? entry.retryAfterS,
+  );
 }
 
 /**
@@ -124,19 +136,34 @@ export function catalogUpstreamError(
   opts: UpstreamErrorOptions & { status?: number } = {},
 ): UpstreamError {
   const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
-  return new UpstreamError(opts.status ?? entry.status, code, message, entry.type, { ...opts, retryAfterS: opts.retryAfterS ?? entry.retryAfterS });
+  return new UpstreamError(opts.status ?? entry.status, code, message, entry.type, {
+    ...opts,
+    retryAfterS: opts.retryAfterS ?? entry.retryAfterS,
+  });
 }
 
-export const invalidRequest = (message: string, param: string | null = null) => catalogError('invalid_request_error', message, { param });
-export const invalidApiKey = () => catalogError('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
+export const invalidRequest = (message: string, param: string | null = null) =>
+  catalogError('invalid_request_error', message, { param });
+export const invalidApiKey = () =>
+  catalogError('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
 export const modelNotFound = (model: string) =>
-  catalogError('model_not_found', `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`, { param: 'model' });
+  catalogError(
+    'model_not_found',
+    `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`,
+    { param: 'model' },
+  );
 export const notFound = (path: string) =>
-  catalogError('not_found', `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`);
+  catalogError(
+    'not_found',
+    `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`,
+  );
 export const methodNotAllowed = (method: string, path: string, allow: string) =>
   catalogError('method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`);
 export const requestTooLarge = (limitBytes: number) =>
-  catalogError('request_too_large', `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`);
+  catalogError(
+    'request_too_large',
+    `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`,
+  );
 /** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
 export const clientClosed = () => catalogError('client_closed', 'The client closed the connection.');
 /**
@@ -156,7 +183,8 @@ export const streamIdle = (ms: number) => {
   return catalogUpstreamError('upstream_timeout', message, { detail: message });
 };
 /** The gateway's own fault (a bug): a fixed message, never the error's text or stack; the cause goes to the log. */
-export const internalError = () => catalogError('internal_error', 'The gateway failed to handle the request; see its logs.');
+export const internalError = () =>
+  catalogError('internal_error', 'The gateway failed to handle the request; see its logs.');
 
 /**
  * The error as the client may see it (README "Errors"): an {@link UpstreamError} whose message is
@@ -185,4 +213,7 @@ export function toClientError(err: unknown, requestId: string): unknown {
  * first byte or the stream's error event after it, never a bare cut connection.
  */
 export const shuttingDown = () =>
-  catalogError('shutting_down', 'The gateway is shutting down and its drain time ran out before this request finished; retry it.');
+  catalogError(
+    'shutting_down',
+    'The gateway is shutting down and its drain time ran out before this request finished; retry it.',
+  );

@@ -6,11 +6,15 @@ import OpenAI from 'openai';
 import { startTestGateway } from './testing/gateway-harness';
 
 /** An upstream that answers every request with `status` at once (and 200 to probes when `probeOk`). */
-async function startFailingUpstream(status: number): Promise<{ url: string; hits: () => number; close(): Promise<void> }> {
+async function startFailingUpstream(
+  status: number,
+): Promise<{ url: string; hits: () => number; close(): Promise<void> }> {
   let hits = 0;
   const server: Server = createServer((req, res) => {
     if (req.method === 'POST') hits++;
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'boom', type: 'server_error', code: null } }));
+    res
+      .writeHead(status, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: { message: 'boom', type: 'server_error', code: null } }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
@@ -49,7 +53,9 @@ describe('failover before the first byte', () => {
     const gateway = await startTestGateway(twoProviders(), { FIRST: bad.url, SECOND: good.url });
     try {
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'x', maxRetries: 0 });
-      const raw = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const raw = await client.chat.completions
+        .create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+        .withResponse();
       expect(raw.data.choices[0].message.content).toContain('echo: hi');
       expect(raw.response.headers.get('x-iop-resource')).toBe('second');
       expect(bad.hits()).toBe(1);
@@ -108,7 +114,12 @@ describe('failover before the first byte', () => {
       const res = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { chunks: 5, cut_after: 2 } }),
+        body: JSON.stringify({
+          model: 'm',
+          messages: [{ role: 'user', content: 'x' }],
+          stream: true,
+          fake: { chunks: 5, cut_after: 2 },
+        }),
       });
       const text = await res.text();
       expect(text).toMatch(/data: \{"error"/);
@@ -121,13 +132,21 @@ describe('failover before the first byte', () => {
   });
 
   it('lets a long healthy stream outlive request_timeout_ms, but times out a silent upstream', async () => {
-    const gateway = await startTestGateway(twoProviders({ requestTimeoutMs: 300 }), { FIRST: good.url, SECOND: good.url });
+    const gateway = await startTestGateway(twoProviders({ requestTimeoutMs: 300 }), {
+      FIRST: good.url,
+      SECOND: good.url,
+    });
     try {
       const started = Date.now();
       const res = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, fake: { chunks: 10, chunk_gap_ms: 100 } }),
+        body: JSON.stringify({
+          model: 'm',
+          messages: [{ role: 'user', content: 'x' }],
+          stream: true,
+          fake: { chunks: 10, chunk_gap_ms: 100 },
+        }),
       });
       const text = await res.text();
       expect(Date.now() - started).toBeGreaterThan(800);
@@ -151,14 +170,21 @@ describe('provider health', () => {
     const first = await startFakeUpstream({ name: 'first' });
     const firstPort = first.port;
     const second = await startFakeUpstream({ name: 'second' });
-    const gateway = await startTestGateway(twoProviders({ healthIntervalMs: 100 }), { FIRST: first.url, SECOND: second.url }, undefined, { health: true });
+    const gateway = await startTestGateway(
+      twoProviders({ healthIntervalMs: 100 }),
+      { FIRST: first.url, SECOND: second.url },
+      undefined,
+      { health: true },
+    );
     let restarted: FakeUpstream | undefined;
     try {
       await first.close();
       const downAt = Date.now();
       await waitUntil(() => gateway.health!.unhealthy().has('first'), 3000, 'first to turn unhealthy');
       const detectionMs = Date.now() - downAt;
-      const status = (await (await fetch(`${gateway.url}/status`)).json()) as { nodes: Array<{ resources: Array<{ id: string; state: string }> }> };
+      const status = (await (await fetch(`${gateway.url}/status`)).json()) as {
+        nodes: Array<{ resources: Array<{ id: string; state: string }> }>;
+      };
       expect(status.nodes[0].resources.map((r) => [r.id, r.state])).toEqual([
         ['first', 'unhealthy'],
         ['second', 'ready'],

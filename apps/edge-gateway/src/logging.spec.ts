@@ -27,7 +27,10 @@ describe('logs at info level never contain API keys or prompts', () => {
     const clientKey = 'sk-client-SECRET-1234';
     const upstreamKey = 'sk-upstream-SECRET-5678';
     const prompt = 'TOP-SECRET-PROMPT-text';
-    const loaded = parseConfigText(fleetYaml({ apiKeys: [clientKey] }), { UPSTREAM: upstream.url, UPSTREAM_KEY: upstreamKey });
+    const loaded = parseConfigText(fleetYaml({ apiKeys: [clientKey] }), {
+      UPSTREAM: upstream.url,
+      UPSTREAM_KEY: upstreamKey,
+    });
     if (!loaded.ok) throw new Error('fixture invalid');
     const queue = new MemoryProviderQueue();
     await queue.configure(queueProviders(loaded.config));

@@ -121,7 +121,11 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     process.stderr.write(`${err.message}\n`);
     return 2;
   }
-  const chosen = { queue: choice.backend, redis: choice.redisUrl === undefined ? undefined : redactUrl(choice.redisUrl), source: choice.source };
+  const chosen = {
+    queue: choice.backend,
+    redis: choice.redisUrl === undefined ? undefined : redactUrl(choice.redisUrl),
+    source: choice.source,
+  };
   if (choice.backend === 'memory' && initial.queue.redis_url) logger.warn(chosen, describeQueueBackend(choice));
   else logger.info(chosen, describeQueueBackend(choice));
 
@@ -131,11 +135,15 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const redisError = (what: string) => (err: unknown) => {
     if (redisOutage) return;
     redisOutage = true;
-    logger.warn({ err: (err as Error).message, during: what }, 'redis unavailable for provider health and affinity; last known health kept until it is back');
+    logger.warn(
+      { err: (err as Error).message, during: what },
+      'redis unavailable for provider health and affinity; last known health kept until it is back',
+    );
   };
   // Health and affinity share one fail-fast connection; the queue keeps its own.
   const cluster = initial.queue.cluster;
-  const redis = choice.backend === 'redis' ? connectRedis({ url: choice.redisUrl!, cluster, failFast: true }) : undefined;
+  const redis =
+    choice.backend === 'redis' ? connectRedis({ url: choice.redisUrl!, cluster, failFast: true }) : undefined;
   if (redis) toClose.add('redis', () => redis.disconnect());
   redis?.on('error', () => undefined);
   redis?.on('ready', () => {
@@ -178,7 +186,14 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
   const config = () => runtime.current.config;
   const healthSettings = () => config().health;
   const health: HealthStore = redis
-    ? new RedisHealthStore(redis, initial.queue.prefix, healthSettings, () => 3 * healthSettings().interval_ms, redisError('health'), onTransition)
+    ? new RedisHealthStore(
+        redis,
+        initial.queue.prefix,
+        healthSettings,
+        () => 3 * healthSettings().interval_ms,
+        redisError('health'),
+        onTransition,
+      )
     : new MemoryHealthStore(healthSettings, onTransition);
   const affinity: ResponseAffinity = redis
     ? new RedisResponseAffinity(redis, initial.queue.prefix, undefined, redisError('affinity'))
@@ -284,7 +299,12 @@ function listen(server: Server, host: string, port: number): Promise<Server> {
  * ones. The backend and URL are compared as resolved (`resolve`), so a file change that --redis or
  * REDIS_URL overrides anyway is not reported.
  */
-function warnRestartOnly(initial: EdgeConfig, next: EdgeConfig, resolve: (c: EdgeConfig) => QueueBackendChoice, logger: pino.Logger): void {
+function warnRestartOnly(
+  initial: EdgeConfig,
+  next: EdgeConfig,
+  resolve: (c: EdgeConfig) => QueueBackendChoice,
+  logger: pino.Logger,
+): void {
   const [before, after] = [resolve(initial), resolve(next)];
   const fixed: Array<[string, unknown, unknown]> = [
     ['gateway.listen', initial.gateway.listen, next.gateway.listen],
@@ -293,7 +313,11 @@ function warnRestartOnly(initial: EdgeConfig, next: EdgeConfig, resolve: (c: Edg
     ['queue.prefix', initial.queue.prefix, next.queue.prefix],
   ];
   for (const [key, was, now] of fixed) {
-    if (was !== now) logger.warn({ key }, `${key} changed: it takes effect only after a restart; this process keeps the value it started with`);
+    if (was !== now)
+      logger.warn(
+        { key },
+        `${key} changed: it takes effect only after a restart; this process keeps the value it started with`,
+      );
   }
 }
 

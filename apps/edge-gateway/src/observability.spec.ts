@@ -23,7 +23,11 @@ async function complete(
   body: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): Promise<{ res: Response; usage?: Usage }> {
-  const res = await fetch(`${g.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`${g.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   if (!body['stream']) return { res, usage: (JSON.parse(text) as { usage?: Usage }).usage };
   let usage: Usage | undefined;
@@ -61,7 +65,9 @@ describe('token usage and per-provider metrics (README "Running a fleet": metric
       seen.push(usage!);
     }
     // A stream that did not ask for usage reports none: nothing is counted for it.
-    expect((await complete(gateway, '/v1/chat/completions', { model: 'llama', messages, stream: true })).usage).toBeUndefined();
+    expect(
+      (await complete(gateway, '/v1/chat/completions', { model: 'llama', messages, stream: true })).usage,
+    ).toBeUndefined();
     samples = parsePrometheusText(await (await fetch(`${gateway.url}/metrics`)).text());
   });
   afterAll(async () => {
@@ -72,20 +78,38 @@ describe('token usage and per-provider metrics (README "Running a fleet": metric
   it('counts the tokens the upstream reported in usage, by provider, model and type (chat and Responses, JSON and streamed)', () => {
     const sum = (f: (u: Usage) => number) => seen.reduce((n, u) => n + f(u), 0);
     expect(sum(input)).toBeGreaterThan(0);
-    expect(sampleValue(samples, 'iop_edge_tokens_total', { provider: 'llama-a', model: 'llama', type: 'input' })).toBe(sum(input));
-    expect(sampleValue(samples, 'iop_edge_tokens_total', { provider: 'llama-a', model: 'llama', type: 'output' })).toBe(sum(output));
+    expect(sampleValue(samples, 'iop_edge_tokens_total', { provider: 'llama-a', model: 'llama', type: 'input' })).toBe(
+      sum(input),
+    );
+    expect(sampleValue(samples, 'iop_edge_tokens_total', { provider: 'llama-a', model: 'llama', type: 'output' })).toBe(
+      sum(output),
+    );
   });
 
   it('exports the OpenTelemetry GenAI client metrics under their Prometheus names', () => {
-    const genAi = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'vllm', gen_ai_request_model: 'llama', provider: 'llama-a' };
+    const genAi = {
+      gen_ai_operation_name: 'chat',
+      gen_ai_provider_name: 'vllm',
+      gen_ai_request_model: 'llama',
+      provider: 'llama-a',
+    };
     expect(sampleValue(samples, 'gen_ai_client_token_usage_count', { ...genAi, gen_ai_token_type: 'input' })).toBe(4);
-    expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...genAi, gen_ai_token_type: 'output' })).toBe(seen.reduce((n, u) => n + output(u), 0));
+    expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...genAi, gen_ai_token_type: 'output' })).toBe(
+      seen.reduce((n, u) => n + output(u), 0),
+    );
     expect(sampleValue(samples, 'gen_ai_client_operation_duration_seconds_count', genAi)).toBe(5);
   });
 
   it('has queue-wait and time-to-first-byte histograms per provider', () => {
-    expect(sampleValue(samples, 'iop_edge_provider_queue_wait_seconds_count', { provider: 'llama-a', model: 'llama' })).toBe(5);
-    expect(sampleValue(samples, 'iop_edge_provider_time_to_first_byte_seconds_count', { provider: 'llama-a', model: 'llama' })).toBe(5);
+    expect(
+      sampleValue(samples, 'iop_edge_provider_queue_wait_seconds_count', { provider: 'llama-a', model: 'llama' }),
+    ).toBe(5);
+    expect(
+      sampleValue(samples, 'iop_edge_provider_time_to_first_byte_seconds_count', {
+        provider: 'llama-a',
+        model: 'llama',
+      }),
+    ).toBe(5);
   });
 
   it('answers every completion with an x-request-id, keeping a plain one the client sent', async () => {
@@ -109,6 +133,11 @@ describe('token usage and per-provider metrics (README "Running a fleet": metric
 describe('OpenTelemetry traces over OTLP (off unless configured)', () => {
   it('is off without an OTLP endpoint: the SDK is not started', async () => {
     expect(await startTracing({}, pino({ level: 'silent' }))).toBeUndefined();
-    expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' }, pino({ level: 'silent' }))).toBeUndefined();
+    expect(
+      await startTracing(
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' },
+        pino({ level: 'silent' }),
+      ),
+    ).toBeUndefined();
   });
 });

@@ -30,7 +30,9 @@ describe('OpenAI surface end to end with the official openai client', () => {
   });
 
   it('answers a pooled chat completion, renaming the model upstream and sending the bearer key', async () => {
-    const raw = await client.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'hello pool' }] }).withResponse();
+    const raw = await client.chat.completions
+      .create({ model: 'llama', messages: [{ role: 'user', content: 'hello pool' }] })
+      .withResponse();
     expect(raw.data.choices[0].message.content).toContain('echo: hello pool');
     expect(raw.response.headers.get('x-iop-node')).toBe('gpu-a');
     expect(['pool-a', 'pool-b']).toContain(raw.response.headers.get('x-iop-resource'));
@@ -71,7 +73,11 @@ describe('OpenAI surface end to end with the official openai client', () => {
     expect(events).toContain('response.output_text.delta');
     expect(events.at(-1)).toBe('response.completed');
     // Leases are released on every endpoint, not only chat (docs/architecture.md, "Request path", step 5).
-    await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the responses lease released');
+    await waitUntil(
+      async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0,
+      1000,
+      'the responses lease released',
+    );
   });
 
   it('translates /v1/responses to chat for an Ollama provider, stream and not', async () => {
@@ -90,22 +96,35 @@ describe('OpenAI surface end to end with the official openai client', () => {
   });
 
   it('serves a CLI model directly: chat and responses, stream and not', async () => {
-    const chat = await client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'from cli' }] });
+    const chat = await client.chat.completions.create({
+      model: 'echo',
+      messages: [{ role: 'user', content: 'from cli' }],
+    });
     expect(chat.choices[0].message.content).toContain('from cli');
     let streamed = '';
-    const chatStream = await client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'cli stream' }], stream: true });
+    const chatStream = await client.chat.completions.create({
+      model: 'echo',
+      messages: [{ role: 'user', content: 'cli stream' }],
+      stream: true,
+    });
     for await (const chunk of chatStream) streamed += chunk.choices[0]?.delta?.content ?? '';
     expect(streamed).toContain('cli stream');
     const response = await client.responses.create({ model: 'echo', input: 'cli responses' });
     expect(response.output_text).toContain('cli responses');
     let deltas = '';
-    const responseStream = await client.responses.create({ model: 'echo', input: 'cli responses stream', stream: true });
+    const responseStream = await client.responses.create({
+      model: 'echo',
+      input: 'cli responses stream',
+      stream: true,
+    });
     for await (const event of responseStream) if (event.type === 'response.output_text.delta') deltas += event.delta;
     expect(deltas).toContain('cli responses stream');
   });
 
   it('serves a legacy routes[] entry directly with its upstream model name', async () => {
-    const raw = await client.chat.completions.create({ model: 'legacy', messages: [{ role: 'user', content: 'old' }] }).withResponse();
+    const raw = await client.chat.completions
+      .create({ model: 'legacy', messages: [{ role: 'user', content: 'old' }] })
+      .withResponse();
     expect(raw.data.choices[0].message.content).toContain('echo: old');
     expect(raw.response.headers.get('x-iop-node')).toBe('laptop');
     expect(raw.response.headers.get('x-iop-resource')).toBe('laptop-compat');

@@ -37,9 +37,17 @@ describe('request ids (README "Errors": x-request-id on every answer, in the log
 
   beforeAll(async () => {
     good = await startFakeUpstream({ name: 'good' });
-    bad = createServer((_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"boom","type":"server_error"}}'));
+    bad = createServer((_req, res) =>
+      res
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"boom","type":"server_error"}}'),
+    );
     await new Promise<void>((r) => bad.listen(0, '127.0.0.1', r));
-    const loaded = parseConfigText(yaml, { FIRST: `http://127.0.0.1:${(bad.address() as AddressInfo).port}/v1`, SECOND: good.url }, 'test.yaml');
+    const loaded = parseConfigText(
+      yaml,
+      { FIRST: `http://127.0.0.1:${(bad.address() as AddressInfo).port}/v1`, SECOND: good.url },
+      'test.yaml',
+    );
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     const config = loaded.config;
     const queue = new MemoryProviderQueue();
@@ -103,7 +111,11 @@ describe('request ids (README "Errors": x-request-id on every answer, in the log
     expect((await chat()).headers.get('x-request-id')).toMatch(UUID);
     expect((await fetch(`${url}/nowhere`)).headers.get('x-request-id')).toMatch(UUID);
     expect((await fetch(`${url}/healthz`)).headers.get('x-request-id')).toMatch(UUID);
-    const badJson = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+    const badJson = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{',
+    });
     expect(badJson.status).toBe(400);
     expect(badJson.headers.get('x-request-id')).toMatch(UUID);
   });
@@ -121,7 +133,8 @@ describe('request ids (README "Errors": x-request-id on every answer, in the log
     expect(warn).toMatchObject({ level: 40, provider: 'first' });
     expect(access).toMatchObject({ level: 30, status: 200 });
     // Each line names its request once (a child logger, no second request_id field).
-    for (const raw of rawLines.filter((l) => l.includes('failover-1'))) expect(raw.split('"request_id"')).toHaveLength(2);
+    for (const raw of rawLines.filter((l) => l.includes('failover-1')))
+      expect(raw.split('"request_id"')).toHaveLength(2);
   });
 });
 

@@ -30,7 +30,11 @@ describe('streaming', () => {
     expect(text).toContain('chat.completion.chunk');
     expect(text).not.toContain('[DONE]');
     expect(text).toMatch(/data: \{"error":\{.*"code":"upstream_error"/);
-    await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the lease to free');
+    await waitUntil(
+      async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0,
+      1000,
+      'the lease to free',
+    );
   });
 
   it('passes an in-band upstream error event through without a [DONE]', async () => {
@@ -48,7 +52,11 @@ describe('streaming', () => {
     expect((await gateway.queue.counts(['solo'])).get('solo')!.inFlight).toBe(1);
     abort.abort();
     await waitUntil(() => upstream.stats().aborted === 1, 1000, 'the upstream to see the abort');
-    await waitUntil(async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0, 1000, 'the lease to free');
+    await waitUntil(
+      async () => (await gateway.queue.counts(['solo'])).get('solo')!.inFlight === 0,
+      1000,
+      'the lease to free',
+    );
   });
 
   it('delivers each upstream chunk as it is sent, without holding any back', async () => {

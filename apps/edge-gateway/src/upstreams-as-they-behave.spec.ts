@@ -20,7 +20,9 @@ type Knobs = Partial<Record<KnobName, number>>;
  * as their docs write a server address), a CLI model, and a pool `pm` of `pa` (on `${BAD}`, an
  * upstream that misbehaves on every request) and `pb` (on `${GOOD}`).
  */
-const yaml = (opts: { idleMs?: number; maxResponseBytes?: number; requestTimeoutMs?: number; apiKeys?: string[] } = {}) => `
+const yaml = (
+  opts: { idleMs?: number; maxResponseBytes?: number; requestTimeoutMs?: number; apiKeys?: string[] } = {},
+) => `
 version: 1
 gateway:
   request_timeout_ms: ${opts.requestTimeoutMs ?? 5000}
@@ -49,7 +51,13 @@ nodes:
 const PATHS = { chat: '/v1/chat/completions', responses: '/v1/responses', embeddings: '/v1/embeddings' } as const;
 type Endpoint = keyof typeof PATHS;
 
-function requestBody(endpoint: Endpoint, model: string, stream: boolean, fake: Knobs = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function requestBody(
+  endpoint: Endpoint,
+  model: string,
+  stream: boolean,
+  fake: Knobs = {},
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   if (endpoint === 'embeddings') return { model, input: ['hello', 'world'], fake, ...extra };
   const head = endpoint === 'chat' ? { messages: [{ role: 'user', content: 'hello' }] } : { input: 'hello' };
   return { model, ...head, stream, fake, ...extra };
@@ -70,7 +78,8 @@ async function post(
   return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
 }
 
-const errorOf = (r: { json: () => Record<string, unknown> }) => r.json().error as { message: string; type: string; code: string; param: string | null };
+const errorOf = (r: { json: () => Record<string, unknown> }) =>
+  r.json().error as { message: string; type: string; code: string; param: string | null };
 
 /** SSE events of a body: `{event, data}`, data parsed when it is JSON. */
 function events(text: string): Array<{ event?: string; data: unknown }> {
@@ -91,7 +100,8 @@ function events(text: string): Array<{ event?: string; data: unknown }> {
 }
 
 const inFlight = async (gateway: TestGateway, id: string) => (await gateway.queue.counts([id])).get(id)!.inFlight;
-const statusOf = async (gateway: TestGateway) => ((await (await fetch(`${gateway.url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) => n.resources);
+const statusOf = async (gateway: TestGateway) =>
+  ((await (await fetch(`${gateway.url}/status`)).json()) as StatusSnapshot).nodes.flatMap((n) => n.resources);
 
 describe('upstreams and clients as they really behave (memory backend)', () => {
   let up: FakeUpstream;
@@ -104,7 +114,9 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
     await bad?.close();
     bad = await startFakeUpstream({ name: 'bad', knobs: badKnobs });
     health = new MemoryHealthStore(() => ({ unhealthy_after: 1, healthy_after: 1, cooldown_ms: 60_000 }));
-    gateway = await startTestGateway(yaml(opts), { ORIGIN: up.origin, BAD: bad.url, GOOD: good.url }, undefined, { health });
+    gateway = await startTestGateway(yaml(opts), { ORIGIN: up.origin, BAD: bad.url, GOOD: good.url }, undefined, {
+      health,
+    });
   };
 
   beforeAll(async () => {
@@ -136,7 +148,11 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       );
       await waitUntil(async () => (await inFlight(gateway, 'co')) === 1, 2000, 'the stream to hold the slot');
       const cutAt = Date.now();
-      await waitUntil(async () => (await inFlight(gateway, 'co')) === 0, 3000, 'the stalled stream to be cut and its lease released');
+      await waitUntil(
+        async () => (await inFlight(gateway, 'co')) === 0,
+        3000,
+        'the stalled stream to be cut and its lease released',
+      );
       expect(Date.now() - cutAt).toBeLessThan(2500);
       await waitUntil(() => up.stats().aborted === 1, 2000, 'the upstream call to be aborted');
       const next = await post(gateway, 'chat', requestBody('chat', 'cm', false));
@@ -162,7 +178,9 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
         const all = events(res.text);
         expect(res.text).not.toContain('[DONE]');
         if (endpoint === 'chat') {
-          expect(all.at(-1)?.data).toMatchObject({ error: { code: 'upstream_timeout', message: expect.stringContaining('gateway.stream_idle_timeout_ms') } });
+          expect(all.at(-1)?.data).toMatchObject({
+            error: { code: 'upstream_timeout', message: expect.stringContaining('gateway.stream_idle_timeout_ms') },
+          });
         } else {
           expect(all.at(-1)).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_timeout' } });
           expect(res.text).not.toContain('response.completed');
@@ -185,7 +203,9 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       const seen: string[] = [];
       await expect(
         (async () => {
-          for await (const chunk of stream as unknown as AsyncIterable<{ choices: Array<{ delta: { content?: string } }> }>)
+          for await (const chunk of stream as unknown as AsyncIterable<{
+            choices: Array<{ delta: { content?: string } }>;
+          }>)
             seen.push(chunk.choices[0]?.delta.content ?? '');
         })(),
       ).rejects.toThrow(/stream_idle_timeout_ms/);
@@ -226,15 +246,21 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       ['chat JSON', 'chat', false],
       ['Responses', 'responses', true],
       ['embeddings', 'embeddings', false],
-    ] as const)('in a pool (%s): fails over to the sibling, which answers; the resetting provider is booked', async (_what, endpoint, stream) => {
-      await start();
-      const res = await post(gateway, endpoint, requestBody(endpoint, 'pm', stream));
-      expect(res.status).toBe(200);
-      expect(res.headers.get('x-iop-resource')).toBe('pb');
-      expect(bad.stats().total).toBe(1);
-      expect(health.unhealthy().has('pa')).toBe(true);
-      expect(health.views().get('pa')).toMatchObject({ state: 'unhealthy', reason: expect.stringContaining('upstream_error 502') });
-    });
+    ] as const)(
+      'in a pool (%s): fails over to the sibling, which answers; the resetting provider is booked',
+      async (_what, endpoint, stream) => {
+        await start();
+        const res = await post(gateway, endpoint, requestBody(endpoint, 'pm', stream));
+        expect(res.status).toBe(200);
+        expect(res.headers.get('x-iop-resource')).toBe('pb');
+        expect(bad.stats().total).toBe(1);
+        expect(health.unhealthy().has('pa')).toBe(true);
+        expect(health.views().get('pa')).toMatchObject({
+          state: 'unhealthy',
+          reason: expect.stringContaining('upstream_error 502'),
+        });
+      },
+    );
   });
 
   describe('issue-9 faults of an upstream answer: a body short of its Content-Length, a redirect', () => {
@@ -242,26 +268,33 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       ['Content-Length 1000, 11 bytes sent', { short_body: 11 }],
       ['302', { redirect: 302 }],
       ['307', { redirect: 307 }],
-    ] as const)('%s: 502 upstream_error counted against the provider, never a 500 or the 3xx itself; in a pool, failover', async (_what, knobs) => {
-      await start({}, knobs);
-      for (const model of ['vm', 'om', 'cm']) {
-        const res = await post(gateway, 'chat', requestBody('chat', model, false, knobs));
-        expect(res.status).toBe(502);
-        expect(errorOf(res).code).toBe('upstream_error');
-        expect(res.text).not.toContain('internal-host');
-      }
-      expect([...health.unhealthy()].sort()).toEqual(['co', 'ol', 'vl']);
-      const pooled = await post(gateway, 'chat', requestBody('chat', 'pm', false));
-      expect(pooled.status).toBe(200);
-      expect(pooled.headers.get('x-iop-resource')).toBe('pb');
-      expect(health.unhealthy().has('pa')).toBe(true);
-    });
+    ] as const)(
+      '%s: 502 upstream_error counted against the provider, never a 500 or the 3xx itself; in a pool, failover',
+      async (_what, knobs) => {
+        await start({}, knobs);
+        for (const model of ['vm', 'om', 'cm']) {
+          const res = await post(gateway, 'chat', requestBody('chat', model, false, knobs));
+          expect(res.status).toBe(502);
+          expect(errorOf(res).code).toBe('upstream_error');
+          expect(res.text).not.toContain('internal-host');
+        }
+        expect([...health.unhealthy()].sort()).toEqual(['co', 'ol', 'vl']);
+        const pooled = await post(gateway, 'chat', requestBody('chat', 'pm', false));
+        expect(pooled.status).toBe(200);
+        expect(pooled.headers.get('x-iop-resource')).toBe('pb');
+        expect(health.unhealthy().has('pa')).toBe(true);
+      },
+    );
   });
 
   describe('a stream whose last line is `data: [DONE]` with no newline before the close', () => {
     it('counts as done: a translated Responses stream completes (Ollama)', async () => {
       await start();
-      const res = await post(gateway, 'responses', requestBody('responses', 'om', true, { done_unterminated: 1, chunks: 2 }));
+      const res = await post(
+        gateway,
+        'responses',
+        requestBody('responses', 'om', true, { done_unterminated: 1, chunks: 2 }),
+      );
       const all = events(res.text);
       expect(all.at(-1)?.event).toBe('response.completed');
       expect(all.filter((e) => e.event === 'response.output_text.delta')).toHaveLength(2);
@@ -296,13 +329,19 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
   describe('request fields each adapter carries (its field table)', () => {
     it('sends max_completion_tokens to Ollama as max_tokens, chat and translated Responses alike', async () => {
       await start();
-      expect((await post(gateway, 'chat', requestBody('chat', 'om', false, {}, { max_completion_tokens: 16 }))).status).toBe(200);
+      expect(
+        (await post(gateway, 'chat', requestBody('chat', 'om', false, {}, { max_completion_tokens: 16 }))).status,
+      ).toBe(200);
       expect(up.stats().lastRequest.om.body).toMatchObject({ max_tokens: 16 });
       expect(up.stats().lastRequest.om.body).not.toHaveProperty('max_completion_tokens');
-      expect((await post(gateway, 'responses', requestBody('responses', 'om', false, {}, { max_output_tokens: 12 }))).status).toBe(200);
+      expect(
+        (await post(gateway, 'responses', requestBody('responses', 'om', false, {}, { max_output_tokens: 12 }))).status,
+      ).toBe(200);
       expect(up.stats().lastRequest.om.body).toMatchObject({ max_tokens: 12 });
       // vLLM takes max_completion_tokens itself.
-      expect((await post(gateway, 'chat', requestBody('chat', 'vm', false, {}, { max_completion_tokens: 16 }))).status).toBe(200);
+      expect(
+        (await post(gateway, 'chat', requestBody('chat', 'vm', false, {}, { max_completion_tokens: 16 }))).status,
+      ).toBe(200);
       expect(up.stats().lastRequest.vm.body).toMatchObject({ max_completion_tokens: 16 });
     });
 
@@ -312,13 +351,20 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
       ['tools to a translated Responses model', 'responses', 'om', { tools: [{ type: 'web_search' }] }, 'tools'],
       ['temperature to a CLI model', 'chat', 'echo', { temperature: 0.3 }, 'temperature'],
       ['max_output_tokens to a CLI model', 'responses', 'echo', { max_output_tokens: 5 }, 'max_output_tokens'],
-    ] as const)('refuses %s with a 400 naming the param, before any upstream call or lease', async (_what, endpoint, model, extra, param) => {
-      await start();
-      const res = await post(gateway, endpoint, { ...requestBody(endpoint, model, false), fake: undefined, ...extra });
-      expect(res.status).toBe(400);
-      expect(errorOf(res)).toMatchObject({ code: 'invalid_request_error', param });
-      expect(up.stats().total).toBe(0);
-    });
+    ] as const)(
+      'refuses %s with a 400 naming the param, before any upstream call or lease',
+      async (_what, endpoint, model, extra, param) => {
+        await start();
+        const res = await post(gateway, endpoint, {
+          ...requestBody(endpoint, model, false),
+          fake: undefined,
+          ...extra,
+        });
+        expect(res.status).toBe(400);
+        expect(errorOf(res)).toMatchObject({ code: 'invalid_request_error', param });
+        expect(up.stats().total).toBe(0);
+      },
+    );
 
     it('in a pool of a vLLM and an Ollama provider, a field only vLLM carries goes to vLLM', async () => {
       up.reset();
@@ -351,7 +397,11 @@ nodes:
       expect(errorOf(res).type).toBe('rate_limit_error');
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'x', maxRetries: 0 });
       const err = await client.chat.completions
-        .create({ model: 'cm', messages: [{ role: 'user', content: 'x' }], fake: { status: 429, retry_after: 7 } } as never)
+        .create({
+          model: 'cm',
+          messages: [{ role: 'user', content: 'x' }],
+          fake: { status: 429, retry_after: 7 },
+        } as never)
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.RateLimitError);
       expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('7');
@@ -368,7 +418,10 @@ nodes:
       expect(bad.stats().total).toBe(1);
       expect(good.stats().total).toBe(5);
       const pa = (await statusOf(gateway)).find((r) => r.id === 'pa');
-      expect(pa).toMatchObject({ state: 'unhealthy', health: { state: 'backoff', reason: expect.stringContaining('429') } });
+      expect(pa).toMatchObject({
+        state: 'unhealthy',
+        health: { state: 'backoff', reason: expect.stringContaining('429') },
+      });
       const retryAt = Date.parse(pa!.health!.retry_at!);
       expect(retryAt - Date.now()).toBeGreaterThan(5000);
       expect(retryAt - Date.now()).toBeLessThanOrEqual(7000);
@@ -388,13 +441,24 @@ nodes:
     it('a translated Responses stream whose first event is a context-too-long error: 400 passed on, provider healthy', async () => {
       await start();
       for (const stream of [true, false]) {
-        const res = await post(gateway, 'responses', requestBody('responses', 'om', stream, { error_event_after: 0, error_event_status: 400 }));
+        const res = await post(
+          gateway,
+          'responses',
+          requestBody('responses', 'om', stream, { error_event_after: 0, error_event_status: 400 }),
+        );
         if (stream) {
           expect(res.status).toBe(400);
-          expect(errorOf(res)).toMatchObject({ code: 'context_length_exceeded', message: expect.stringContaining('maximum context length') });
+          expect(errorOf(res)).toMatchObject({
+            code: 'context_length_exceeded',
+            message: expect.stringContaining('maximum context length'),
+          });
         }
       }
-      const again = await post(gateway, 'responses', requestBody('responses', 'om', true, { error_event_after: 0, error_event_status: 400 }));
+      const again = await post(
+        gateway,
+        'responses',
+        requestBody('responses', 'om', true, { error_event_after: 0, error_event_status: 400 }),
+      );
       expect(again.status).toBe(400);
       expect(health.unhealthy().has('ol')).toBe(false);
       expect((await post(gateway, 'chat', requestBody('chat', 'om', false, { status: 400 }))).status).toBe(400);
@@ -504,16 +568,22 @@ nodes:
       - { id: cp, category: cli, adapter: echo, models: [failing-cli] }
 `;
 
-    it.each([401, 403])("an upstream %i is a 502 saying the provider refused the gateway's credentials", async (status) => {
-      gateway = await startTestGateway(keyed(), { ORIGIN: up.origin });
-      for (const stream of [false, true]) {
-        const res = await post(gateway, 'chat', requestBody('chat', 'km', stream, { status, echo_secrets: 1 }));
-        expect(res.status).toBe(502);
-        expect(errorOf(res)).toMatchObject({ code: 'upstream_error', message: expect.stringContaining("refused the gateway's credentials") });
-        expect(res.text).not.toContain(KEY);
-        expect(res.text).not.toContain('127.0.0.1');
-      }
-    });
+    it.each([401, 403])(
+      "an upstream %i is a 502 saying the provider refused the gateway's credentials",
+      async (status) => {
+        gateway = await startTestGateway(keyed(), { ORIGIN: up.origin });
+        for (const stream of [false, true]) {
+          const res = await post(gateway, 'chat', requestBody('chat', 'km', stream, { status, echo_secrets: 1 }));
+          expect(res.status).toBe(502);
+          expect(errorOf(res)).toMatchObject({
+            code: 'upstream_error',
+            message: expect.stringContaining("refused the gateway's credentials"),
+          });
+          expect(res.text).not.toContain(KEY);
+          expect(res.text).not.toContain('127.0.0.1');
+        }
+      },
+    );
 
     it('an upstream 5xx echoing the key and host: a generic 502 with the request id', async () => {
       gateway = await startTestGateway(keyed(), { ORIGIN: up.origin });
@@ -567,7 +637,11 @@ nodes:
     it('a 500 with a 30 MB body is answered at once from its first KB', async () => {
       await start();
       const started = Date.now();
-      const res = await post(gateway, 'chat', requestBody('chat', 'vm', false, { status: 500, body_bytes: 30_000_000 }));
+      const res = await post(
+        gateway,
+        'chat',
+        requestBody('chat', 'vm', false, { status: 500, body_bytes: 30_000_000 }),
+      );
       expect(res.status).toBe(502);
       expect(Date.now() - started).toBeLessThan(2000);
     });
@@ -585,20 +659,34 @@ nodes:
         expect(res.data[0].embedding).toHaveLength(8);
         expect(res.usage.prompt_tokens).toBeGreaterThan(0);
         vectors.push(res.data[0].embedding);
-        const floats = await client.embeddings.create({ model, input: 'hello', encoding_format: 'float', dimensions: 4 });
+        const floats = await client.embeddings.create({
+          model,
+          input: 'hello',
+          encoding_format: 'float',
+          dimensions: 4,
+        });
         expect(floats.data[0].embedding).toHaveLength(4);
       }
       // The same text gives the same vector whatever the adapter (float32 precision).
-      for (const v of vectors) expect(v.map((x) => Math.round(x * 1e4))).toEqual(vectors[0].map((x) => Math.round(x * 1e4)));
+      for (const v of vectors)
+        expect(v.map((x) => Math.round(x * 1e4))).toEqual(vectors[0].map((x) => Math.round(x * 1e4)));
       expect(up.stats().lastRequest.om.body).toMatchObject({ encoding_format: 'float' });
     });
 
     it('takes a lease and queues like chat, fails over, and counts in /status', async () => {
       await start();
       const slow = post(gateway, 'embeddings', requestBody('embeddings', 'cm', false, { delay_ms: 400 }));
-      await waitUntil(async () => (await inFlight(gateway, 'co')) === 1, 2000, 'the first embeddings request to hold the slot');
+      await waitUntil(
+        async () => (await inFlight(gateway, 'co')) === 1,
+        2000,
+        'the first embeddings request to hold the slot',
+      );
       const queued = post(gateway, 'embeddings', requestBody('embeddings', 'cm', false));
-      await waitUntil(async () => (await statusOf(gateway)).find((r) => r.id === 'co')?.queued === 1, 2000, 'the second to queue');
+      await waitUntil(
+        async () => (await statusOf(gateway)).find((r) => r.id === 'co')?.queued === 1,
+        2000,
+        'the second to queue',
+      );
       const [a, b] = await Promise.all([slow, queued]);
       expect([a.status, b.status]).toEqual([200, 200]);
       expect(Number(b.headers.get('x-iop-queue-wait-ms'))).toBeGreaterThan(100);
@@ -623,27 +711,41 @@ nodes:
     it.each([
       ['passed through (vLLM)', 'vm'],
       ['translated (Ollama)', 'om'],
-    ])('a stream failing mid-way (%s) ends with response.failed and error, numbered on, never a chat-style error', async (_what, model) => {
-      await start();
-      const res = await post(gateway, 'responses', requestBody('responses', model, true, { chunks: 4, cut_after: 2 }));
-      const all = events(res.text);
-      const failed = all.at(-2)!;
-      const error = all.at(-1)!;
-      expect(failed).toMatchObject({
-        event: 'response.failed',
-        data: { type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_error' } } },
-      });
-      expect(error).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_error' } });
-      const numbers = all.map((e) => (e.data as { sequence_number?: number }).sequence_number);
-      expect(numbers).toEqual(numbers.map((_n, i) => numbers[0]! + i));
-      expect((failed.data as { response: { id: string } }).response.id).toBe((all[0].data as { response: { id: string } }).response.id);
-      expect(res.text).not.toMatch(/^data: \{"error"/m);
-    });
+    ])(
+      'a stream failing mid-way (%s) ends with response.failed and error, numbered on, never a chat-style error',
+      async (_what, model) => {
+        await start();
+        const res = await post(
+          gateway,
+          'responses',
+          requestBody('responses', model, true, { chunks: 4, cut_after: 2 }),
+        );
+        const all = events(res.text);
+        const failed = all.at(-2)!;
+        const error = all.at(-1)!;
+        expect(failed).toMatchObject({
+          event: 'response.failed',
+          data: { type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_error' } } },
+        });
+        expect(error).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_error' } });
+        const numbers = all.map((e) => (e.data as { sequence_number?: number }).sequence_number);
+        expect(numbers).toEqual(numbers.map((_n, i) => numbers[0]! + i));
+        expect((failed.data as { response: { id: string } }).response.id).toBe(
+          (all[0].data as { response: { id: string } }).response.id,
+        );
+        expect(res.text).not.toMatch(/^data: \{"error"/m);
+      },
+    );
 
     it('the openai client sees the failure as events it can report', async () => {
       await start();
       const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'x', maxRetries: 0 });
-      const stream = await client.responses.create({ model: 'om', input: 'hi', stream: true, fake: { chunks: 4, cut_after: 2 } } as never);
+      const stream = await client.responses.create({
+        model: 'om',
+        input: 'hi',
+        stream: true,
+        fake: { chunks: 4, cut_after: 2 },
+      } as never);
       const types: string[] = [];
       for await (const event of stream as unknown as AsyncIterable<{ type: string }>) types.push(event.type);
       expect(types.slice(-2)).toEqual(['response.failed', 'error']);

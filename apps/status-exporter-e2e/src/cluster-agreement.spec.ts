@@ -1,7 +1,13 @@
 import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream, configPrefix, exporterYaml } from '@iop/fake-upstream';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
-import { EXPORTER_MAIN, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
+import {
+  EXPORTER_MAIN,
+  GATEWAY_MAIN,
+  spawnService,
+  writeTempConfig,
+  type ServiceProcess,
+} from './testing/exporter-fixtures';
 
 describe('the exporter and two gateway replicas on one Redis agree (cluster-wide counts)', () => {
   let redis: TestRedis;
@@ -27,13 +33,16 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
     const yaml = exporterYaml({ prefix, upstream: upA.url, upstreamB: upB.url });
     const file = writeTempConfig(yaml);
     const env = { REDIS_URL: redis.url };
-    gateways = await Promise.all([0, 1].map(() => spawnService(GATEWAY_MAIN, ['serve', '--config', file, '--listen', '127.0.0.1:0'], { env })));
+    gateways = await Promise.all(
+      [0, 1].map(() => spawnService(GATEWAY_MAIN, ['serve', '--config', file, '--listen', '127.0.0.1:0'], { env })),
+    );
     for (const g of gateways) expect(g.url).toBeDefined();
     exporter = await spawnService(EXPORTER_MAIN, ['--config', file, '--listen', '127.0.0.1:0'], { env });
     expect(exporter.url).toBeDefined();
 
     const status = async () => (await (await fetch(`${exporter!.url}/status`)).json()) as StatusSnapshot;
-    const res = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
+    const res = (s: StatusSnapshot, id: string): ResourceStatus =>
+      s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
 
     // 7 held requests over both replicas: llama-a (max 3) and llama-b (max 2) saturate, 2 wait.
     const abort = new AbortController();
@@ -42,7 +51,11 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         // fake-upstream's delay_ms knob holds the upstream answer open (the gateway passes the body through).
-        body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: `held ${i}` }], fake: { delay_ms: 30_000 } }),
+        body: JSON.stringify({
+          model: 'llama',
+          messages: [{ role: 'user', content: `held ${i}` }],
+          fake: { delay_ms: 30_000 },
+        }),
         signal: abort.signal,
       }).catch(() => undefined),
     );
@@ -51,13 +64,24 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
       await waitUntil(
         async () => {
           const s = await status();
-          last = JSON.stringify({ a: upA.stats().current, b: upB.stats().current, la: res(s, 'llama-a'), lb: res(s, 'llama-b') });
-          return upA.stats().current === 3 && upB.stats().current === 2 && res(s, 'llama-a').queued! + res(s, 'llama-b').queued! === 2;
+          last = JSON.stringify({
+            a: upA.stats().current,
+            b: upB.stats().current,
+            la: res(s, 'llama-a'),
+            lb: res(s, 'llama-b'),
+          });
+          return (
+            upA.stats().current === 3 &&
+            upB.stats().current === 2 &&
+            res(s, 'llama-a').queued! + res(s, 'llama-b').queued! === 2
+          );
         },
         15_000,
         'both providers saturated with 2 waiting',
       ).catch((err: Error) => {
-        throw new Error(`${err.message}; last seen ${last}; gateway output: ${gateways.map((g) => g.output()).join('\n')}`);
+        throw new Error(
+          `${err.message}; last seen ${last}; gateway output: ${gateways.map((g) => g.output()).join('\n')}`,
+        );
       });
       const s = await status();
       expect(res(s, 'llama-a').in_flight).toBe(upA.stats().current);
@@ -77,7 +101,12 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
     await waitUntil(
       async () => {
         const s = await status();
-        return res(s, 'llama-a').in_flight === 0 && res(s, 'llama-b').in_flight === 0 && res(s, 'llama-a').queued === 0 && res(s, 'llama-b').queued === 0;
+        return (
+          res(s, 'llama-a').in_flight === 0 &&
+          res(s, 'llama-b').in_flight === 0 &&
+          res(s, 'llama-a').queued === 0 &&
+          res(s, 'llama-b').queued === 0
+        );
       },
       15_000,
       'every lease released',

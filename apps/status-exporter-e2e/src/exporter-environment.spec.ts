@@ -12,18 +12,27 @@ describe('the exporter process reads its environment once, at start', () => {
     await redis.stop();
   });
 
-  it.each(['loud', 'INFO', '30'])('refuses LOG_LEVEL=%j: exit 2, naming the variable, its value and what is expected', (value) => {
-    const file = writeTempConfig(exporterYaml({ prefix: configPrefix('env') }));
-    const run = spawnSync(process.execPath, [EXPORTER_MAIN, '--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'], {
-      encoding: 'utf8',
-      env: { ...process.env, REDIS_URL: '', LOG_LEVEL: value },
-      timeout: 15_000,
-    });
-    expect(run.status).toBe(2);
-    expect(run.stderr).toContain(`environment variable LOG_LEVEL=${JSON.stringify(value)}: expected one of fatal, error, warn, info, debug, trace, silent`);
-    expect(run.stderr).not.toMatch(/\n\s+at /);
-    expect(run.stdout).not.toContain('listening on');
-  });
+  it.each(['loud', 'INFO', '30'])(
+    'refuses LOG_LEVEL=%j: exit 2, naming the variable, its value and what is expected',
+    (value) => {
+      const file = writeTempConfig(exporterYaml({ prefix: configPrefix('env') }));
+      const run = spawnSync(
+        process.execPath,
+        [EXPORTER_MAIN, '--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, REDIS_URL: '', LOG_LEVEL: value },
+          timeout: 15_000,
+        },
+      );
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain(
+        `environment variable LOG_LEVEL=${JSON.stringify(value)}: expected one of fatal, error, warn, info, debug, trace, silent`,
+      );
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(run.stdout).not.toContain('listening on');
+    },
+  );
 
   it('takes a good LOG_LEVEL (silent logs nothing) and an empty one as the default (info)', async () => {
     for (const [value, infoLines] of [

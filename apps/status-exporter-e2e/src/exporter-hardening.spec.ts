@@ -18,7 +18,10 @@ async function sigtermWithBrokenStdout(
   env: Record<string, string>,
   giveUpMs = 5000,
 ): Promise<{ code: number | null; ms: number } | undefined> {
-  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...env } });
+  const child = spawn(process.execPath, [main, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   await new Promise<void>((resolve, reject) => {
@@ -57,12 +60,17 @@ describe('status exporter hardening (README "Security")', () => {
     await redis.stop();
   });
 
-  const withKeys = () => exporterYaml({ prefix: configPrefix('keys') }).replace('status:\n', `status:\n  api_keys: ["${STATUS_KEY}"]\n`);
+  const withKeys = () =>
+    exporterYaml({ prefix: configPrefix('keys') }).replace('status:\n', `status:\n  api_keys: ["${STATUS_KEY}"]\n`);
 
   it('guards /status, /metrics and the dashboard with status.api_keys; /healthz stays open', async () => {
-    const p = await spawnService(EXPORTER_MAIN, ['--config', writeTempConfig(withKeys()), '--redis', redis.url, '--listen', '127.0.0.1:0'], {
-      env: { REDIS_URL: '' },
-    });
+    const p = await spawnService(
+      EXPORTER_MAIN,
+      ['--config', writeTempConfig(withKeys()), '--redis', redis.url, '--listen', '127.0.0.1:0'],
+      {
+        env: { REDIS_URL: '' },
+      },
+    );
     procs.push(p);
     for (const path of ['/status', '/metrics', '/']) {
       const none = await fetch(`${p.url}${path}`);
@@ -80,7 +88,14 @@ describe('status exporter hardening (README "Security")', () => {
   it('keeps the pages open without status keys', async () => {
     const p = await spawnService(
       EXPORTER_MAIN,
-      ['--config', writeTempConfig(exporterYaml({ prefix: configPrefix('open') })), '--redis', redis.url, '--listen', '127.0.0.1:0'],
+      [
+        '--config',
+        writeTempConfig(exporterYaml({ prefix: configPrefix('open') })),
+        '--redis',
+        redis.url,
+        '--listen',
+        '127.0.0.1:0',
+      ],
       { env: { REDIS_URL: '' } },
     );
     procs.push(p);
@@ -91,7 +106,12 @@ describe('status exporter hardening (README "Security")', () => {
   it.each([
     ['--redis with another scheme', ['--redis', 'http://:Pw-s3cret-1@127.0.0.1:6379'], {}, ['Pw-s3cret-1']],
     ['REDIS_URL with "@" in the password', [], { REDIS_URL: 'redis://:Top@Secret-2@127.0.0.1:1' }, ['Top', 'Secret-2']],
-    ['REDIS_URL with "/" in the password', [], { REDIS_URL: 'redis://:pa/ss-word-3@127.0.0.1:1' }, ['ss-word-3', 'pa/']],
+    [
+      'REDIS_URL with "/" in the password',
+      [],
+      { REDIS_URL: 'redis://:pa/ss-word-3@127.0.0.1:1' },
+      ['ss-word-3', 'pa/'],
+    ],
   ])('never prints a password: %s', async (_what, args, env, secrets) => {
     const file = writeTempConfig(exporterYaml({ prefix: configPrefix('redact') }));
     const child = spawn(process.execPath, [EXPORTER_MAIN, '--config', file, '--listen', '127.0.0.1:0', ...args], {
@@ -112,7 +132,11 @@ describe('status exporter hardening (README "Security")', () => {
 
   it('exits 0 on SIGTERM after its stdout reader went away', async () => {
     const file = writeTempConfig(exporterYaml({ prefix: configPrefix('epipe') }));
-    const result = await sigtermWithBrokenStdout(EXPORTER_MAIN, ['--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'], { REDIS_URL: '' });
+    const result = await sigtermWithBrokenStdout(
+      EXPORTER_MAIN,
+      ['--config', file, '--redis', redis.url, '--listen', '127.0.0.1:0'],
+      { REDIS_URL: '' },
+    );
     expect(result).toBeDefined();
     expect(result!.code).toBe(0);
     expect(result!.ms).toBeLessThan(3000);

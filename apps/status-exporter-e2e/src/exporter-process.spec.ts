@@ -34,7 +34,12 @@ describe('status-exporter as a process (node dist/apps/status-exporter/main.js)'
   });
 
   it("refuses to start on the memory backend, pointing at the gateway's own /status", async () => {
-    const p = await run(['--config', writeTempConfig(exporterYaml({ prefix: configPrefix('proc-memory') })), '--listen', '127.0.0.1:0']);
+    const p = await run([
+      '--config',
+      writeTempConfig(exporterYaml({ prefix: configPrefix('proc-memory') })),
+      '--listen',
+      '127.0.0.1:0',
+    ]);
     expect(await p.exited).toBe(1);
     expect(p.output()).toMatch(/queue backend is "memory".*gateway's own GET \/status/s);
   });

@@ -39,9 +39,17 @@ describe('status-exporter queue backend selection on examples/edge.yaml', () => 
     ['--redis', ['--redis', 'URL'], () => ({}), '--redis overrides queue.backend: memory'],
   ])('%s: a gateway and the exporter on the same file both run on that Redis', async (_how, flags, env, reason) => {
     const args = flags.map((f) => (f === 'URL' ? redis.url : f));
-    const gateway = await run(GATEWAY_MAIN, ['serve', '--config', EXAMPLE, '--listen', '127.0.0.1:0', ...args], env(redis.url));
+    const gateway = await run(
+      GATEWAY_MAIN,
+      ['serve', '--config', EXAMPLE, '--listen', '127.0.0.1:0', ...args],
+      env(redis.url),
+    );
     expect(((await (await fetch(`${gateway.url}/readyz`)).json()) as { queue: string }).queue).toBe('redis');
-    const exporter = await run(EXPORTER_MAIN, ['--config', EXAMPLE, '--listen', '127.0.0.1:0', ...args], env(redis.url));
+    const exporter = await run(
+      EXPORTER_MAIN,
+      ['--config', EXAMPLE, '--listen', '127.0.0.1:0', ...args],
+      env(redis.url),
+    );
     expect(exporter.url).toBeDefined();
     expect(exporter.output()).toContain(`queue backend: redis at ${redis.url} (${reason})`);
     expect(gateway.output()).toContain(`queue backend: redis at ${redis.url} (${reason})`);

@@ -13,7 +13,11 @@ const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
  * Where the screenshot goes: `tmp/dashboard.png` (ignored by git), so a test run never rewrites a
  * tracked file; `UPDATE_DASHBOARD_PNG=1` refreshes the README's image `docs/dashboard.png` instead.
  */
-const SCREENSHOT = path.resolve(__dirname, '../../..', process.env['UPDATE_DASHBOARD_PNG'] === '1' ? 'docs/dashboard.png' : 'tmp/dashboard.png');
+const SCREENSHOT = path.resolve(
+  __dirname,
+  '../../..',
+  process.env['UPDATE_DASHBOARD_PNG'] === '1' ? 'docs/dashboard.png' : 'tmp/dashboard.png',
+);
 
 describe('exporter dashboard in headless Chromium', () => {
   let redis: TestRedis;
@@ -22,7 +26,10 @@ describe('exporter dashboard in headless Chromium', () => {
   const closers: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install the Debian package chromium (apt-get install -y chromium) or set CHROMIUM_PATH`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `${CHROMIUM} not found: install the Debian package chromium (apt-get install -y chromium) or set CHROMIUM_PATH`,
+      );
     redis = await startRedis();
     const prefix = configPrefix('dashboard');
     const loaded = parseConfigText(exporterYaml({ prefix, redisUrl: redis.url }), {}, 'edge.yaml');
@@ -34,7 +41,14 @@ describe('exporter dashboard in headless Chromium', () => {
     ] as const) {
       closers.push(await seedLeases(redis.url, prefix, providerId, active, waiting));
     }
-    exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env: {}, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
+    exporter = await startExporter({
+      config: loaded.config,
+      configHash: loaded.hash,
+      env: {},
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+    });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [

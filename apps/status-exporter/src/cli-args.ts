@@ -2,7 +2,8 @@ import { isRedisUrl, parseListenAddress, redactUrl } from '@iop/validate';
 import { parseArgs } from 'node:util';
 
 /** The exporter's command line, parsed (see `USAGE`). */
-export type ExporterCommand = { command: 'serve'; config: string; listen?: string; redis?: string } | { command: 'help' };
+export type ExporterCommand =
+  { command: 'serve'; config: string; listen?: string; redis?: string } | { command: 'help' };
 
 export const USAGE = `usage:
   main.js --config FILE [--listen HOST:PORT] [--redis URL]
@@ -36,6 +37,8 @@ export function parseExporterArgs(argv: string[]): ExporterCommand {
   if (!values.config) throw new Error('--config FILE is required (e.g. --config examples/edge.yaml)');
   if (values.listen !== undefined) parseListenAddress(values.listen);
   if (values.redis !== undefined && !isRedisUrl(values.redis))
-    throw new Error(`--redis: "${redactUrl(values.redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
+    throw new Error(
+      `--redis: "${redactUrl(values.redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`,
+    );
   return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis };
 }

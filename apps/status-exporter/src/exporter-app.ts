@@ -52,7 +52,12 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
       const health = new Map([...(unhealthy ?? [])].map((id) => [id, 'unhealthy' as const]));
       const info = deps.configInfo?.();
       const healthDetails = unhealthy ? deps.healthViews?.() : undefined;
-      const snapshot = buildSnapshot(config, counts, { health, healthDetails, configHash: info?.hash, configLoadedAt: info?.loadedAt });
+      const snapshot = buildSnapshot(config, counts, {
+        health,
+        healthDetails,
+        configHash: info?.hash,
+        configLoadedAt: info?.loadedAt,
+      });
       return { snapshot, countsOk: counts !== undefined };
     },
   };
@@ -99,7 +104,10 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
   });
   app.get('/', auth, (_req, res) => {
     res.setHeader('cache-control', 'no-store');
-    res.setHeader('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+    res.setHeader(
+      'content-security-policy',
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
+    );
     res.type('html').send(DASHBOARD_HTML);
   });
   app.use((req, res) => {

@@ -8,7 +8,8 @@ import pino from 'pino';
 import { configPrefix, exporterYaml } from '@iop/fake-upstream';
 import { ExporterRefusal, MEMORY_BACKEND_REFUSAL, startExporter, type RunningExporter } from './exporter';
 
-const resource = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
+const resource = (s: StatusSnapshot, id: string): ResourceStatus =>
+  s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
 const config = (yaml: string) => {
   const loaded = parseConfigText(yaml, {}, 'test.yaml');
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
@@ -32,7 +33,14 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
 
   const start = async (yaml: string, env: Record<string, string> = {}): Promise<RunningExporter> => {
     const loaded = config(yaml);
-    const exporter = await startExporter({ config: loaded.config, configHash: loaded.hash, env, host: '127.0.0.1', port: 0, logger });
+    const exporter = await startExporter({
+      config: loaded.config,
+      configHash: loaded.hash,
+      env,
+      host: '127.0.0.1',
+      port: 0,
+      logger,
+    });
     closers.push(() => exporter.close());
     return exporter;
   };
@@ -78,9 +86,15 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
     for (let i = 0; i < 3; i++) await gateway.recordRequest('llama-a', false, 'upstream_timeout');
     await gateway.backOff('llama-b', 7, 'upstream 429');
     const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
-    expect(resource(s, 'llama-a')).toMatchObject({ state: 'unhealthy', health: { state: 'unhealthy', reason: '3 requests failed: upstream_timeout' } });
+    expect(resource(s, 'llama-a')).toMatchObject({
+      state: 'unhealthy',
+      health: { state: 'unhealthy', reason: '3 requests failed: upstream_timeout' },
+    });
     expect(Date.parse(resource(s, 'llama-a').health!.retry_at!) - Date.now()).toBeGreaterThan(20_000);
-    expect(resource(s, 'llama-b')).toMatchObject({ state: 'unhealthy', health: { state: 'backoff', reason: 'upstream 429' } });
+    expect(resource(s, 'llama-b')).toMatchObject({
+      state: 'unhealthy',
+      health: { state: 'backoff', reason: 'upstream 429' },
+    });
   });
 
   it('GET /metrics: valid Prometheus text with the resource gauges and counts_up', async () => {
@@ -113,7 +127,9 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
   });
 
   it('publishes null counts (never 0) and counts_up 0 while Redis is unreachable', async () => {
-    const exporter = await start(exporterYaml({ prefix: configPrefix('exporter-down'), redisUrl: 'redis://127.0.0.1:1' }));
+    const exporter = await start(
+      exporterYaml({ prefix: configPrefix('exporter-down'), redisUrl: 'redis://127.0.0.1:1' }),
+    );
     const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
     expect(resource(s, 'llama-a')).toMatchObject({ in_flight: null, queued: null, max_concurrency: 3 });
     const samples = parsePrometheusText(await (await fetch(`${exporter.url}/metrics`)).text());

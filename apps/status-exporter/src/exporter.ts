@@ -73,9 +73,14 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     throw err;
   }
   if (choice.backend !== 'redis' || !choice.redisUrl) {
-    throw new ExporterRefusal(`status-exporter: the queue backend is "memory" (${choice.reason}). ${MEMORY_BACKEND_REFUSAL}`);
+    throw new ExporterRefusal(
+      `status-exporter: the queue backend is "memory" (${choice.reason}). ${MEMORY_BACKEND_REFUSAL}`,
+    );
   }
-  logger.info({ queue: choice.backend, redis: redactUrl(choice.redisUrl), source: choice.source }, describeQueueBackend(choice));
+  logger.info(
+    { queue: choice.backend, redis: redactUrl(choice.redisUrl), source: choice.source },
+    describeQueueBackend(choice),
+  );
 
   const redis = connectRedis({ url: choice.redisUrl, cluster: config.queue.cluster, failFast: true });
   let redisDown = false;
@@ -102,7 +107,10 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
         if (was.push_url === now.push_url && was.interval_ms === now.interval_ms) return;
         await pusher?.close();
         pusher = startPusher(next.config);
-        logger.info({ push: now.push_url !== undefined, interval_ms: now.interval_ms }, 'status-exporter: push settings reloaded');
+        logger.info(
+          { push: now.push_url !== undefined, interval_ms: now.interval_ms },
+          'status-exporter: push settings reloaded',
+        );
       },
     },
   );
@@ -117,7 +125,8 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   );
   const deps = {
     config: current,
-    counts: (ids: readonly string[]) => withTimeout(readLeaseCounts(redis, current().queue.prefix, leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
+    counts: (ids: readonly string[]) =>
+      withTimeout(readLeaseCounts(redis, current().queue.prefix, leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
     unhealthy: async (ids: readonly string[]) => {
       await withTimeout(health.refresh(ids), COUNTS_TIMEOUT_MS);
       return health.unhealthy();
@@ -156,14 +165,23 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       intervalMs: cfg.status.interval_ms,
       ...opts.push,
       snapshot: async () => (await source.read()).snapshot,
-      onError: (err, failures) => logger.warn({ err, consecutive_failures: failures, next_ms: started.nextDelayMs() }, 'status-exporter: push failed'),
+      onError: (err, failures) =>
+        logger.warn(
+          { err, consecutive_failures: failures, next_ms: started.nextDelayMs() },
+          'status-exporter: push failed',
+        ),
     });
     started.start();
     return started;
   }
   pusher = startPusher(config);
   logger.info(
-    { listen: url, redis: redactUrl(choice.redisUrl), prefix: config.queue.prefix, push: config.status.push_url !== undefined },
+    {
+      listen: url,
+      redis: redactUrl(choice.redisUrl),
+      prefix: config.queue.prefix,
+      push: config.status.push_url !== undefined,
+    },
     'status-exporter listening',
   );
 

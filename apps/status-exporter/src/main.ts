@@ -37,7 +37,15 @@ async function main(): Promise<number> {
   }
   let exporter: RunningExporter;
   try {
-    exporter = await startExporter({ config, configHash: start.hash, configFile: cmd.config, env: process.env, redis: cmd.redis, ...listen, logger });
+    exporter = await startExporter({
+      config,
+      configHash: start.hash,
+      configFile: cmd.config,
+      env: process.env,
+      redis: cmd.redis,
+      ...listen,
+      logger,
+    });
   } catch (err) {
     if (err instanceof ExporterRefusal) {
       process.stderr.write(`${err.message}\n`);

@@ -9,7 +9,10 @@ import { ADAPTER_TYPES } from './schema';
  * - `ambiguous`: a type name with two or more enabled adapters of that type (`candidates` lists their ids).
  */
 export type AdapterResolution =
-  { kind: 'ok'; adapter: AdapterConfig } | { kind: 'missing' } | { kind: 'disabled'; adapter: AdapterConfig } | { kind: 'ambiguous'; candidates: string[] };
+  | { kind: 'ok'; adapter: AdapterConfig }
+  | { kind: 'missing' }
+  | { kind: 'disabled'; adapter: AdapterConfig }
+  | { kind: 'ambiguous'; candidates: string[] };
 
 /**
  * Resolves `provider.adapter` on the provider's own node: an exact adapter id wins; otherwise a
@@ -17,7 +20,10 @@ export type AdapterResolution =
  * and again at run time by candidate resolution (as exclusions), so both apply one rule.
  * Pure; never throws.
  */
-export function resolveProviderAdapter(node: Pick<NodeConfig, 'adapters'>, provider: Pick<ProviderConfig, 'adapter'>): AdapterResolution {
+export function resolveProviderAdapter(
+  node: Pick<NodeConfig, 'adapters'>,
+  provider: Pick<ProviderConfig, 'adapter'>,
+): AdapterResolution {
   const byId = node.adapters.find((a) => a.id === provider.adapter);
   if (byId) return byId.enabled ? { kind: 'ok', adapter: byId } : { kind: 'disabled', adapter: byId };
   if ((ADAPTER_TYPES as readonly string[]).includes(provider.adapter)) {

@@ -7,6 +7,8 @@ describe('closestName (did-you-mean hints)', () => {
     ['ignores case', 'Category', 'category'],
     ['suggests nothing for an unrelated word', 'colour', undefined],
   ])('%s', (_rule, word, expected) => {
-    expect(closestName(word, ['id', 'category', 'adapter', 'models', 'max_concurrency', 'max_queued', 'enabled'])).toBe(expected);
+    expect(closestName(word, ['id', 'category', 'adapter', 'models', 'max_concurrency', 'max_queued', 'enabled'])).toBe(
+      expected,
+    );
   });
 });

@@ -33,7 +33,9 @@ const PLAIN_KEY = /^[A-Za-z0-9_$-]+$/;
 
 /** Inverse of {@link formatPath} for the plain keys a config uses. */
 export function parsePath(path: string): PathSegments {
-  return [...path.matchAll(/\[(\d+)\]|([^.[\]]+)/g)].map(([, index, key]) => (index === undefined ? key : Number(index)));
+  return [...path.matchAll(/\[(\d+)\]|([^.[\]]+)/g)].map(([, index, key]) =>
+    index === undefined ? key : Number(index),
+  );
 }
 
 /**
@@ -41,7 +43,9 @@ export function parsePath(path: string): PathSegments {
  * `edge.yaml:12:9 nodes[0].providers[1].adapter: adapter "vllm-9" is not defined on node "gpu-a". Fix: use one of: vllm-0, echo.`
  */
 export function formatProblems(file: string, problems: readonly ConfigProblem[]): string {
-  return problems.map((p) => `${file}:${p.line}:${p.column} ${p.path ? `${p.path}: ` : ''}${p.message}. Fix: ${p.fix}`).join('\n');
+  return problems
+    .map((p) => `${file}:${p.line}:${p.column} ${p.path ? `${p.path}: ` : ''}${p.message}. Fix: ${p.fix}`)
+    .join('\n');
 }
 
 /**
@@ -54,6 +58,8 @@ export class ConfigError extends Error {
     readonly file: string,
     readonly problems: ConfigProblem[],
   ) {
-    super(`${file} is not a valid edge config (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${formatProblems(file, problems)}`);
+    super(
+      `${file} is not a valid edge config (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${formatProblems(file, problems)}`,
+    );
   }
 }

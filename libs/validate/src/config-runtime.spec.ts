@@ -18,7 +18,11 @@ function setup(text = yaml(1)) {
   const first = loadConfigFile(file, {});
   if (!first.ok) throw new Error('fixture invalid');
   const logs: string[] = [];
-  const logger: RuntimeLogger = { info: (_o, m) => logs.push(m), warn: (_o, m) => logs.push(m), error: (_o, m) => logs.push(m) };
+  const logger: RuntimeLogger = {
+    info: (_o, m) => logs.push(m),
+    warn: (_o, m) => logs.push(m),
+    error: (_o, m) => logs.push(m),
+  };
   const applied: number[] = [];
   const rejected: number[] = [];
   const runtime = new ConfigRuntime(

@@ -91,7 +91,10 @@ export class ConfigRuntime {
     }
     if (result.hash === this.loaded.hash) {
       // Said as such, so an operator who sent SIGHUP knows the file was read and nothing changed.
-      this.opts.logger.info({ reason, hash: result.hash.slice(0, 12) }, 'config reload: the file is unchanged; nothing to apply');
+      this.opts.logger.info(
+        { reason, hash: result.hash.slice(0, 12) },
+        'config reload: the file is unchanged; nothing to apply',
+      );
       return { outcome: 'unchanged' };
     }
     const next: LoadedConfig = {

@@ -2,7 +2,11 @@ import { EnvironmentError, exporterEnvironmentSchema, gatewayEnvironmentSchema, 
 
 describe('readEnvironment', () => {
   it('fills the defaults when nothing is set, and treats an empty value as unset', () => {
-    expect(readEnvironment(gatewayEnvironmentSchema, {})).toEqual({ LOG_LEVEL: 'info', IOP_SHUTDOWN_GRACE_MS: 30000, OTEL_BSP_SCHEDULE_DELAY: undefined });
+    expect(readEnvironment(gatewayEnvironmentSchema, {})).toEqual({
+      LOG_LEVEL: 'info',
+      IOP_SHUTDOWN_GRACE_MS: 30000,
+      OTEL_BSP_SCHEDULE_DELAY: undefined,
+    });
     expect(readEnvironment(gatewayEnvironmentSchema, { LOG_LEVEL: '', IOP_SHUTDOWN_GRACE_MS: '' })).toMatchObject({
       LOG_LEVEL: 'info',
       IOP_SHUTDOWN_GRACE_MS: 30000,
@@ -11,20 +15,29 @@ describe('readEnvironment', () => {
   });
 
   it('takes good values', () => {
-    expect(readEnvironment(gatewayEnvironmentSchema, { LOG_LEVEL: 'warn', IOP_SHUTDOWN_GRACE_MS: '0', OTEL_BSP_SCHEDULE_DELAY: '1000' })).toEqual({
+    expect(
+      readEnvironment(gatewayEnvironmentSchema, {
+        LOG_LEVEL: 'warn',
+        IOP_SHUTDOWN_GRACE_MS: '0',
+        OTEL_BSP_SCHEDULE_DELAY: '1000',
+      }),
+    ).toEqual({
       LOG_LEVEL: 'warn',
       IOP_SHUTDOWN_GRACE_MS: 0,
       OTEL_BSP_SCHEDULE_DELAY: 1000,
     });
   });
 
-  it.each(['abc', '-1', '1.5', '1e3', ' 30', '30s'])('refuses IOP_SHUTDOWN_GRACE_MS=%j, naming it, its value and what is expected', (value) => {
-    expect(() => readEnvironment(gatewayEnvironmentSchema, { IOP_SHUTDOWN_GRACE_MS: value })).toThrow(
-      new EnvironmentError(
-        `environment variable IOP_SHUTDOWN_GRACE_MS=${JSON.stringify(value)}: expected a whole number of milliseconds, 0 or more (e.g. 30000)`,
-      ),
-    );
-  });
+  it.each(['abc', '-1', '1.5', '1e3', ' 30', '30s'])(
+    'refuses IOP_SHUTDOWN_GRACE_MS=%j, naming it, its value and what is expected',
+    (value) => {
+      expect(() => readEnvironment(gatewayEnvironmentSchema, { IOP_SHUTDOWN_GRACE_MS: value })).toThrow(
+        new EnvironmentError(
+          `environment variable IOP_SHUTDOWN_GRACE_MS=${JSON.stringify(value)}: expected a whole number of milliseconds, 0 or more (e.g. 30000)`,
+        ),
+      );
+    },
+  );
 
   it('lists every bad variable, one per line', () => {
     let message = '';

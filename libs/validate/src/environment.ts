@@ -12,7 +12,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** An empty variable counts as unset, as for `REDIS_URL`. */
 const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
 
-const logLevel = z.preprocess(unsetIfEmpty, z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('info'));
+const logLevel = z.preprocess(
+  unsetIfEmpty,
+  z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+);
 
 /** A whole number of milliseconds, 0 or more (digits only: no unit, sign, exponent or fraction). */
 const milliseconds = () =>
@@ -45,7 +48,10 @@ export class EnvironmentError extends Error {
  * @returns the typed values, defaults filled in
  * @throws EnvironmentError listing, one per line, each bad variable as `NAME="value": expected …`
  */
-export function readEnvironment<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined>): z.output<S> {
+export function readEnvironment<S extends z.ZodObject>(
+  schema: S,
+  env: Record<string, string | undefined>,
+): z.output<S> {
   const picked = Object.fromEntries(Object.keys(schema.shape).map((name) => [name, env[name]]));
   const result = schema.safeParse(picked);
   if (result.success) return result.data;

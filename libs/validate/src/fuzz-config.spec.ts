@@ -27,9 +27,13 @@ function checkProblems(problems: ConfigProblem[], what: string): void {
       throw new Error(`${what}: malformed problem ${JSON.stringify(p)}`);
     }
     // Only a problem about the file as a whole has no path, and it says so.
-    const wholeFile = p.message.startsWith('YAML syntax error') || / is empty$/.test(p.message) || p.message.startsWith('the top level of');
+    const wholeFile =
+      p.message.startsWith('YAML syntax error') ||
+      / is empty$/.test(p.message) ||
+      p.message.startsWith('the top level of');
     if (p.path === '' && !wholeFile) throw new Error(`${what}: a problem without a path: ${JSON.stringify(p)}`);
-    if (`${p.message} ${p.fix}`.includes(SECRET)) throw new Error(`${what}: a value from the environment printed: ${JSON.stringify(p)}`);
+    if (`${p.message} ${p.fix}`.includes(SECRET))
+      throw new Error(`${what}: a value from the environment printed: ${JSON.stringify(p)}`);
   }
 }
 
@@ -55,7 +59,8 @@ type Path = Array<string | number>;
 function paths(value: unknown, at: Path = []): Path[] {
   const out: Path[] = [at];
   if (Array.isArray(value)) value.forEach((v, i) => out.push(...paths(v, [...at, i])));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...at, k]));
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...at, k]));
   return out;
 }
 const allPaths = paths(base).filter((p) => p.length > 0);
@@ -80,7 +85,9 @@ interface Edit {
 
 function apply(data: Record<string, unknown>, e: Edit): unknown {
   const copy = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
-  const parent = e.path.slice(0, -1).reduce<unknown>((node, k) => (node as Record<string | number, unknown>)[k], copy) as
+  const parent = e.path
+    .slice(0, -1)
+    .reduce<unknown>((node, k) => (node as Record<string | number, unknown>)[k], copy) as
     Record<string | number, unknown> | unknown[];
   const last = e.path[e.path.length - 1];
   if (e.kind === 'replace') (parent as Record<string | number, unknown>)[last] = e.value;
@@ -89,7 +96,8 @@ function apply(data: Record<string, unknown>, e: Edit): unknown {
     else delete parent[last];
   } else if (e.kind === 'add-key') {
     const target = (parent as Record<string | number, unknown>)[last];
-    if (target !== null && typeof target === 'object' && !Array.isArray(target)) (target as Record<string, unknown>)[e.key] = e.value;
+    if (target !== null && typeof target === 'object' && !Array.isArray(target))
+      (target as Record<string, unknown>)[e.key] = e.value;
   } else (parent as Record<string | number, unknown>)[last] = `x\${${e.variable}}y`;
   return copy;
 }
@@ -98,7 +106,11 @@ describe('fuzz: validate over random configs (README "Configuration")', () => {
   it('never throws on any text', () => {
     fc.assert(
       fc.property(
-        fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constantFrom('', '---\n---', '{', 'version: 1', '- a\n-', 'nodes: !!binary x', '&a [*a]')),
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: 'grapheme' }),
+          fc.constantFrom('', '---\n---', '{', 'version: 1', '- a\n-', 'nodes: !!binary x', '&a [*a]'),
+        ),
         (text) => run(text, JSON.stringify(text).slice(0, 200)),
       ),
       params,

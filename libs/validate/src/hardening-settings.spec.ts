@@ -28,7 +28,9 @@ describe('API keys that could never match are refused, with the reason (README "
     ['a tab', 'sk-key\t0001'],
     ['an emoji', 'sk-🔑-0001'],
   ])('gateway.api_keys and status.api_keys with %s', (_what, key) => {
-    const yaml = file(`gateway: { api_keys: [${JSON.stringify(key)}] }\nstatus: { api_keys: [${JSON.stringify(key)}] }`);
+    const yaml = file(
+      `gateway: { api_keys: [${JSON.stringify(key)}] }\nstatus: { api_keys: [${JSON.stringify(key)}] }`,
+    );
     const problems = problemsOf(parseConfigText(yaml, {}));
     expect(problems.map((p) => p.path)).toEqual(['gateway.api_keys[0]', 'status.api_keys[0]']);
     for (const p of problems) {
@@ -40,7 +42,9 @@ describe('API keys that could never match are refused, with the reason (README "
   });
 
   it('a key from the environment is checked the same way and never printed', () => {
-    const problems = problemsOf(parseConfigText(file('gateway: { api_keys: ["${CLIENT_KEY}"] }'), { CLIENT_KEY: 'sk-ünïcode-key' }));
+    const problems = problemsOf(
+      parseConfigText(file('gateway: { api_keys: ["${CLIENT_KEY}"] }'), { CLIENT_KEY: 'sk-ünïcode-key' }),
+    );
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatchObject({ path: 'gateway.api_keys[0]', fix: expect.stringContaining('printable ASCII') });
     expect(JSON.stringify(problems)).not.toContain('ünïcode');
@@ -64,18 +68,29 @@ describe('the hardening settings and their defaults', () => {
       topology_headers: true,
     });
     expect(result.config.status.api_keys).toEqual([]);
-    expect(result.config.nodes[0].adapters[1]).toMatchObject({ env: {}, max_output_bytes: 16 * 1024 * 1024, prompt_format: 'text' });
+    expect(result.config.nodes[0].adapters[1]).toMatchObject({
+      env: {},
+      max_output_bytes: 16 * 1024 * 1024,
+      prompt_format: 'text',
+    });
   });
 
   it('interpolates ${VAR} in a CLI adapter env value', () => {
-    const yaml = file('').replace('command: ["my-llm"]', 'command: ["my-llm"], env: { MY_LLM_KEY: "${LLM_KEY}", MODE: fast }');
+    const yaml = file('').replace(
+      'command: ["my-llm"]',
+      'command: ["my-llm"], env: { MY_LLM_KEY: "${LLM_KEY}", MODE: fast }',
+    );
     const result = parseConfigText(yaml, { LLM_KEY: 'sk-llm' });
     if (!result.ok) throw new Error(JSON.stringify(result.problems));
     expect(result.config.nodes[0].adapters[1]).toMatchObject({ env: { MY_LLM_KEY: 'sk-llm', MODE: 'fast' } });
   });
 
   it.each([
-    ['an env name that is not a variable name', 'command: ["my-llm"], env: { "BAD-NAME": x }', /nodes\[0\]\.adapters\[1\]\.env/],
+    [
+      'an env name that is not a variable name',
+      'command: ["my-llm"], env: { "BAD-NAME": x }',
+      /nodes\[0\]\.adapters\[1\]\.env/,
+    ],
     ['an unknown prompt format', 'command: ["my-llm"], prompt_format: xml', /nodes\[0\]\.adapters\[1\]\.prompt_format/],
     ['a zero output cap', 'command: ["my-llm"], max_output_bytes: 0', /nodes\[0\]\.adapters\[1\]\.max_output_bytes/],
   ])('refuses %s with its path', (_what, edit, path) => {
@@ -88,13 +103,22 @@ describe('the hardening settings and their defaults', () => {
     ['no scheme', 'chat.example.com'],
     ['a wildcard', '*'],
   ])('refuses a CORS origin with %s', (_what, origin) => {
-    const problems = problemsOf(parseConfigText(file(`gateway: { cors: { allowed_origins: [${JSON.stringify(origin)}] } }`), {}));
-    expect(problems).toEqual([expect.objectContaining({ path: 'gateway.cors.allowed_origins[0]', fix: expect.stringContaining('scheme://host[:port]') })]);
+    const problems = problemsOf(
+      parseConfigText(file(`gateway: { cors: { allowed_origins: [${JSON.stringify(origin)}] } }`), {}),
+    );
+    expect(problems).toEqual([
+      expect.objectContaining({
+        path: 'gateway.cors.allowed_origins[0]',
+        fix: expect.stringContaining('scheme://host[:port]'),
+      }),
+    ]);
   });
 
   it('accepts origins with ports and IPv6 hosts', () => {
     const result = parseConfigText(
-      file('gateway: { cors: { allowed_origins: ["https://chat.example.com", "http://localhost:3000", "http://[::1]:8080"] } }'),
+      file(
+        'gateway: { cors: { allowed_origins: ["https://chat.example.com", "http://localhost:3000", "http://[::1]:8080"] } }',
+      ),
       {},
     );
     expect(result.ok).toBe(true);
@@ -110,7 +134,10 @@ describe('YAML aliases (found by the config fuzz)', () => {
   });
 
   it('an alias bomb is refused, not expanded', () => {
-    const levels = ['a: &a [x,x,x,x,x,x,x,x,x,x]', ...'bcde'.split('').map((name, i) => `${name}: &${name} [${Array(10).fill(`*${'abcd'[i]}`).join(',')}]`)];
+    const levels = [
+      'a: &a [x,x,x,x,x,x,x,x,x,x]',
+      ...'bcde'.split('').map((name, i) => `${name}: &${name} [${Array(10).fill(`*${'abcd'[i]}`).join(',')}]`),
+    ];
     expect(problemsOf(parseConfigText(`${levels.join('\n')}\n`, {}))[0].message).toMatch(/alias count/);
   });
 

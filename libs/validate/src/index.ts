@@ -14,7 +14,13 @@ export {
   resolveQueueBackend,
 } from './queue-backend';
 export { edgeConfigJsonSchema } from './json-schema';
-export { type LoadedConfig, type ReloadResult, type ConfigRuntimeOptions, type RuntimeLogger, ConfigRuntime } from './config-runtime';
+export {
+  type LoadedConfig,
+  type ReloadResult,
+  type ConfigRuntimeOptions,
+  type RuntimeLogger,
+  ConfigRuntime,
+} from './config-runtime';
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
 export { flushLogs } from './flush-logs';
@@ -26,6 +32,13 @@ export {
   exporterEnvironmentSchema,
   readEnvironment,
 } from './environment';
-export { type ErrorCatalogEntry, type ErrorCode, type OpenAiErrorBody, ERROR_CATALOG, isCatalogCode, catalogAnswer } from './error-catalog';
+export {
+  type ErrorCatalogEntry,
+  type ErrorCode,
+  type OpenAiErrorBody,
+  ERROR_CATALOG,
+  isCatalogCode,
+  catalogAnswer,
+} from './error-catalog';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
 export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';

@@ -13,7 +13,8 @@ export function edgeConfigJsonSchema(): Record<string, unknown> {
     $schema,
     $id: 'urn:iop:edge-config:v1',
     title: 'edge.yaml',
-    description: 'Configuration of the IOP edge gateway and status exporter, version 1 (README, section Configuration).',
+    description:
+      'Configuration of the IOP edge gateway and status exporter, version 1 (README, section Configuration).',
     ...rest,
   };
 }

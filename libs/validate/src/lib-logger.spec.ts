@@ -14,7 +14,12 @@ describe("LibLogger, the libs' one logger shape", () => {
     const logger: LibLogger = pino({ level: 'info' }, sink);
     logger.warn({ err: new Error('ECONNREFUSED'), reason: 'commands' }, 'redis queue: Redis unreachable');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 40, msg: 'redis queue: Redis unreachable', reason: 'commands', err: { type: 'Error', message: 'ECONNREFUSED' } });
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      msg: 'redis queue: Redis unreachable',
+      reason: 'commands',
+      err: { type: 'Error', message: 'ECONNREFUSED' },
+    });
     expect((lines[0].err as { stack: string }).stack).toContain('ECONNREFUSED');
   });
 

@@ -8,9 +8,12 @@ describe('parseListenAddress (listen settings)', () => {
   ])('parses %s', (text, expected) => {
     expect(parseListenAddress(text)).toEqual(expected);
   });
-  it.each(['127.0.0.1', ':8080', '127.0.0.1:99999', 'http://h:80', 'h:-1'])('rejects %s with how to write it', (text) => {
-    expect(() => parseListenAddress(text)).toThrow(/host:port with a port from 0 to 65535/);
-  });
+  it.each(['127.0.0.1', ':8080', '127.0.0.1:99999', 'http://h:80', 'h:-1'])(
+    'rejects %s with how to write it',
+    (text) => {
+      expect(() => parseListenAddress(text)).toThrow(/host:port with a port from 0 to 65535/);
+    },
+  );
 });
 
 describe('isRedisUrl', () => {
@@ -34,18 +37,48 @@ describe('redactUrl: every form of credential in a URL is hidden (README "Securi
   });
   it.each([
     ['a password alone, another scheme', 'http://:PW-s3cret@host:1/v1', 'http://***@host:1/v1', ['PW-s3cret']],
-    ['a password holding "@"', 'redis://:Top@Secret@redis.internal:6379', 'redis://***@redis.internal:6379', ['Top', 'Secret']],
-    ['a password holding "/"', 'redis://:pa/ss-word@redis.internal:6379', 'redis://***@redis.internal:6379', ['pa', 'ss-word']],
-    ['a password holding "/" and digits (parses as a port otherwise)', 'redis://u:12/ss@host', 'redis://***@host', ['12', 'ss']],
+    [
+      'a password holding "@"',
+      'redis://:Top@Secret@redis.internal:6379',
+      'redis://***@redis.internal:6379',
+      ['Top', 'Secret'],
+    ],
+    [
+      'a password holding "/"',
+      'redis://:pa/ss-word@redis.internal:6379',
+      'redis://***@redis.internal:6379',
+      ['pa', 'ss-word'],
+    ],
+    [
+      'a password holding "/" and digits (parses as a port otherwise)',
+      'redis://u:12/ss@host',
+      'redis://***@host',
+      ['12', 'ss'],
+    ],
     ['a password holding "?" and "#"', 'redis://u:a?b#c@host:6379', 'redis://***@host:6379', ['a?b', 'b#c']],
-    ['a percent-encoded password', 'rediss://edge:p%40ss%2Fw0rd@host:6380', 'rediss://***@host:6380', ['p%40ss', 'w0rd']],
-    ['a user and password in an IPv6 URL', 'redis://user:pw-secret@[::1]:6379/0', 'redis://***@[::1]:6379/0', ['pw-secret', 'user']],
+    [
+      'a percent-encoded password',
+      'rediss://edge:p%40ss%2Fw0rd@host:6380',
+      'rediss://***@host:6380',
+      ['p%40ss', 'w0rd'],
+    ],
+    [
+      'a user and password in an IPv6 URL',
+      'redis://user:pw-secret@[::1]:6379/0',
+      'redis://***@[::1]:6379/0',
+      ['pw-secret', 'user'],
+    ],
     ['a token in the query', 'http://h:1/v1?token=SEC-RET&x=1', 'http://h:1/v1?token=***&x=***', ['SEC-RET']],
     ['a password in the query', 'redis://h:6379/?password=hunter22', 'redis://h:6379/?password=***', ['hunter22']],
     ['a fragment', 'http://h/v1#access_token=abc123', 'http://h/v1#***', ['abc123']],
     ['a port 80 is kept as written', 'redis://h:80', 'redis://h:80', []],
     ['text that is not a URL', 'my-secret-password', '***', ['my-secret-password']],
-    ['a URL that does not parse after its userinfo', 'redis://:pw-secret@host:notaport', 'redis://***', ['pw-secret', 'notaport']],
+    [
+      'a URL that does not parse after its userinfo',
+      'redis://:pw-secret@host:notaport',
+      'redis://***',
+      ['pw-secret', 'notaport'],
+    ],
   ])('%s', (_what, url, expected, hidden) => {
     const out = redactUrl(url);
     expect(out).toBe(expected);

@@ -13,7 +13,8 @@ export interface ListenAddress {
 export function parseListenAddress(text: string): ListenAddress {
   const match = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text);
   const port = match ? Number(match[2]) : NaN;
-  if (!match || port > 65535) throw new Error(`"${text}" is not host:port with a port from 0 to 65535 (e.g. 127.0.0.1:8080)`);
+  if (!match || port > 65535)
+    throw new Error(`"${text}" is not host:port with a port from 0 to 65535 (e.g. 127.0.0.1:8080)`);
   return { host: match[1].replace(/^\[|\]$/g, ''), port };
 }
 

@@ -25,9 +25,18 @@ describe('parseConfigText', () => {
     if (!result.ok) throw new Error(formatProblems('design-example.yaml', result.problems));
     expect(result.hash).toBe(createHash('sha256').update(example).digest('hex'));
     expect(result.config.gateway.api_keys).toEqual(['client-key-0001']);
-    expect(result.config.nodes[0].adapters[0]).toMatchObject({ id: 'vllm-0', api_key: 'sk-vllm-secret-42', enabled: true });
+    expect(result.config.nodes[0].adapters[0]).toMatchObject({
+      id: 'vllm-0',
+      api_key: 'sk-vllm-secret-42',
+      enabled: true,
+    });
     expect(result.config.nodes[1].providers).toEqual([]);
-    expect(result.config.routes[0]).toEqual({ model: 'codex', node: 'laptop', adapter: 'codex-cli', upstream: 'gpt-5-codex' });
+    expect(result.config.routes[0]).toEqual({
+      model: 'codex',
+      node: 'laptop',
+      adapter: 'codex-cli',
+      upstream: 'gpt-5-codex',
+    });
   });
 
   it('reports an unset ${VAR} naming the variable and the place it is used', () => {
@@ -51,20 +60,33 @@ describe('parseConfigText', () => {
 
   it('keeps $${VAR} as a literal ${VAR} without reading the environment', () => {
     const result = parseConfigText(edit('"--quiet"]', '"--quiet", "$${HOME}"]'), env);
-    expect(result.ok && result.config.nodes[0].adapters[1]).toMatchObject({ command: ['/usr/local/bin/my-llm', '--quiet', '${HOME}'] });
+    expect(result.ok && result.config.nodes[0].adapters[1]).toMatchObject({
+      command: ['/usr/local/bin/my-llm', '--quiet', '${HOME}'],
+    });
   });
 
   it('rejects an unknown key (a typo) with its path, line, column and the allowed keys', () => {
     const [problem, ...rest] = problemsOf(parseConfigText(edit('max_concurrency: 4', 'max_concurency: 4'), env));
     expect(rest).toEqual([]);
-    expect(problem).toMatchObject({ path: 'nodes[0].providers[0].max_concurency', line: 39, column: 9, message: 'unknown key "max_concurency"' });
-    expect(problem.fix).toBe('did you mean "max_concurrency"? Allowed keys here: id, category, adapter, models, max_concurrency, max_queued, enabled.');
+    expect(problem).toMatchObject({
+      path: 'nodes[0].providers[0].max_concurency',
+      line: 39,
+      column: 9,
+      message: 'unknown key "max_concurency"',
+    });
+    expect(problem.fix).toBe(
+      'did you mean "max_concurrency"? Allowed keys here: id, category, adapter, models, max_concurrency, max_queued, enabled.',
+    );
   });
 
   it('lists the keys of the matching adapter type for an unknown key on an adapter', () => {
-    const [problem] = problemsOf(parseConfigText(edit('timeout_ms: 120000\n    providers', 'timeout: 120000\n    providers'), env));
+    const [problem] = problemsOf(
+      parseConfigText(edit('timeout_ms: 120000\n    providers', 'timeout: 120000\n    providers'), env),
+    );
     expect(problem).toMatchObject({ path: 'nodes[0].adapters[1].timeout', line: 33, column: 9 });
-    expect(problem.fix).toBe('did you mean "timeout_ms"? Allowed keys here: id, type, command, timeout_ms, enabled, env, max_output_bytes, prompt_format.');
+    expect(problem.fix).toBe(
+      'did you mean "timeout_ms"? Allowed keys here: id, type, command, timeout_ms, enabled, env, max_output_bytes, prompt_format.',
+    );
   });
 
   it('reports a YAML syntax error with its line', () => {
@@ -74,7 +96,9 @@ describe('parseConfigText', () => {
   });
 
   it('reports a duplicate key as a YAML error at the second occurrence', () => {
-    expect(problemsOf(parseConfigText(edit('  prefix: iop-edge\n', '  prefix: iop-edge\n  prefix: other\n'), env))).toEqual([
+    expect(
+      problemsOf(parseConfigText(edit('  prefix: iop-edge\n', '  prefix: iop-edge\n  prefix: other\n'), env)),
+    ).toEqual([
       expect.objectContaining({ line: 11, column: 3, fix: 'keep one of the two keys; a key may appear once per map.' }),
     ]);
   });
@@ -89,7 +113,9 @@ describe('parseConfigText', () => {
     let text = edit('max_concurrency: 4', 'max_concurency: 4');
     text = edit('  interval_ms: 5000\n  timeout_ms', '  interval_ms: fast\n  timeout_ms', text);
     text = edit('type: vllm ', 'type: vlm  ', text);
-    expect(problemsOf(parseConfigText(text, { VLLM_KEY: 'x' })).map((p) => [p.path, p.line, p.column, p.message])).toEqual([
+    expect(
+      problemsOf(parseConfigText(text, { VLLM_KEY: 'x' })).map((p) => [p.path, p.line, p.column, p.message]),
+    ).toEqual([
       ['gateway.api_keys[0]', 4, 14, 'environment variable EDGE_API_KEY is not set'],
       ['health.interval_ms', 14, 16, 'expected a number, got a string'],
       ['nodes[0].adapters[0].type', 26, 15, 'is not one of the allowed values'],
@@ -116,7 +142,12 @@ describe('parseConfigText', () => {
 
   it('reports the missing part of a {name, upstream} model entry', () => {
     expect(problemsOf(parseConfigText(edit('models: [llama-3.1-8b]', 'models: [{name: llama}]'), env))).toEqual([
-      expect.objectContaining({ path: 'nodes[0].providers[0].models[0].upstream', line: 38, column: 18, message: 'required key "upstream" is missing' }),
+      expect.objectContaining({
+        path: 'nodes[0].providers[0].models[0].upstream',
+        line: 38,
+        column: 18,
+        message: 'required key "upstream" is missing',
+      }),
     ]);
   });
 
@@ -134,7 +165,11 @@ describe('parseConfigText', () => {
   });
 
   it('never puts an interpolated secret into problem text', () => {
-    const secretEnv = { EDGE_API_KEY: 'client-secret-abc', VLLM_KEY: 'sk-vllm-secret-42', ADAPTER: 'sk-leaky-adapter-ref' };
+    const secretEnv = {
+      EDGE_API_KEY: 'client-secret-abc',
+      VLLM_KEY: 'sk-vllm-secret-42',
+      ADAPTER: 'sk-leaky-adapter-ref',
+    };
     let text = edit('adapter: vllm-0 ', 'adapter: ${ADAPTER} ');
     text = edit('base_url: http://10.0.0.5:8000/v1', 'base_url: ${VLLM_KEY}', text);
     const problems = problemsOf(parseConfigText(text, secretEnv));
@@ -143,7 +178,12 @@ describe('parseConfigText', () => {
     for (const secret of Object.values(secretEnv)) expect(printed).not.toContain(secret);
 
     const semantic = problemsOf(parseConfigText(edit('adapter: vllm-0 ', 'adapter: ${ADAPTER} '), secretEnv));
-    expect(semantic).toEqual([expect.objectContaining({ path: 'nodes[0].providers[0].adapter', message: 'adapter "***" is not defined on node "gpu-a"' })]);
+    expect(semantic).toEqual([
+      expect.objectContaining({
+        path: 'nodes[0].providers[0].adapter',
+        message: 'adapter "***" is not defined on node "gpu-a"',
+      }),
+    ]);
   });
 });
 
@@ -161,7 +201,13 @@ describe('loadConfigFile', () => {
 
   it('reports an unreadable file as one problem with an empty path', () => {
     expect(problemsOf(loadConfigFile(join(dir, 'missing.yaml'), env))).toEqual([
-      { path: '', line: 1, column: 1, message: expect.stringContaining('(ENOENT)'), fix: 'check the path and that the file exists and is readable.' },
+      {
+        path: '',
+        line: 1,
+        column: 1,
+        message: expect.stringContaining('(ENOENT)'),
+        fix: 'check the path and that the file exists and is readable.',
+      },
     ]);
   });
 });
@@ -172,14 +218,21 @@ describe('ConfigError', () => {
     const error = new ConfigError('edge.yaml', problems);
     expect(error).toMatchObject({ name: 'ConfigError', file: 'edge.yaml', problems });
     expect(error.message).toContain('(2 problems)');
-    expect(error.message).toContain('edge.yaml:4:14 gateway.api_keys[0]: environment variable EDGE_API_KEY is not set. Fix: ');
+    expect(error.message).toContain(
+      'edge.yaml:4:14 gateway.api_keys[0]: environment variable EDGE_API_KEY is not set. Fix: ',
+    );
     expect(error.message).toContain('edge.yaml:28:18 nodes[0].adapters[0].api_key: ');
   });
 });
 
 describe('schema problem wording', () => {
   it.each([
-    ['a positive number set to 0', ['  interval_ms: 5000\n  timeout_ms', '  interval_ms: 0\n  timeout_ms'], 'health.interval_ms', 'must be greater than 0'],
+    [
+      'a positive number set to 0',
+      ['  interval_ms: 5000\n  timeout_ms', '  interval_ms: 0\n  timeout_ms'],
+      'health.interval_ms',
+      'must be greater than 0',
+    ],
     ['an empty model list', ['models: [echo]', 'models: []'], 'nodes[0].providers[1].models', 'needs at least 1 item'],
     ['a wrong version', ['version: 1', 'version: 2'], 'version', 'must be 1'],
     [
@@ -197,6 +250,9 @@ describe('listen addresses and Redis URLs', () => {
   it('rejects a listen port above 65535 with its line', () => {
     const result = parseConfigText('version: 1\ngateway:\n  listen: 127.0.0.1:99999\nnodes:\n  - id: n\n', {});
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.problems).toEqual([expect.objectContaining({ path: 'gateway.listen', line: 3, fix: expect.stringContaining('65535') })]);
+    if (!result.ok)
+      expect(result.problems).toEqual([
+        expect.objectContaining({ path: 'gateway.listen', line: 3, fix: expect.stringContaining('65535') }),
+      ]);
   });
 });

@@ -24,21 +24,38 @@ export type LoadResult = { ok: true; config: EdgeConfig; hash: string } | { ok: 
  * Values substituted from `env` are scrubbed from all text (secrets never appear).
  * `sourceName` is only used in wording about the file as a whole. Pure; never throws.
  */
-export function parseConfigText(text: string, env: Record<string, string | undefined>, sourceName = 'edge.yaml'): LoadResult {
+export function parseConfigText(
+  text: string,
+  env: Record<string, string | undefined>,
+  sourceName = 'edge.yaml',
+): LoadResult {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  const at = (segments: PathSegments, where: 'value' | 'key' = 'value') => positionOf(doc, lineCounter, segments, where);
+  const at = (segments: PathSegments, where: 'value' | 'key' = 'value') =>
+    positionOf(doc, lineCounter, segments, where);
   if (doc.errors.length > 0) {
     return fail(
       doc.errors.map((error) => {
         const { line, col } = lineCounter.linePos(error.pos[0]);
-        return { path: '', line, column: col, message: `YAML syntax error: ${error.message}`, fix: syntaxFix(error.code) };
+        return {
+          path: '',
+          line,
+          column: col,
+          message: `YAML syntax error: ${error.message}`,
+          fix: syntaxFix(error.code),
+        };
       }),
     );
   }
   if (doc.contents === null) {
     return fail([
-      { path: '', line: 1, column: 1, message: `${sourceName} is empty`, fix: 'start the file with "version: 1" and declare at least one node under "nodes".' },
+      {
+        path: '',
+        line: 1,
+        column: 1,
+        message: `${sourceName} is empty`,
+        fix: 'start the file with "version: 1" and declare at least one node under "nodes".',
+      },
     ]);
   }
   // Aliases: a bomb (one alias expanding into millions of nodes) makes the YAML library refuse;
@@ -69,8 +86,17 @@ export function parseConfigText(text: string, env: Record<string, string | undef
     ]);
   }
   const { value, problems: unset, secrets } = interpolateEnv(data, env);
-  const problems: ConfigProblem[] = unset.map((p) => ({ path: formatPath(p.segments), ...at(p.segments), message: p.message, fix: p.fix }));
-  const secret = (p: ConfigProblem): ConfigProblem => ({ ...p, message: scrub(p.message, secrets), fix: scrub(p.fix, secrets) });
+  const problems: ConfigProblem[] = unset.map((p) => ({
+    path: formatPath(p.segments),
+    ...at(p.segments),
+    message: p.message,
+    fix: p.fix,
+  }));
+  const secret = (p: ConfigProblem): ConfigProblem => ({
+    ...p,
+    message: scrub(p.message, secrets),
+    fix: scrub(p.fix, secrets),
+  });
   const parsed = edgeConfigSchema.safeParse(value, { error: () => DEFAULT_MESSAGE });
   if (!parsed.success) {
     for (const p of describeIssues(parsed.error.issues, edgeConfigSchema, value)) {
@@ -101,7 +127,15 @@ export function loadConfigFile(file: string, env: Record<string, string | undefi
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
-    return fail([{ path: '', line: 1, column: 1, message: `cannot read ${file} (${code})`, fix: 'check the path and that the file exists and is readable.' }]);
+    return fail([
+      {
+        path: '',
+        line: 1,
+        column: 1,
+        message: `cannot read ${file} (${code})`,
+        fix: 'check the path and that the file exists and is readable.',
+      },
+    ]);
   }
   return parseConfigText(text, env, file);
 }
@@ -114,13 +148,17 @@ const MAX_ALIAS_COUNT = 100;
  * `undefined`. Iterative, so any depth is safe.
  */
 function findCycle(root: unknown): PathSegments | undefined {
-  const stack: Array<{ value: unknown; path: PathSegments; ancestors: ReadonlySet<object> }> = [{ value: root, path: [], ancestors: new Set() }];
+  const stack: Array<{ value: unknown; path: PathSegments; ancestors: ReadonlySet<object> }> = [
+    { value: root, path: [], ancestors: new Set() },
+  ];
   while (stack.length > 0) {
     const { value, path, ancestors } = stack.pop()!;
     if (value === null || typeof value !== 'object') continue;
     if (ancestors.has(value)) return path;
     const inner = new Set(ancestors).add(value);
-    const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const entries: Array<[string | number, unknown]> = Array.isArray(value)
+      ? value.map((v, i) => [i, v])
+      : Object.entries(value);
     for (const [key, child] of entries) stack.push({ value: child, path: [...path, key], ancestors: inner });
   }
   return undefined;

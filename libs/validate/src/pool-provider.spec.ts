@@ -3,7 +3,12 @@ import { edgeConfigSchema, type EdgeConfigInput } from './schema';
 import { checkSemantics } from './semantic-rules';
 
 type NodeInput = EdgeConfigInput['nodes'][number];
-const vllm = (id: string, enabled = true) => ({ id, type: 'vllm' as const, base_url: 'http://10.0.0.5:8000/v1', enabled });
+const vllm = (id: string, enabled = true) => ({
+  id,
+  type: 'vllm' as const,
+  base_url: 'http://10.0.0.5:8000/v1',
+  enabled,
+});
 const ollama = (id: string) => ({ id, type: 'ollama' as const, base_url: 'http://10.0.0.6:11434' });
 const cli = (id: string) => ({ id, type: 'cli' as const, command: ['my-llm'] });
 
@@ -16,10 +21,19 @@ function use(node: Omit<NodeInput, 'id'>, queue: { max_queued?: number } = {}) {
 describe('usablePoolProvider (docs/architecture.md, "Usable pool providers")', () => {
   it('gives a usable pool provider with its adapter and limits', () => {
     const { result } = use(
-      { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 3 }] },
+      {
+        adapters: [vllm('v')],
+        providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 3 }],
+      },
       { max_queued: 7 },
     );
-    expect(result).toMatchObject({ usable: true, provider: { id: 'p' }, adapter: { id: 'v', type: 'vllm' }, maxConcurrency: 3, maxQueued: 7 });
+    expect(result).toMatchObject({
+      usable: true,
+      provider: { id: 'p' },
+      adapter: { id: 'v', type: 'vllm' },
+      maxConcurrency: 3,
+      maxQueued: 7,
+    });
   });
 
   it("resolves a type name to the node's one enabled adapter of that type; the provider's own max_queued wins; max_concurrency is at least 1", () => {
@@ -31,24 +45,57 @@ describe('usablePoolProvider (docs/architecture.md, "Usable pool providers")', (
   });
 
   it('without a queue section, max_queued defaults as the schema does', () => {
-    const { config } = use({ adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1 }] });
-    expect(usablePoolProvider(config.nodes[0], config.nodes[0].providers[0])).toMatchObject({ usable: true, maxQueued: config.queue.max_queued });
+    const { config } = use({
+      adapters: [vllm('v')],
+      providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1 }],
+    });
+    expect(usablePoolProvider(config.nodes[0], config.nodes[0].providers[0])).toMatchObject({
+      usable: true,
+      maxQueued: config.queue.max_queued,
+    });
   });
 
   const rows: Array<[reason: UnusableReason, node: Omit<NodeInput, 'id'>, adapterId: string | undefined]> = [
     [
       'provider_disabled',
-      { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1, enabled: false }] },
+      {
+        adapters: [vllm('v')],
+        providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1, enabled: false }],
+      },
       'v',
     ],
-    ['adapter_missing', { adapters: [vllm('v')], providers: [{ id: 'p', category: 'vllm', adapter: 'nope', models: ['m'], max_concurrency: 1 }] }, undefined],
-    ['adapter_disabled', { adapters: [vllm('v', false)], providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1 }] }, 'v'],
     [
-      'adapter_ambiguous',
-      { adapters: [vllm('v1'), vllm('v2')], providers: [{ id: 'p', category: 'vllm', adapter: 'vllm', models: ['m'], max_concurrency: 1 }] },
+      'adapter_missing',
+      {
+        adapters: [vllm('v')],
+        providers: [{ id: 'p', category: 'vllm', adapter: 'nope', models: ['m'], max_concurrency: 1 }],
+      },
       undefined,
     ],
-    ['adapter_type_mismatch', { adapters: [ollama('o')], providers: [{ id: 'p', category: 'vllm', adapter: 'o', models: ['m'], max_concurrency: 1 }] }, 'o'],
+    [
+      'adapter_disabled',
+      {
+        adapters: [vllm('v', false)],
+        providers: [{ id: 'p', category: 'vllm', adapter: 'v', models: ['m'], max_concurrency: 1 }],
+      },
+      'v',
+    ],
+    [
+      'adapter_ambiguous',
+      {
+        adapters: [vllm('v1'), vllm('v2')],
+        providers: [{ id: 'p', category: 'vllm', adapter: 'vllm', models: ['m'], max_concurrency: 1 }],
+      },
+      undefined,
+    ],
+    [
+      'adapter_type_mismatch',
+      {
+        adapters: [ollama('o')],
+        providers: [{ id: 'p', category: 'vllm', adapter: 'o', models: ['m'], max_concurrency: 1 }],
+      },
+      'o',
+    ],
     ['not_pool', { adapters: [cli('c')], providers: [{ id: 'p', category: 'cli', adapter: 'c', models: ['m'] }] }, 'c'],
   ];
 
@@ -59,7 +106,10 @@ describe('usablePoolProvider (docs/architecture.md, "Usable pool providers")', (
   });
 
   it('a disabled provider reads provider_disabled before any adapter problem', () => {
-    const { result } = use({ adapters: [], providers: [{ id: 'p', category: 'vllm', adapter: 'nope', models: ['m'], max_concurrency: 1, enabled: false }] });
+    const { result } = use({
+      adapters: [],
+      providers: [{ id: 'p', category: 'vllm', adapter: 'nope', models: ['m'], max_concurrency: 1, enabled: false }],
+    });
     expect(result).toMatchObject({ usable: false, reason: 'provider_disabled' });
   });
 

@@ -47,7 +47,12 @@ export function usablePoolProvider(
 ): PoolProviderUse {
   const resolved = resolveProviderAdapter(node, provider);
   const adapter = resolved.kind === 'ok' || resolved.kind === 'disabled' ? resolved.adapter : undefined;
-  const unusable = (reason: UnusableReason): PoolProviderUse => ({ usable: false, reason, provider, ...(adapter ? { adapter } : {}) });
+  const unusable = (reason: UnusableReason): PoolProviderUse => ({
+    usable: false,
+    reason,
+    provider,
+    ...(adapter ? { adapter } : {}),
+  });
   if (!provider.enabled) return unusable('provider_disabled');
   if (resolved.kind === 'missing') return unusable('adapter_missing');
   if (resolved.kind === 'disabled') return unusable('adapter_disabled');

@@ -24,7 +24,11 @@ describe('readProcessStart', () => {
 
   it('returns the environment with defaults, the config, its hash and the env ${…} expands from', () => {
     const start = readProcessStart(gatewayEnvironmentSchema, { config: file(example) }, env, stderr);
-    expect(start).toMatchObject({ environment: { LOG_LEVEL: 'info', IOP_SHUTDOWN_GRACE_MS: 30_000 }, hash: expect.stringMatching(/^[0-9a-f]{64}$/), env });
+    expect(start).toMatchObject({
+      environment: { LOG_LEVEL: 'info', IOP_SHUTDOWN_GRACE_MS: 30_000 },
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      env,
+    });
     expect('config' in start && start.config.nodes.length).toBeGreaterThan(0);
     expect(written).toBe('');
   });
@@ -40,9 +44,16 @@ describe('readProcessStart', () => {
   });
 
   it('answers exit code 2 for a bad environment variable, naming it, before reading the file', () => {
-    const start = readProcessStart(gatewayEnvironmentSchema, { config: join(dir, 'missing.yaml') }, { ...env, IOP_SHUTDOWN_GRACE_MS: 'abc' }, stderr);
+    const start = readProcessStart(
+      gatewayEnvironmentSchema,
+      { config: join(dir, 'missing.yaml') },
+      { ...env, IOP_SHUTDOWN_GRACE_MS: 'abc' },
+      stderr,
+    );
     expect(start).toEqual({ exitCode: 2 });
-    expect(written).toMatch(/IOP_SHUTDOWN_GRACE_MS="abc": expected a whole number of milliseconds.*\nrefusing to start \(README "Environment variables"\)\n$/s);
+    expect(written).toMatch(
+      /IOP_SHUTDOWN_GRACE_MS="abc": expected a whole number of milliseconds.*\nrefusing to start \(README "Environment variables"\)\n$/s,
+    );
   });
 
   it('answers exit code 1 for an invalid file, with every problem, its line and a fix', () => {

@@ -1,7 +1,8 @@
 import { describeQueueBackend, QueueBackendError, resolveQueueBackend } from './queue-backend';
 import { edgeConfigSchema, type EdgeConfigInput } from './schema';
 
-const withQueue = (queue: EdgeConfigInput['queue']) => edgeConfigSchema.parse({ version: 1, queue, nodes: [{ id: 'a' }] });
+const withQueue = (queue: EdgeConfigInput['queue']) =>
+  edgeConfigSchema.parse({ version: 1, queue, nodes: [{ id: 'a' }] });
 
 const FILE = 'redis://file:6379';
 const ENV = 'redis://env:6379';
@@ -29,7 +30,12 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
       { backend: 'memory', redis_url: FILE },
       { REDIS_URL: ENV },
       undefined,
-      { backend: 'redis', redisUrl: ENV, source: 'REDIS_URL', reason: 'REDIS_URL overrides queue.backend: memory and queue.redis_url' },
+      {
+        backend: 'redis',
+        redisUrl: ENV,
+        source: 'REDIS_URL',
+        reason: 'REDIS_URL overrides queue.backend: memory and queue.redis_url',
+      },
     ],
     [
       'no backend + REDIS_URL → redis at REDIS_URL',
@@ -38,7 +44,13 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
       undefined,
       { backend: 'redis', redisUrl: ENV, source: 'REDIS_URL', reason: 'REDIS_URL is set' },
     ],
-    ['no backend + --redis → redis at --redis', {}, {}, CLI, { backend: 'redis', redisUrl: CLI, source: '--redis', reason: '--redis is set' }],
+    [
+      'no backend + --redis → redis at --redis',
+      {},
+      {},
+      CLI,
+      { backend: 'redis', redisUrl: CLI, source: '--redis', reason: '--redis is set' },
+    ],
     // Precedence of the URL: command line, then environment, then file.
     [
       'file redis with a URL + REDIS_URL → REDIS_URL wins over the file',
@@ -59,7 +71,12 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
       { backend: 'memory' },
       { REDIS_URL: ENV },
       CLI,
-      { backend: 'redis', redisUrl: CLI, source: '--redis', reason: '--redis overrides REDIS_URL and queue.backend: memory' },
+      {
+        backend: 'redis',
+        redisUrl: CLI,
+        source: '--redis',
+        reason: '--redis overrides REDIS_URL and queue.backend: memory',
+      },
     ],
     // Without a URL from the process, the file decides.
     [
@@ -67,7 +84,12 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
       { backend: 'redis', redis_url: FILE },
       {},
       undefined,
-      { backend: 'redis', redisUrl: FILE, source: 'queue.redis_url', reason: 'queue.backend: redis at queue.redis_url' },
+      {
+        backend: 'redis',
+        redisUrl: FILE,
+        source: 'queue.redis_url',
+        reason: 'queue.backend: redis at queue.redis_url',
+      },
     ],
     [
       'file URL, no backend → redis at the file URL',
@@ -88,8 +110,20 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
         reason: 'queue.backend: redis and no --redis, REDIS_URL or queue.redis_url: the default URL',
       },
     ],
-    ['no backend, no URL → memory', {}, {}, undefined, { backend: 'memory', reason: 'no --redis, REDIS_URL or queue.redis_url' }],
-    ['file memory, no URL → memory', { backend: 'memory' }, {}, undefined, { backend: 'memory', reason: 'queue.backend: memory' }],
+    [
+      'no backend, no URL → memory',
+      {},
+      {},
+      undefined,
+      { backend: 'memory', reason: 'no --redis, REDIS_URL or queue.redis_url' },
+    ],
+    [
+      'file memory, no URL → memory',
+      { backend: 'memory' },
+      {},
+      undefined,
+      { backend: 'memory', reason: 'queue.backend: memory' },
+    ],
     [
       'file memory with its own URL → memory, and the reason says the URL is not used',
       { backend: 'memory', redis_url: FILE },
@@ -127,17 +161,25 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
   });
 
   it('refuses a --redis that is not a redis:// URL even when REDIS_URL is valid', () => {
-    expect(() => resolveQueueBackend(withQueue({}), { REDIS_URL: ENV }, { redis: 'nope' })).toThrow('--redis: "***" is not'); // text that is no URL may be a bare password: never printed;
+    expect(() => resolveQueueBackend(withQueue({}), { REDIS_URL: ENV }, { redis: 'nope' })).toThrow(
+      '--redis: "***" is not',
+    ); // text that is no URL may be a bare password: never printed;
   });
 });
 
 describe('describeQueueBackend', () => {
   it('names the backend, the URL with its password redacted, and why', () => {
-    const choice = resolveQueueBackend(withQueue({ backend: 'memory' }), { REDIS_URL: 'rediss://user:s3cret@redis.internal:6380/2' });
-    expect(describeQueueBackend(choice)).toBe('queue backend: redis at rediss://***@redis.internal:6380/2 (REDIS_URL overrides queue.backend: memory)');
+    const choice = resolveQueueBackend(withQueue({ backend: 'memory' }), {
+      REDIS_URL: 'rediss://user:s3cret@redis.internal:6380/2',
+    });
+    expect(describeQueueBackend(choice)).toBe(
+      'queue backend: redis at rediss://***@redis.internal:6380/2 (REDIS_URL overrides queue.backend: memory)',
+    );
   });
 
   it('says memory and why', () => {
-    expect(describeQueueBackend(resolveQueueBackend(withQueue({ backend: 'memory' }), {}))).toBe('queue backend: memory (queue.backend: memory)');
+    expect(describeQueueBackend(resolveQueueBackend(withQueue({ backend: 'memory' }), {}))).toBe(
+      'queue backend: memory (queue.backend: memory)',
+    );
   });
 });

@@ -61,7 +61,9 @@ export function resolveQueueBackend(
   for (const [source, url] of given) {
     if (url === undefined) continue;
     if (!isRedisUrl(url))
-      throw new QueueBackendError(`${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`);
+      throw new QueueBackendError(
+        `${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`,
+      );
     const overridden = [
       ...(source === '--redis' && envUrl ? ['REDIS_URL'] : []),
       ...(fileBackend === 'memory' ? ['queue.backend: memory'] : []),
@@ -72,7 +74,12 @@ export function resolveQueueBackend(
   }
 
   if (fileBackend === 'memory') {
-    return { backend: 'memory', reason: fileUrl ? 'queue.backend: memory; the queue.redis_url of the same file is not used' : 'queue.backend: memory' };
+    return {
+      backend: 'memory',
+      reason: fileUrl
+        ? 'queue.backend: memory; the queue.redis_url of the same file is not used'
+        : 'queue.backend: memory',
+    };
   }
   if (fileUrl)
     return {

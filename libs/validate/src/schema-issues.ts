@@ -25,13 +25,25 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], schema: z.Zo
   return issues.flatMap((issue) => describeIssue(issue, [], schema, data));
 }
 
-function describeIssue(issue: z.core.$ZodIssue, prefix: PathSegments, schema: z.ZodType, data: unknown): SchemaProblem[] {
+function describeIssue(
+  issue: z.core.$ZodIssue,
+  prefix: PathSegments,
+  schema: z.ZodType,
+  data: unknown,
+): SchemaProblem[] {
   const segments = [...prefix, ...issue.path.map((s) => (typeof s === 'number' ? s : String(s)))];
   const hint = issue.message === DEFAULT_MESSAGE ? undefined : sentence(issue.message);
-  const problem = (message: string, fix: string): SchemaProblem[] => [{ segments, at: 'value', message, fix: hint ?? sentence(fix) }];
+  const problem = (message: string, fix: string): SchemaProblem[] => [
+    { segments, at: 'value', message, fix: hint ?? sentence(fix) },
+  ];
   const key = segments.at(-1);
   const missing = (): SchemaProblem[] => [
-    { segments, at: 'value', message: `required key "${key}" is missing`, fix: `add ${key}${hint ? ` (${hint.slice(0, -1)})` : ''}.` },
+    {
+      segments,
+      at: 'value',
+      message: `required key "${key}" is missing`,
+      fix: `add ${key}${hint ? ` (${hint.slice(0, -1)})` : ''}.`,
+    },
   ];
   switch (issue.code) {
     case 'unrecognized_keys': {
@@ -50,22 +62,33 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: PathSegments, schema: z.
     }
     case 'invalid_type':
       if (valueAt(data, segments) === undefined) return missing();
-      return problem(`expected ${describeType(issue.expected)}, got ${describeValue(valueAt(data, segments))}`, `write ${describeType(issue.expected)} here.`);
+      return problem(
+        `expected ${describeType(issue.expected)}, got ${describeValue(valueAt(data, segments))}`,
+        `write ${describeType(issue.expected)} here.`,
+      );
     case 'invalid_value':
       return problem(
-        issue.values.length === 1 ? `must be ${JSON.stringify(issue.values[0])}` : `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`,
+        issue.values.length === 1
+          ? `must be ${JSON.stringify(issue.values[0])}`
+          : `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`,
         `use ${issue.values.length === 1 ? '' : 'one of: '}${issue.values.join(', ')}.`,
       );
     case 'invalid_format':
       return issue.format === 'regex'
         ? problem('has the wrong format', `match the pattern ${issue.pattern}.`)
-        : problem(`is not a valid ${issue.format === 'url' ? 'URL' : issue.format}`, `write a valid ${issue.format === 'url' ? 'URL' : issue.format}.`);
+        : problem(
+            `is not a valid ${issue.format === 'url' ? 'URL' : issue.format}`,
+            `write a valid ${issue.format === 'url' ? 'URL' : issue.format}.`,
+          );
     case 'too_small':
     case 'too_big': {
       const small = issue.code === 'too_small';
       const limit = Number(small ? issue.minimum : issue.maximum);
       if (issue.origin === 'array')
-        return problem(`needs ${small ? 'at least' : 'at most'} ${limit} item${limit === 1 ? '' : 's'}`, `list ${small ? 'at least' : 'at most'} ${limit}.`);
+        return problem(
+          `needs ${small ? 'at least' : 'at most'} ${limit} item${limit === 1 ? '' : 's'}`,
+          `list ${small ? 'at least' : 'at most'} ${limit}.`,
+        );
       if (issue.origin === 'string')
         return small && limit === 1
           ? problem('cannot be empty', 'write a non-empty value.')
@@ -78,7 +101,8 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: PathSegments, schema: z.
       // A branch whose issues all sit below this node matched the shape: report its inner problems.
       const inner = issue.errors.find((branch) => branch.length > 0 && branch.every((i) => i.path.length > 0));
       if (inner) return inner.flatMap((i) => describeIssue(i, segments, schema, data));
-      if (issue.errors.length === 0) return problem('is not one of the allowed values', 'see the schema (edge.schema.json) for the allowed values.');
+      if (issue.errors.length === 0)
+        return problem('is not one of the allowed values', 'see the schema (edge.schema.json) for the allowed values.');
       return problem('matches none of the allowed forms', 'see the schema (edge.schema.json) for the allowed forms.');
     }
     default:
@@ -93,7 +117,8 @@ function sentence(text: string): string {
 
 function valueAt(data: unknown, segments: PathSegments): unknown {
   return segments.reduce<unknown>(
-    (value, segment) => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : undefined),
+    (value, segment) =>
+      value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : undefined,
     data,
   );
 }
@@ -155,7 +180,9 @@ function containers(schema: z.ZodType, value: unknown): z.ZodType[] {
   const options = def.options.flatMap((o) => containers(o, value));
   const discriminated = options.filter((o) => {
     const type = defOf(o).shape?.type;
-    return type && value !== null && typeof value === 'object' && type.safeParse((value as { type?: unknown }).type).success;
+    return (
+      type && value !== null && typeof value === 'object' && type.safeParse((value as { type?: unknown }).type).success
+    );
   });
   return discriminated.length > 0 ? discriminated : options;
 }

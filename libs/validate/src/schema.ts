@@ -23,7 +23,9 @@ export function isPoolCategory(category: string): category is PoolCategory {
   return (POOL_CATEGORIES as readonly string[]).includes(category);
 }
 
-const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
+const id = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
 
 /** `host:port`, e.g. `127.0.0.1:8080` or `[::1]:8080`. */
 const listen = z
@@ -120,7 +122,10 @@ export const queueSchema = z.strictObject({
    * selects redis whatever this says (resolveQueueBackend; README "Configuration").
    */
   backend: z.enum(['redis', 'memory']).optional(),
-  redis_url: z.string().refine(isRedisUrl, 'write a redis:// or rediss:// URL; percent-encode "/", "?" or "#" in a password').optional(),
+  redis_url: z
+    .string()
+    .refine(isRedisUrl, 'write a redis:// or rediss:// URL; percent-encode "/", "?" or "#" in a password')
+    .optional(),
   /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */
   prefix: z
     .string()
@@ -200,7 +205,15 @@ export const cliAdapterSchema = z.strictObject({
    * passed on. @defaultValue {}
    */
   env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name has letters, digits and "_", not starting with a digit'), z.string())
+    .record(
+      z
+        .string()
+        .regex(
+          /^[A-Za-z_][A-Za-z0-9_]*$/,
+          'an environment variable name has letters, digits and "_", not starting with a digit',
+        ),
+      z.string(),
+    )
     .default({}),
   /**
    * Most stdout a non-streamed answer may hold, in bytes; more is a 502 and the process group is
@@ -223,9 +236,12 @@ export const adapterSchema = z.discriminatedUnion('type', [httpAdapterSchema, cl
 });
 
 /** A model a provider serves: a bare public name, or `{name, upstream}` to rename it upstream. */
-export const modelSchema = z.union([z.string().min(1), z.strictObject({ name: z.string().min(1), upstream: z.string().min(1) })], {
-  error: 'write a model name, or {name: <public name>, upstream: <upstream name>}',
-});
+export const modelSchema = z.union(
+  [z.string().min(1), z.strictObject({ name: z.string().min(1), upstream: z.string().min(1) })],
+  {
+    error: 'write a model name, or {name: <public name>, upstream: <upstream name>}',
+  },
+);
 
 export const providerSchema = z.strictObject({
   /** Unique across the whole file. */

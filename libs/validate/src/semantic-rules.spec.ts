@@ -2,7 +2,12 @@ import { edgeConfigSchema, type EdgeConfigInput } from './schema';
 import { checkSemantics } from './semantic-rules';
 
 type NodeInput = EdgeConfigInput['nodes'][number];
-const vllm = (id: string, enabled = true) => ({ id, type: 'vllm' as const, base_url: 'http://10.0.0.5:8000/v1', enabled });
+const vllm = (id: string, enabled = true) => ({
+  id,
+  type: 'vllm' as const,
+  base_url: 'http://10.0.0.5:8000/v1',
+  enabled,
+});
 const cli = (id: string, enabled = true) => ({ id, type: 'cli' as const, command: ['my-llm'], enabled });
 const pool = (id: string, adapter: string, models: string[], extra: object = {}) => ({
   id,
@@ -12,20 +17,36 @@ const pool = (id: string, adapter: string, models: string[], extra: object = {})
   max_concurrency: 2,
   ...extra,
 });
-const direct = (id: string, adapter: string, models: string[], extra: object = {}) => ({ id, category: 'cli' as const, adapter, models, ...extra });
+const direct = (id: string, adapter: string, models: string[], extra: object = {}) => ({
+  id,
+  category: 'cli' as const,
+  adapter,
+  models,
+  ...extra,
+});
 
 function check(nodes: NodeInput[], routes: EdgeConfigInput['routes'] = []) {
-  return checkSemantics(edgeConfigSchema.parse({ version: 1, nodes, routes })).map(({ path, message }) => ({ path, message }));
+  return checkSemantics(edgeConfigSchema.parse({ version: 1, nodes, routes })).map(({ path, message }) => ({
+    path,
+    message,
+  }));
 }
 
 /** A table row: the rule it guards, the file's nodes and routes, and the problems expected (path → message fragment). */
-type Row = [rule: string, nodes: NodeInput[], routes: EdgeConfigInput['routes'], expected: Array<[path: string, fragment: string]>];
+type Row = [
+  rule: string,
+  nodes: NodeInput[],
+  routes: EdgeConfigInput['routes'],
+  expected: Array<[path: string, fragment: string]>,
+];
 
 function runTable(rows: Row[]) {
   it.each(rows)('%s', (_rule, nodes, routes, expected) => {
     const problems = check(nodes, routes);
     expect(problems).toHaveLength(expected.length);
-    expected.forEach(([path, fragment], i) => expect(problems[i]).toEqual({ path, message: expect.stringContaining(fragment) }));
+    expected.forEach(([path, fragment], i) =>
+      expect(problems[i]).toEqual({ path, message: expect.stringContaining(fragment) }),
+    );
   });
 }
 
@@ -40,7 +61,12 @@ describe('unique ids', () => {
       [],
       [],
     ],
-    ['rejects two nodes with the same id', [{ id: 'a' }, { id: 'a' }], [], [['nodes[1].id', 'node id "a" is already used by nodes[0]']]],
+    [
+      'rejects two nodes with the same id',
+      [{ id: 'a' }, { id: 'a' }],
+      [],
+      [['nodes[1].id', 'node id "a" is already used by nodes[0]']],
+    ],
     [
       'rejects two adapters with the same id on one node',
       [{ id: 'a', adapters: [vllm('v'), cli('v')] }],
@@ -122,7 +148,13 @@ describe('provider.adapter resolves on its own node', () => {
     const problems = checkSemantics(
       edgeConfigSchema.parse({
         version: 1,
-        nodes: [{ id: 'a', adapters: [vllm('v0'), vllm('v1')], providers: [pool('p', 'v9', ['m']), pool('q', 'vllm', ['n'])] }],
+        nodes: [
+          {
+            id: 'a',
+            adapters: [vllm('v0'), vllm('v1')],
+            providers: [pool('p', 'v9', ['m']), pool('q', 'vllm', ['n'])],
+          },
+        ],
       }),
     );
     expect(problems.map((p) => p.fix)).toEqual(['use one of: v0, v1.', 'name one adapter id instead: v0 or v1.']);
@@ -149,7 +181,12 @@ describe('category and concurrency', () => {
       [],
       [['nodes[0].providers[0].max_concurrency', 'is 0, below 1']],
     ],
-    ['accepts a cli provider without max_concurrency', [{ id: 'a', adapters: [cli('c')], providers: [direct('p', 'c', ['m'])] }], [], []],
+    [
+      'accepts a cli provider without max_concurrency',
+      [{ id: 'a', adapters: [cli('c')], providers: [direct('p', 'c', ['m'])] }],
+      [],
+      [],
+    ],
     [
       'rejects max_concurrency on a cli provider because it is a direct route, never queued',
       [{ id: 'a', adapters: [cli('c')], providers: [direct('p', 'c', ['m'], { max_concurrency: 1 })] }],
@@ -192,14 +229,28 @@ describe('routes[] targets', () => {
 });
 
 describe('a model is pooled or direct, never both', () => {
-  const gpu = (providers: NodeInput['providers']): NodeInput => ({ id: 'gpu', adapters: [vllm('v'), cli('c'), cli('d')], providers });
+  const gpu = (providers: NodeInput['providers']): NodeInput => ({
+    id: 'gpu',
+    adapters: [vllm('v'), cli('c'), cli('d')],
+    providers,
+  });
   runTable([
-    ['accepts one model served by several pool providers', [gpu([pool('p1', 'v', ['m']), pool('p2', 'v', ['m'])])], [], []],
+    [
+      'accepts one model served by several pool providers',
+      [gpu([pool('p1', 'v', ['m']), pool('p2', 'v', ['m'])])],
+      [],
+      [],
+    ],
     [
       'rejects a model served by a pool provider and a cli provider',
       [gpu([pool('p1', 'v', ['m']), direct('c1', 'c', ['m'])])],
       [],
-      [['nodes[0].providers[1].models[0]', 'model "m" is pooled by pool provider "p1" and also served directly by cli provider "c1"']],
+      [
+        [
+          'nodes[0].providers[1].models[0]',
+          'model "m" is pooled by pool provider "p1" and also served directly by cli provider "c1"',
+        ],
+      ],
     ],
     [
       'compares public model names, not upstream names',
@@ -226,7 +277,12 @@ describe('a model is pooled or direct, never both', () => {
       'rejects a routes[] model that a pool provider already serves',
       [gpu([pool('p1', 'v', ['m'])])],
       [{ model: 'm', node: 'gpu', adapter: 'c' }],
-      [['routes[0].model', 'model "m" is already served by catalog pool provider "p1" (nodes[0].providers[0].models[0])']],
+      [
+        [
+          'routes[0].model',
+          'model "m" is already served by catalog pool provider "p1" (nodes[0].providers[0].models[0])',
+        ],
+      ],
     ],
     [
       'rejects a routes[] model that a cli catalog provider already serves',

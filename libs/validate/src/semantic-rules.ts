@@ -38,9 +38,23 @@ function uniqueIds(config: EdgeConfig): SemanticProblem[] {
   config.nodes.forEach((node, n) => {
     claim(nodeIds, node.id, `nodes[${n}]`, 'node', 'give every node a unique id.');
     const adapterIds = new Map<string, string>();
-    node.adapters.forEach((a, i) => claim(adapterIds, a.id, `nodes[${n}].adapters[${i}]`, 'adapter', `give every adapter on node "${node.id}" a unique id.`));
+    node.adapters.forEach((a, i) =>
+      claim(
+        adapterIds,
+        a.id,
+        `nodes[${n}].adapters[${i}]`,
+        'adapter',
+        `give every adapter on node "${node.id}" a unique id.`,
+      ),
+    );
     node.providers.forEach((p, i) =>
-      claim(providerIds, p.id, `nodes[${n}].providers[${i}]`, 'provider', 'give every provider a unique id across the whole file.'),
+      claim(
+        providerIds,
+        p.id,
+        `nodes[${n}].providers[${i}]`,
+        'provider',
+        'give every provider a unique id across the whole file.',
+      ),
     );
   });
   return problems;
@@ -68,7 +82,10 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
           `name one adapter id instead: ${resolution.candidates.join(' or ')}.`,
         );
       } else if (resolution.kind === 'disabled' && provider.enabled) {
-        const which = resolution.adapter.id === provider.adapter ? `adapter "${provider.adapter}"` : `every adapter of type "${provider.adapter}"`;
+        const which =
+          resolution.adapter.id === provider.adapter
+            ? `adapter "${provider.adapter}"`
+            : `every adapter of type "${provider.adapter}"`;
         add(
           'adapter',
           `${which} on node "${node.id}" is disabled, but provider "${provider.id}" is enabled`,
@@ -102,7 +119,11 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
       } else {
         for (const key of ['max_concurrency', 'max_queued'] as const) {
           if (provider[key] !== undefined) {
-            add(key, `${key} is not allowed on cli provider "${provider.id}": a cli provider is a direct route, never queued`, `remove ${key}.`);
+            add(
+              key,
+              `${key} is not allowed on cli provider "${provider.id}": a cli provider is a direct route, never queued`,
+              `remove ${key}.`,
+            );
           }
         }
       }
@@ -115,14 +136,23 @@ function routeTargets(config: EdgeConfig): SemanticProblem[] {
   return config.routes.flatMap((route, r): SemanticProblem[] => {
     const node = config.nodes.find((candidate) => candidate.id === route.node);
     if (!node) {
-      return [{ path: `routes[${r}].node`, message: `node "${route.node}" is not defined`, fix: `use one of: ${oneOf(config.nodes.map((x) => x.id))}.` }];
+      return [
+        {
+          path: `routes[${r}].node`,
+          message: `node "${route.node}" is not defined`,
+          fix: `use one of: ${oneOf(config.nodes.map((x) => x.id))}.`,
+        },
+      ];
     }
     if (node.adapters.some((a) => a.id === route.adapter)) return [];
     return [
       {
         path: `routes[${r}].adapter`,
         message: `adapter "${route.adapter}" is not defined on node "${node.id}"`,
-        fix: node.adapters.length > 0 ? `use one of: ${oneOf(node.adapters.map((a) => a.id))}.` : `declare the adapter under node "${node.id}" first.`,
+        fix:
+          node.adapters.length > 0
+            ? `use one of: ${oneOf(node.adapters.map((a) => a.id))}.`
+            : `declare the adapter under node "${node.id}" first.`,
       },
     ];
   });

@@ -6,7 +6,12 @@ import type { PathSegments } from './config-problem';
  * (a missing key points at the map that should hold it). With `at: 'key'` the last segment
  * points at the key itself, which is where an unknown key is reported. 1:1 for an empty file.
  */
-export function positionOf(doc: Document, lineCounter: LineCounter, segments: PathSegments, at: 'value' | 'key' = 'value'): { line: number; column: number } {
+export function positionOf(
+  doc: Document,
+  lineCounter: LineCounter,
+  segments: PathSegments,
+  at: 'value' | 'key' = 'value',
+): { line: number; column: number } {
   let node: unknown = doc.contents;
   let offset = rangeStart(node) ?? 0;
   for (const [i, segment] of segments.entries()) {

@@ -22,15 +22,23 @@ const IDLE: QueueProvider = { providerId: 'idle', maxConcurrency: 1000, maxQueue
 const SATURATED: QueueProvider = { providerId: 'saturated', maxConcurrency: 4, maxQueued: 10_000 };
 
 /** Builds the replicas of one backend: 1 memory queue, or 1 or 3 BullMQ queues sharing a prefix. */
-async function openBackend(backend: AdmissionBackend, redisUrl: () => Promise<string>, round: number): Promise<ProviderQueue[]> {
+async function openBackend(
+  backend: AdmissionBackend,
+  redisUrl: () => Promise<string>,
+  round: number,
+): Promise<ProviderQueue[]> {
   if (backend === 'memory') return [new MemoryProviderQueue()];
   const url = await redisUrl();
   const prefix = `iop-bench-admission-${process.pid}-${backend}-${round}`;
   const quiet: LibLogger = {
     ...silentLibLogger,
-    error: (obj: { err?: unknown }, m) => process.stderr.write(`[bench] ${m}${obj.err instanceof Error ? `: ${obj.err.message}` : ''}\n`),
+    error: (obj: { err?: unknown }, m) =>
+      process.stderr.write(`[bench] ${m}${obj.err instanceof Error ? `: ${obj.err.message}` : ''}\n`),
   };
-  return Array.from({ length: backend === 'bullmq-3' ? 3 : 1 }, () => new BullmqProviderQueue({ redisUrl: url, prefix, logger: quiet }));
+  return Array.from(
+    { length: backend === 'bullmq-3' ? 3 : 1 },
+    () => new BullmqProviderQueue({ redisUrl: url, prefix, logger: quiet }),
+  );
 }
 
 /** Sequential acquire + release on an idle provider; returns each cycle's duration in ms. */
@@ -38,7 +46,11 @@ async function idleCycles(queues: ProviderQueue[], cycles: number): Promise<numb
   const out: number[] = [];
   for (let i = 0; i < cycles; i++) {
     const started = performance.now();
-    const lease = await queues[i % queues.length].acquireLease({ modelGroupKey: 'bench', candidates: [IDLE], maxWaitMs: 10_000 });
+    const lease = await queues[i % queues.length].acquireLease({
+      modelGroupKey: 'bench',
+      candidates: [IDLE],
+      maxWaitMs: 10_000,
+    });
     await lease.release();
     out.push(performance.now() - started);
   }
@@ -74,7 +86,12 @@ export async function runAdmission(
   log: (line: string) => void,
 ): Promise<AdmissionRow[]> {
   const backends: AdmissionBackend[] = ['memory', 'bullmq-1', 'bullmq-3'];
-  const per = new Map(backends.map((b) => [b, { median: [] as number[], p99: [] as number[], over: [] as number[], rate: [] as number[] }]));
+  const per = new Map(
+    backends.map((b) => [
+      b,
+      { median: [] as number[], p99: [] as number[], over: [] as number[], rate: [] as number[] },
+    ]),
+  );
   for (let round = 0; round < opts.rounds; round++) {
     let memoryMedian = NaN;
     for (const backend of backends) {
@@ -91,7 +108,9 @@ export async function runAdmission(
         row.rate.push(rate);
         if (backend === 'memory') memoryMedian = median;
         else row.over.push(median - memoryMedian);
-        log(`admission round ${round + 1}: ${backend} idle median ${median.toFixed(3)} ms, saturated ${rate.toFixed(0)}/s`);
+        log(
+          `admission round ${round + 1}: ${backend} idle median ${median.toFixed(3)} ms, saturated ${rate.toFixed(0)}/s`,
+        );
       } finally {
         await Promise.all(queues.map((q) => q.close()));
       }

@@ -49,7 +49,10 @@ declare module 'autocannon' {
     interface Instance extends EventEmitter, PromiseLike<Result> {
       stop(): void;
       /** `response`: one answered request; `responseTime` is in ms with sub-ms precision. */
-      on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+      on(
+        event: 'response',
+        listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void,
+      ): this;
       on(event: 'reqError', listener: (err: Error) => void): this;
       on(event: string, listener: (...args: unknown[]) => void): this;
     }

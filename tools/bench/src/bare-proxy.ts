@@ -23,7 +23,9 @@ const { values } = parseArgs({
   },
 });
 if (!values.upstream) {
-  process.stderr.write('usage: bare-proxy --upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1]\n');
+  process.stderr.write(
+    'usage: bare-proxy --upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1]\n',
+  );
   process.exit(2);
 }
 const upstream = values.upstream.replace(/\/$/, '');
@@ -53,7 +55,9 @@ const server = createServer((req, res) => {
         pipeline(up.body, res, () => undefined);
       },
       (err: Error) => {
-        res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: err.message } }));
+        res
+          .writeHead(502, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: err.message } }));
       },
     );
   });

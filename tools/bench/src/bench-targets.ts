@@ -4,10 +4,20 @@ import { BENCH_MODEL, benchGatewayYaml } from './gateway-config';
 import { freePort, type ServiceProcess, type ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
-export type TargetId = 'direct' | 'node-floor' | 'memory' | 'memory-info' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
+export type TargetId =
+  'direct' | 'node-floor' | 'memory' | 'memory-info' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
 
 /** Every target, in report order. */
-export const TARGET_IDS: readonly TargetId[] = ['direct', 'node-floor', 'memory', 'memory-info', 'memory-semi4', 'bullmq-1', 'bullmq-3', 'portkey'];
+export const TARGET_IDS: readonly TargetId[] = [
+  'direct',
+  'node-floor',
+  'memory',
+  'memory-info',
+  'memory-semi4',
+  'bullmq-1',
+  'bullmq-3',
+  'portkey',
+];
 
 /** The V8 flag the README recommends for production gateways: a small young generation keeps RSS low. */
 export const RECOMMENDED_NODE_ARGS = ['--max-semi-space-size=4'];
@@ -63,7 +73,8 @@ export function firstExisting(candidates: readonly string[]): string | undefined
 export function portkeyEntry(root: string): { entry: string; version: string } {
   const dir = path.join(root, 'node_modules/@portkey-ai/gateway');
   const pkgFile = path.join(dir, 'package.json');
-  if (!existsSync(pkgFile)) throw new Error('@portkey-ai/gateway is not installed (npm ci installs it as a devDependency)');
+  if (!existsSync(pkgFile))
+    throw new Error('@portkey-ai/gateway is not installed (npm ci installs it as a devDependency)');
   const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { version?: string; bin?: string | Record<string, string> };
   const bin = typeof pkg.bin === 'string' ? pkg.bin : Object.values(pkg.bin ?? {})[0];
   if (!bin) throw new Error('@portkey-ai/gateway has no bin entry');
@@ -135,7 +146,16 @@ export class TargetLauncher {
         const proxy = await this.services.start({
           name: `node-floor${opts.tag ?? ''}`,
           command: process.execPath,
-          args: [...(opts.nodeArgs ?? []), this.paths.bareProxy, '--upstream', this.upstreamUrl, '--model', BENCH_MODEL, '--port', '0'],
+          args: [
+            ...(opts.nodeArgs ?? []),
+            this.paths.bareProxy,
+            '--upstream',
+            this.upstreamUrl,
+            '--model',
+            BENCH_MODEL,
+            '--port',
+            '0',
+          ],
           ready: /bare-proxy listening on (http:\/\/\S+)/,
         });
         return { id, label, urls: [`${proxy.announced}/v1/chat/completions`], headers: {}, processes: [proxy] };
@@ -144,7 +164,12 @@ export class TargetLauncher {
       case 'memory-info':
       case 'memory-semi4': {
         const nodeArgs = id === 'memory-semi4' ? [...RECOMMENDED_NODE_ARGS, ...(opts.nodeArgs ?? [])] : opts.nodeArgs;
-        const gw = await this.gateway(`${id}${opts.tag ?? ''}`, { backend: 'memory' }, id === 'memory-info' ? 'info' : 'warn', { ...opts, nodeArgs });
+        const gw = await this.gateway(
+          `${id}${opts.tag ?? ''}`,
+          { backend: 'memory' },
+          id === 'memory-info' ? 'info' : 'warn',
+          { ...opts, nodeArgs },
+        );
         return { id, label, urls: [`${gw.announced}/v1/chat/completions`], headers: {}, processes: [gw] };
       }
       case 'bullmq-1':
@@ -153,9 +178,17 @@ export class TargetLauncher {
         const prefix = `iop-bench-${++this.bullmqGroups}`;
         const replicas: ServiceProcess[] = [];
         for (let i = 0; i < (id === 'bullmq-3' ? 3 : 1); i++) {
-          replicas.push(await this.gateway(`${id}${opts.tag ?? ''}#${i + 1}`, { backend: 'redis', prefix, redisUrl }, 'warn', opts));
+          replicas.push(
+            await this.gateway(`${id}${opts.tag ?? ''}#${i + 1}`, { backend: 'redis', prefix, redisUrl }, 'warn', opts),
+          );
         }
-        return { id, label, urls: replicas.map((r) => `${r.announced}/v1/chat/completions`), headers: {}, processes: replicas };
+        return {
+          id,
+          label,
+          urls: replicas.map((r) => `${r.announced}/v1/chat/completions`),
+          headers: {},
+          processes: replicas,
+        };
       }
       case 'portkey': {
         const { entry, version } = portkeyEntry(this.paths.root);
@@ -203,7 +236,16 @@ export class TargetLauncher {
     return this.services.start({
       name: `gateway ${name}`,
       command: process.execPath,
-      args: [...(opts.nodeArgs ?? []), this.paths.gatewayMain, 'serve', '--config', file, '--listen', '127.0.0.1:0', ...redisArgs],
+      args: [
+        ...(opts.nodeArgs ?? []),
+        this.paths.gatewayMain,
+        'serve',
+        '--config',
+        file,
+        '--listen',
+        '127.0.0.1:0',
+        ...redisArgs,
+      ],
       // An empty REDIS_URL counts as unset, so a REDIS_URL in the bench's own environment cannot switch the memory target.
       env: { LOG_LEVEL: logLevel, REDIS_URL: '', IOP_SHUTDOWN_GRACE_MS: '2000' },
       ready: /edge-gateway listening on (http:\/\/\S+)/,

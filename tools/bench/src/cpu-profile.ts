@@ -140,12 +140,21 @@ export function summarizeProfile(
     totalMs: (total.get(where) ?? us) / 1000,
     totalShare: (total.get(where) ?? us) / busyUs,
   }));
-  const gatewayWheres = new Set([...described.values()].filter((d) => d.category === GATEWAY_CATEGORY).map((d) => d.where));
+  const gatewayWheres = new Set(
+    [...described.values()].filter((d) => d.category === GATEWAY_CATEGORY).map((d) => d.where),
+  );
   const gatewayTotals: HotSpot[] = [...total.entries()]
     .filter(([where]) => gatewayWheres.has(where))
     .map(([where, us]) => {
       const s = self.get(where)?.us ?? 0;
-      return { where, category: GATEWAY_CATEGORY, selfMs: s / 1000, selfShare: s / busyUs, totalMs: us / 1000, totalShare: us / busyUs };
+      return {
+        where,
+        category: GATEWAY_CATEGORY,
+        selfMs: s / 1000,
+        selfShare: s / busyUs,
+        totalMs: us / 1000,
+        totalShare: us / busyUs,
+      };
     });
   return {
     wallMs: wallUs / 1000,

@@ -19,7 +19,15 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { runAdmission } from './admission-probe';
 import type { BenchOptions, BenchResults, TargetStatus } from './bench-results';
-import { firstExisting, TARGET_IDS, TARGET_LABELS, TargetLauncher, type BenchPaths, type BenchTarget, type TargetId } from './bench-targets';
+import {
+  firstExisting,
+  TARGET_IDS,
+  TARGET_LABELS,
+  TargetLauncher,
+  type BenchPaths,
+  type BenchTarget,
+  type TargetId,
+} from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
 import { runRedisCost } from './redis-cost';
 import { CHAT_BODY, runProfile, runRss, runStreaming, runThroughput, streamRequest, warmUp } from './scenarios';
@@ -107,7 +115,8 @@ function parseCommandLine(argv: string[]): CommandLine {
     return items as T[];
   };
   const profile = values.profile;
-  if (profile !== 'auto' && profile !== 'always' && profile !== 'never') throw new Error(`--profile must be auto, always or never, got ${profile}`);
+  if (profile !== 'auto' && profile !== 'always' && profile !== 'never')
+    throw new Error(`--profile must be auto, always or never, got ${profile}`);
   const targets = list(values.targets, TARGET_IDS, 'targets');
   const rounds = int(values.rounds, quick ? 1 : 3, 'rounds');
   const options: BenchOptions = {
@@ -127,7 +136,9 @@ function parseCommandLine(argv: string[]): CommandLine {
     profileSeconds: quick ? 4 : 8,
     redisCost: {
       requests: int(values['cost-requests'], quick ? 500 : 2000, 'cost-requests'),
-      concurrency: values['cost-concurrency'] ? values['cost-concurrency'].split(',').map((c) => int(c, 1, 'cost-concurrency')) : [1, 16],
+      concurrency: values['cost-concurrency']
+        ? values['cost-concurrency'].split(',').map((c) => int(c, 1, 'cost-concurrency'))
+        : [1, 16],
       contendedConcurrency: 64,
       contendedMaxConcurrency: 4,
       idleSeconds: int(values['idle-seconds'], quick ? 2 : 5, 'idle-seconds'),
@@ -174,10 +185,17 @@ async function smokeTest(target: BenchTarget): Promise<void> {
       const text = await res.body.text();
       if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${text.slice(0, 200)}`);
       const parsed = JSON.parse(text) as { choices?: Array<{ message?: { content?: unknown } }> };
-      if (typeof parsed.choices?.[0]?.message?.content !== 'string') throw new Error(`${url} answered no completion: ${text.slice(0, 200)}`);
+      if (typeof parsed.choices?.[0]?.message?.content !== 'string')
+        throw new Error(`${url} answered no completion: ${text.slice(0, 200)}`);
       const stream = streamRequest(5, 0);
-      const sample = await probeStream({ url, headers: { ...target.headers, ...stream.headers }, body: stream.body, dispatcher: agent });
-      if (sample.contentEvents !== 5) throw new Error(`${url} streamed ${sample.contentEvents} content events, the upstream sent 5`);
+      const sample = await probeStream({
+        url,
+        headers: { ...target.headers, ...stream.headers },
+        body: stream.body,
+        dispatcher: agent,
+      });
+      if (sample.contentEvents !== 5)
+        throw new Error(`${url} streamed ${sample.contentEvents} content events, the upstream sent 5`);
     }
   } finally {
     await agent.close();
@@ -198,16 +216,28 @@ async function main(): Promise<number> {
   }
   const opts = cli.options;
   const root = workspaceRoot();
-  const gatewayMain = cli.gatewayMain ?? firstExisting(['main.js', 'main.cjs'].map((f) => path.join(root, 'dist/apps/edge-gateway', f)));
-  const upstreamMain = cli.upstreamMain ?? firstExisting(['main.js', 'main.cjs'].map((f) => path.join(root, 'dist/tools/fake-upstream', f)));
+  const gatewayMain =
+    cli.gatewayMain ?? firstExisting(['main.js', 'main.cjs'].map((f) => path.join(root, 'dist/apps/edge-gateway', f)));
+  const upstreamMain =
+    cli.upstreamMain ??
+    firstExisting(['main.js', 'main.cjs'].map((f) => path.join(root, 'dist/tools/fake-upstream', f)));
   const preload = firstExisting(['loopback-preload.js', 'loopback-preload.cjs'].map((f) => path.join(__dirname, f)));
   const bareProxy = firstExisting(['bare-proxy.js', 'bare-proxy.cjs'].map((f) => path.join(__dirname, f)));
   if (!gatewayMain || !upstreamMain || !preload || !bareProxy) {
-    process.stderr.write('build first: npx nx run-many -t build -p edge-gateway fake-upstream bench (npm run bench does)\n');
+    process.stderr.write(
+      'build first: npx nx run-many -t build -p edge-gateway fake-upstream bench (npm run bench does)\n',
+    );
     return 2;
   }
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'iop-bench-'));
-  const paths: BenchPaths = { root, gatewayMain: path.resolve(gatewayMain), upstreamMain: path.resolve(upstreamMain), preload, bareProxy, workDir };
+  const paths: BenchPaths = {
+    root,
+    gatewayMain: path.resolve(gatewayMain),
+    upstreamMain: path.resolve(upstreamMain),
+    preload,
+    bareProxy,
+    workDir,
+  };
   const outDir = path.resolve(cli.out ?? path.join(root, 'tools/bench/results'));
   const services = new ServiceSet();
   const interrupt = (signal: NodeJS.Signals) => {
@@ -257,7 +287,10 @@ async function main(): Promise<number> {
     const results: BenchResults = {
       meta: {
         date: new Date().toISOString(),
-        command: process.env.npm_lifecycle_event === 'bench' ? `npm run bench${argsSuffix()}` : `node dist/tools/bench/main.js${argsSuffix()}`,
+        command:
+          process.env.npm_lifecycle_event === 'bench'
+            ? `npm run bench${argsSuffix()}`
+            : `node dist/tools/bench/main.js${argsSuffix()}`,
         node: process.versions.node,
         cpus: os.cpus().length,
         cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
@@ -281,7 +314,9 @@ async function main(): Promise<number> {
       results.throughput = await runThroughput(targets, opts, log);
     }
     if (opts.scenarios.includes('streaming')) {
-      log(`streaming: ${opts.chunks} chunks ${opts.chunkGapMs} ms apart, ${opts.streamsPerRound} streams per target and round`);
+      log(
+        `streaming: ${opts.chunks} chunks ${opts.chunkGapMs} ms apart, ${opts.streamsPerRound} streams per target and round`,
+      );
       results.streaming = await runStreaming(targets, opts, log);
     }
     for (const target of targets) await launcher.shutdown(target);
@@ -297,7 +332,11 @@ async function main(): Promise<number> {
     }
     if (opts.scenarios.includes('admission')) {
       log('admission: acquireLease + release in process, memory vs BullMQ (1 and 3 replicas)');
-      results.admission = await runAdmission({ rounds: opts.rounds, seconds: opts.seconds, cycles: opts.quick ? 500 : 2000 }, () => launcher.redis(), log);
+      results.admission = await runAdmission(
+        { rounds: opts.rounds, seconds: opts.seconds, cycles: opts.quick ? 500 : 2000 },
+        () => launcher.redis(),
+        log,
+      );
     }
     if (opts.scenarios.includes('redis-cost')) {
       const c = opts.redisCost;
@@ -310,18 +349,30 @@ async function main(): Promise<number> {
     results.checks = evaluateTargets(results);
 
     // Profiled at c=64, where the throughput target against the Node floor is measured.
-    const missed = results.checks.find((c) => c.met === false && /^memory backend: (overhead|throughput ≥ \d+% of the bare Node proxy)/.test(c.goal));
+    const missed = results.checks.find(
+      (c) => c.met === false && /^memory backend: (overhead|throughput ≥ \d+% of the bare Node proxy)/.test(c.goal),
+    );
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && missed !== undefined);
     if (wantProfile && targets.some((t) => t.id === 'memory')) {
-      const reason = opts.profile === 'always' ? '--profile always' : `a memory-backend target was missed: ${missed?.goal}: ${missed?.measured}`;
+      const reason =
+        opts.profile === 'always'
+          ? '--profile always'
+          : `a memory-backend target was missed: ${missed?.goal}: ${missed?.measured}`;
       const connections = 64;
       log(`profile: ${reason}; c=${connections} for ${opts.profileSeconds} s`);
       results.profile = { reason, concurrency: connections, seconds: opts.profileSeconds };
       try {
-        results.profile.summary = await runProfile(launcher, workDir, paths.gatewayMain, connections, opts.profileSeconds);
+        results.profile.summary = await runProfile(
+          launcher,
+          workDir,
+          paths.gatewayMain,
+          connections,
+          opts.profileSeconds,
+        );
         const profileFile = readdirSync(path.join(workDir, 'cpu-profile')).find((f) => f.endsWith('.cpuprofile'));
         mkdirSync(outDir, { recursive: true });
-        if (profileFile) copyFileSync(path.join(workDir, 'cpu-profile', profileFile), path.join(outDir, 'latest.cpuprofile'));
+        if (profileFile)
+          copyFileSync(path.join(workDir, 'cpu-profile', profileFile), path.join(outDir, 'latest.cpuprofile'));
       } catch (err) {
         results.profile.error = firstLine(err);
         log(`profile failed: ${firstLine(err)}`);
@@ -335,7 +386,9 @@ async function main(): Promise<number> {
     writeFileSync(path.join(outDir, 'latest.md'), markdown);
     writeFileSync(path.join(outDir, 'latest.json'), `${JSON.stringify(results, jsonNumbers, 2)}\n`);
     process.stdout.write(markdown);
-    log(`wrote ${path.relative(process.cwd(), path.join(outDir, 'latest.md'))} and latest.json in ${results.meta.durationS.toFixed(0)} s`);
+    log(
+      `wrote ${path.relative(process.cwd(), path.join(outDir, 'latest.md'))} and latest.json in ${results.meta.durationS.toFixed(0)} s`,
+    );
     return 0;
   } finally {
     await services.stopAll();
@@ -345,7 +398,11 @@ async function main(): Promise<number> {
 
 function argsSuffix(): string {
   const args = process.argv.slice(2);
-  return args.length ? (process.env.npm_lifecycle_event === 'bench' ? ` -- ${args.join(' ')}` : ` ${args.join(' ')}`) : '';
+  return args.length
+    ? process.env.npm_lifecycle_event === 'bench'
+      ? ` -- ${args.join(' ')}`
+      : ` ${args.join(' ')}`
+    : '';
 }
 
 /** JSON has no NaN: write not-measured numbers as null. */

@@ -82,7 +82,9 @@ export async function probeOpenStreams(spec: OpenStreamsSpec): Promise<OpenStrea
     }),
   );
   const stopWaiting = new AbortController();
-  const deadline = sleep(spec.openTimeoutMs, 'timeout' as const, { signal: stopWaiting.signal }).catch(() => 'timeout' as const);
+  const deadline = sleep(spec.openTimeoutMs, 'timeout' as const, { signal: stopWaiting.signal }).catch(
+    () => 'timeout' as const,
+  );
   const outcome = await Promise.race([allOpened.then(() => 'open' as const), deadline]);
   stopWaiting.abort();
   const openMs = outcome === 'open' && opened === spec.streams ? performance.now() - start : NaN;

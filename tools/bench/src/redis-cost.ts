@@ -119,8 +119,18 @@ const REPLICA_SETS = [1, 3] as const;
  * under `contendedConcurrency` connections, so most requests queue. `INFO commandstats` and
  * `INFO cpu` are read around every window.
  */
-export async function runRedisCost(launcher: TargetLauncher, opts: RedisCostOptions, log: Log): Promise<RedisCostResults> {
-  const results: RedisCostResults = { redisVersion: 'unknown', loadAvg: [os.loadavg()[0], NaN], options: { ...opts }, idle: [], runs: [] };
+export async function runRedisCost(
+  launcher: TargetLauncher,
+  opts: RedisCostOptions,
+  log: Log,
+): Promise<RedisCostResults> {
+  const results: RedisCostResults = {
+    redisVersion: 'unknown',
+    loadAvg: [os.loadavg()[0], NaN],
+    options: { ...opts },
+    idle: [],
+    runs: [],
+  };
   const redis = await launcher.startRedis('redis-server (cost)');
   const reader = new RedisStatsReader(redis.url);
   try {
@@ -130,7 +140,9 @@ export async function runRedisCost(launcher: TargetLauncher, opts: RedisCostOpti
       for (const replicas of REPLICA_SETS) {
         const idle = results.idle.find((r) => r.replicas === replicas);
         // A queued request is compared with a pooled one at the highest load measured.
-        const pooled = results.runs.filter((r) => r.variant === 'pooled' && r.replicas === replicas && r.netCommandsPerRequest.n > 0).at(-1);
+        const pooled = results.runs
+          .filter((r) => r.variant === 'pooled' && r.replicas === replicas && r.netCommandsPerRequest.n > 0)
+          .at(-1);
         const set = await measureSet(launcher, reader, redis.url, variant, replicas, opts, log, idle, pooled);
         if (set.idle) results.idle.push(set.idle);
         results.runs.push(...set.runs);
@@ -180,9 +192,14 @@ async function measureSet(
   let measuredIdle: RedisIdleRun | undefined;
   let current: RedisCostRun | undefined;
   try {
-    target = await launcher.launch(replicas === 1 ? 'bullmq-1' : 'bullmq-3', { tag: ` (cost, ${variant})`, redisUrl, maxConcurrency });
+    target = await launcher.launch(replicas === 1 ? 'bullmq-1' : 'bullmq-3', {
+      tag: ` (cost, ${variant})`,
+      redisUrl,
+      maxConcurrency,
+    });
     const t = target;
-    const load = (connections: number, amount: number) => runFixedLoad({ urls: t.urls, headers: t.headers, body: CHAT_BODY, connections, amount });
+    const load = (connections: number, amount: number) =>
+      runFixedLoad({ urls: t.urls, headers: t.headers, body: CHAT_BODY, connections, amount });
     await load(Math.max(...concurrencies), Math.max(opts.warmupRequests, ...concurrencies));
     // Leases of the warm-up are released; let one renew/sweep period pass before counting.
     await sleep(1000);

@@ -82,7 +82,13 @@ describe('redis cost per request', () => {
 
   it("divides by the requests, and the net figures take off the idle rate over the round's seconds", () => {
     const r = run('pooled', [round(20_100, 60, 2), round(20_050, 50, 1)]);
-    summarize(r, new Map([['evalsha', { calls: 4000, usec: 30_000 }]]), 2000, { commandsPerS: 50, cpuMsPerS: 5 }, undefined);
+    summarize(
+      r,
+      new Map([['evalsha', { calls: 4000, usec: 30_000 }]]),
+      2000,
+      { commandsPerS: 50, cpuMsPerS: 5 },
+      undefined,
+    );
     expect(r.commandsPerRequest.median).toBeCloseTo(20.075, 10);
     expect([r.commandsPerRequest.min, r.commandsPerRequest.max, r.commandsPerRequest.n]).toEqual([20.05, 20.1, 2]);
     expect(r.netCommandsPerRequest.median).toBeCloseTo(20, 10);

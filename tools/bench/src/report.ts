@@ -75,7 +75,9 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
       : undefined;
   checks.push({
     goal: `memory backend: throughput ≥ ${LIMITS.throughputVsPortkeyC64}× Portkey at c=64`,
-    measured: ratio?.n ? `${fmtSpread(ratio, 2)}× (${memC64?.rps.median.toFixed(0)} vs ${pkC64?.rps.median.toFixed(0)} req/s)` : 'not measured',
+    measured: ratio?.n
+      ? `${fmtSpread(ratio, 2)}× (${memC64?.rps.median.toFixed(0)} vs ${pkC64?.rps.median.toFixed(0)} req/s)`
+      : 'not measured',
     met: ratio?.n ? ratio.median >= LIMITS.throughputVsPortkeyC64 : null,
   });
 
@@ -122,7 +124,11 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
     const skipped = results.targets.find((t) => t.id === id && t.status === 'skipped');
     checks.push({
       goal: `Redis backend, pooled (${id === 'bullmq-1' ? '1 replica' : '3 replicas'}): p50 ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms (c=1)`,
-      measured: p50Over?.n ? `${fmtSpread(p50Over, 3, true)} ms` : skipped ? `skipped: ${skipped.reason}` : 'not measured',
+      measured: p50Over?.n
+        ? `${fmtSpread(p50Over, 3, true)} ms`
+        : skipped
+          ? `skipped: ${skipped.reason}`
+          : 'not measured',
       met: p50Over?.n ? p50Over.median <= LIMITS.bullmqP50OverMemoryMs : null,
     });
   }
@@ -130,8 +136,12 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
   const bullmqAdmission = results.admission.find((r) => r.backend === 'bullmq-1');
   checks.push({
     goal: `Redis backend admission (acquireLease + release, idle pool, 1 replica): median ≤ memory's + ${LIMITS.bullmqP50OverMemoryMs} ms`,
-    measured: bullmqAdmission?.idleMedianOverMemoryMs?.n ? `${fmtSpread(bullmqAdmission.idleMedianOverMemoryMs, 3, true)} ms` : 'not measured',
-    met: bullmqAdmission?.idleMedianOverMemoryMs?.n ? bullmqAdmission.idleMedianOverMemoryMs.median <= LIMITS.bullmqP50OverMemoryMs : null,
+    measured: bullmqAdmission?.idleMedianOverMemoryMs?.n
+      ? `${fmtSpread(bullmqAdmission.idleMedianOverMemoryMs, 3, true)} ms`
+      : 'not measured',
+    met: bullmqAdmission?.idleMedianOverMemoryMs?.n
+      ? bullmqAdmission.idleMedianOverMemoryMs.median <= LIMITS.bullmqP50OverMemoryMs
+      : null,
   });
 
   for (const id of ['memory', 'memory-semi4', 'bullmq-1'] as const) {
@@ -189,7 +199,8 @@ export function leanPathChecks(results: BenchResults): TargetCheck[] {
 /** The fleet-mode targets: Redis commands and CPU per pooled request, commands of an idle replica. */
 export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck[] {
   const pooled = (cost?.runs ?? []).filter((r) => r.variant === 'pooled' && r.commandsPerRequest.n > 0);
-  const per = (pick: (r: RedisCostRun) => string) => pooled.map((r) => `×${r.replicas} c=${r.concurrency}: ${pick(r)}`).join('; ');
+  const per = (pick: (r: RedisCostRun) => string) =>
+    pooled.map((r) => `×${r.replicas} c=${r.concurrency}: ${pick(r)}`).join('; ');
   const notMeasured = cost?.error ? `failed: ${cost.error}` : 'not measured';
   const idle = (cost?.idle ?? []).filter((r) => Number.isFinite(r.perReplicaPerS));
   return [
@@ -206,7 +217,12 @@ export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck
     {
       goal: `Redis backend: an idle replica ≤ ${LIMITS.idleReplicaCommandsPerS} Redis commands/s`,
       measured: idle.length
-        ? idle.map((r) => `${r.perReplicaPerS.toFixed(1)}/s per replica with ${r.replicas} replica${r.replicas === 1 ? '' : 's'} up`).join('; ')
+        ? idle
+            .map(
+              (r) =>
+                `${r.perReplicaPerS.toFixed(1)}/s per replica with ${r.replicas} replica${r.replicas === 1 ? '' : 's'} up`,
+            )
+            .join('; ')
         : notMeasured,
       met: idle.length ? idle.every((r) => r.perReplicaPerS <= LIMITS.idleReplicaCommandsPerS) : null,
     },
@@ -249,7 +265,18 @@ export function throughputTable(rows: ThroughputRow[]): string {
 /** The streaming table: TTFB and chunk gaps as the client saw them. */
 export function streamingTable(rows: StreamingRow[]): string {
   return table(
-    ['target', 'TTFB ms', 'TTFB overhead ms', 'gap p50 ms', 'gap p99 ms', 'gap max ms', 'bunched', 'chunks/stream (min)', 'reads/stream', 'failed'],
+    [
+      'target',
+      'TTFB ms',
+      'TTFB overhead ms',
+      'gap p50 ms',
+      'gap p99 ms',
+      'gap max ms',
+      'bunched',
+      'chunks/stream (min)',
+      'reads/stream',
+      'failed',
+    ],
     rows.map((r) => [
       r.label,
       fmtSpread(r.ttfbMs, 2),
@@ -333,7 +360,8 @@ export function throughputRatioTable(rows: ThroughputRow[]): string | undefined 
   );
 }
 
-const runName = (r: Pick<RedisCostRun, 'variant' | 'replicas' | 'concurrency'>) => `${r.variant} ×${r.replicas} c=${r.concurrency}`;
+const runName = (r: Pick<RedisCostRun, 'variant' | 'replicas' | 'concurrency'>) =>
+  `${r.variant} ×${r.replicas} c=${r.concurrency}`;
 
 /** The Redis-cost section: per-request figures of every run, the breakdown by command, the idle replicas. */
 export function redisCostSection(cost: RedisCostResults): string {
@@ -419,7 +447,12 @@ export function redisCostSection(cost: RedisCostResults): string {
     out.push('');
     out.push(
       table(
-        ['idle replica set', 'commands/s per replica', 'by command (per replica, /s)', 'Redis CPU ms/s (whole set + cron)'],
+        [
+          'idle replica set',
+          'commands/s per replica',
+          'by command (per replica, /s)',
+          'Redis CPU ms/s (whole set + cron)',
+        ],
         cost.idle.map((r) => [
           `${r.replicas} replica${r.replicas === 1 ? '' : 's'}, ${r.seconds.toFixed(1)} s`,
           r.perReplicaPerS.toFixed(1),
@@ -495,7 +528,11 @@ export function renderMarkdown(results: BenchResults): string {
   out.push(
     table(
       ['id', 'system', 'status'],
-      results.targets.map((t) => [t.id, t.label, t.status === 'ran' ? `ran${t.note ? `; ${t.note}` : ''}` : `skipped: ${t.reason ?? ''}`]),
+      results.targets.map((t) => [
+        t.id,
+        t.label,
+        t.status === 'ran' ? `ran${t.note ? `; ${t.note}` : ''}` : `skipped: ${t.reason ?? ''}`,
+      ]),
     ),
   );
   if (results.throughput.length) {
@@ -511,7 +548,9 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(ratios);
     }
     out.push('');
-    out.push("mean = 1000 · c / (req/s) by Little's law (client time between requests included); p50/p99 from per-request times at sub-ms precision.");
+    out.push(
+      "mean = 1000 · c / (req/s) by Little's law (client time between requests included); p50/p99 from per-request times at sub-ms precision.",
+    );
   }
   if (results.streaming.length) {
     out.push('');
@@ -542,7 +581,13 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('');
     out.push(
       table(
-        ['backend', 'idle acquire+release p50 ms', 'idle p99 ms', 'p50 over memory ms', 'saturated hand-offs/s (limit 4, 32 callers)'],
+        [
+          'backend',
+          'idle acquire+release p50 ms',
+          'idle p99 ms',
+          'p50 over memory ms',
+          'saturated hand-offs/s (limit 4, 32 callers)',
+        ],
         results.admission.map((r) => [
           r.backend,
           fmtSpread(r.idleMedianMs, 3),
@@ -567,9 +612,13 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('');
     out.push(`## CPU profile of the memory backend (${results.profile.reason})`);
     out.push('');
-    out.push(`\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`);
+    out.push(
+      `\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
+    );
     out.push('');
-    out.push(results.profile.summary ? profileSection(results.profile.summary) : `failed: ${results.profile.error ?? '?'}`);
+    out.push(
+      results.profile.summary ? profileSection(results.profile.summary) : `failed: ${results.profile.error ?? '?'}`,
+    );
   }
   out.push('');
   return out.join('\n');

@@ -22,7 +22,9 @@ export const CHAT_BODY = JSON.stringify({
 });
 
 /** A prompt long enough that each of 50 chunks of the echoed reply carries text. */
-const STREAM_PROMPT = 'Stream this sentence back in many small pieces so that every chunk carries some text. '.repeat(3).trim();
+const STREAM_PROMPT = 'Stream this sentence back in many small pieces so that every chunk carries some text. '
+  .repeat(3)
+  .trim();
 
 /**
  * A streaming request of `chunks` chunks `gapMs` apart, with the knobs both in the body (the
@@ -41,7 +43,15 @@ export function streamRequest(chunks: number, gapMs: number): { body: string; he
   };
 }
 
-const failedPoint = (): LoadPoint => ({ rps: NaN, meanMs: NaN, sampleMeanMs: NaN, p50Ms: NaN, p99Ms: NaN, ok: 0, failures: 1 });
+const failedPoint = (): LoadPoint => ({
+  rps: NaN,
+  meanMs: NaN,
+  sampleMeanMs: NaN,
+  p50Ms: NaN,
+  p99Ms: NaN,
+  ok: 0,
+  failures: 1,
+});
 
 /** `list` rotated left by `by`, so no target is always measured first or last in a round. */
 function rotate<T>(list: readonly T[], by: number): T[] {
@@ -54,12 +64,23 @@ function rotate<T>(list: readonly T[], by: number): T[] {
  * out of the rounds: a gateway serves for days, its steady state is what users see.
  */
 export async function warmUp(target: BenchTarget, opts: BenchOptions): Promise<void> {
-  await runLoad({ urls: target.urls, headers: target.headers, body: CHAT_BODY, connections: 16, durationS: opts.warmupSeconds });
+  await runLoad({
+    urls: target.urls,
+    headers: target.headers,
+    body: CHAT_BODY,
+    connections: 16,
+    durationS: opts.warmupSeconds,
+  });
   const stream = streamRequest(opts.chunks, 0);
   const agent = new Agent({ connections: 4 });
   try {
     for (let i = 0; i < 50; i++) {
-      await probeStream({ url: target.urls[i % target.urls.length], headers: { ...target.headers, ...stream.headers }, body: stream.body, dispatcher: agent });
+      await probeStream({
+        url: target.urls[i % target.urls.length],
+        headers: { ...target.headers, ...stream.headers },
+        body: stream.body,
+        dispatcher: agent,
+      });
     }
   } finally {
     await agent.close();
@@ -79,7 +100,13 @@ export async function runThroughput(targets: BenchTarget[], opts: BenchOptions, 
       for (const target of rotate(targets, round)) {
         let point: LoadPoint;
         try {
-          point = await runLoad({ urls: target.urls, headers: target.headers, body: CHAT_BODY, connections, durationS: opts.seconds });
+          point = await runLoad({
+            urls: target.urls,
+            headers: target.headers,
+            body: CHAT_BODY,
+            connections,
+            durationS: opts.seconds,
+          });
         } catch (err) {
           log(`  ${target.id} c=${connections}: load failed: ${(err as Error).message}`);
           point = failedPoint();
@@ -126,7 +153,12 @@ export async function runThroughput(targets: BenchTarget[], opts: BenchOptions, 
 }
 
 /** Sums up one target's streams of one round. */
-export function streamRound(samples: StreamSample[], failures: number, gapMs: number, firstError?: string): StreamRound {
+export function streamRound(
+  samples: StreamSample[],
+  failures: number,
+  gapMs: number,
+  firstError?: string,
+): StreamRound {
   const gaps = samples.flatMap((s) => s.gapsMs);
   return {
     streams: samples.length,
@@ -216,7 +248,12 @@ export async function runStreaming(targets: BenchTarget[], opts: BenchOptions, l
  * and sampled VmRSS are read from /proc. Streams are slow (500 ms between chunks) and aborted
  * once measured.
  */
-export async function runRss(ids: TargetId[], launcher: TargetLauncher, opts: BenchOptions, log: Log): Promise<RssRow[]> {
+export async function runRss(
+  ids: TargetId[],
+  launcher: TargetLauncher,
+  opts: BenchOptions,
+  log: Log,
+): Promise<RssRow[]> {
   const rows: RssRow[] = [];
   const stream = streamRequest(opts.chunks, 500);
   for (const id of ids) {
@@ -240,7 +277,12 @@ export async function runRss(ids: TargetId[], launcher: TargetLauncher, opts: Be
           `peak (VmHWM) ${mb(result.peakRss)} MB, sampled peak ${mb(result.sampledPeakRss)} MB${result.failed ? `, failed ${result.failed}: ${result.firstError}` : ''}`,
       );
     } catch (err) {
-      rows.push({ target: id, label: target?.label ?? TARGET_LABELS[id], processes: target?.processes.length ?? 0, error: (err as Error).message });
+      rows.push({
+        target: id,
+        label: target?.label ?? TARGET_LABELS[id],
+        processes: target?.processes.length ?? 0,
+        error: (err as Error).message,
+      });
       log(`  rss ${id}: ${(err as Error).message}`);
     } finally {
       if (target) await launcher.shutdown(target);
@@ -267,7 +309,10 @@ export async function runProfile(
 ): Promise<ProfileSummary> {
   const dir = path.join(workDir, 'cpu-profile');
   const launchedAt = performance.now();
-  const target = await launcher.launch('memory', { tag: ' (profile)', nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '250'] });
+  const target = await launcher.launch('memory', {
+    tag: ' (profile)',
+    nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '250'],
+  });
   let skipFirstMs = 0;
   try {
     await runLoad({ urls: target.urls, headers: target.headers, body: CHAT_BODY, connections, durationS: 1 });

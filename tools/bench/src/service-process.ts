@@ -132,7 +132,10 @@ export async function startService(spec: ServiceSpec): Promise<ServiceProcess> {
       } else resolve(value);
     };
     const timeoutMs = spec.readyTimeoutMs ?? 20_000;
-    const timer = setTimeout(() => finish(new Error(`${spec.name} did not get ready within ${timeoutMs} ms; output:\n${tail.toString()}`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`${spec.name} did not get ready within ${timeoutMs} ms; output:\n${tail.toString()}`)),
+      timeoutMs,
+    );
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       tail.push(chunk);
       if (done) return;
@@ -145,7 +148,9 @@ export async function startService(spec: ServiceSpec): Promise<ServiceProcess> {
       }
     });
     child.once('error', (err) => finish(new Error(`${spec.name} could not start: ${err.message}`)));
-    child.once('exit', (code, signal) => finish(new Error(`${spec.name} exited (${signal ?? code}) before it was ready; output:\n${tail.toString()}`)));
+    child.once('exit', (code, signal) =>
+      finish(new Error(`${spec.name} exited (${signal ?? code}) before it was ready; output:\n${tail.toString()}`)),
+    );
   });
   return new ServiceProcess(spec.name, child, announced, tail);
 }

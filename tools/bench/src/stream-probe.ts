@@ -43,7 +43,12 @@ export async function probeStream(spec: StreamSpec): Promise<StreamSample> {
   const res = await request(spec.url, {
     method: 'POST',
     dispatcher: spec.dispatcher,
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: 'Bearer bench', ...spec.headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      authorization: 'Bearer bench',
+      ...spec.headers,
+    },
     body: spec.body,
     signal: spec.signal,
   });
@@ -52,7 +57,16 @@ export async function probeStream(spec: StreamSpec): Promise<StreamSample> {
     const text = await res.body.text();
     throw new Error(`stream answered ${res.statusCode}: ${text.slice(0, 300)}`);
   }
-  const sample: StreamSample = { status: res.statusCode, headersMs, ttfbMs: NaN, totalMs: NaN, events: 0, contentEvents: 0, reads: 0, gapsMs: [] };
+  const sample: StreamSample = {
+    status: res.statusCode,
+    headersMs,
+    ttfbMs: NaN,
+    totalMs: NaN,
+    events: 0,
+    contentEvents: 0,
+    reads: 0,
+    gapsMs: [],
+  };
   let pending = '';
   let lastContentAt = NaN;
   await new Promise<void>((resolve, reject) => {

@@ -25,7 +25,9 @@ export function chatCompletionJson(who: ChatIdentity, content: string, usage: Ch
     created: who.created,
     model: who.model,
     system_fingerprint: who.system_fingerprint,
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [
+      { index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' },
+    ],
     usage,
   });
 }
@@ -53,7 +55,9 @@ export class ChatChunkFormat implements StreamFormat {
 
   delta(piece: string, index: number): string {
     const role = index === 0 ? '"role":"assistant",' : '';
-    return dataEvent(`${this.head}"choices":[{"index":0,"delta":{${role}"content":${JSON.stringify(piece)}},"logprobs":null,"finish_reason":null}]}`);
+    return dataEvent(
+      `${this.head}"choices":[{"index":0,"delta":{${role}"content":${JSON.stringify(piece)}},"logprobs":null,"finish_reason":null}]}`,
+    );
   }
 
   close(): string {

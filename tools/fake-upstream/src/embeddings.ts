@@ -9,7 +9,8 @@ function fakeVector(text: string, dimensions: number): number[] {
   const out: number[] = [];
   for (let i = 0; out.length < dimensions; i++) {
     const digest = createHash('sha256').update(`${i}:${text}`).digest();
-    for (let j = 0; j + 4 <= digest.length && out.length < dimensions; j += 4) out.push(Math.round((digest.readUInt32LE(j) / 0xffffffff - 0.5) * 1e6) / 1e6);
+    for (let j = 0; j + 4 <= digest.length && out.length < dimensions; j += 4)
+      out.push(Math.round((digest.readUInt32LE(j) / 0xffffffff - 0.5) * 1e6) / 1e6);
   }
   return out;
 }
@@ -21,7 +22,13 @@ function fakeVector(text: string, dimensions: number): number[] {
 export function embeddingsJson(body: Record<string, unknown>, model: string): string {
   const raw = body.input;
   const inputs: unknown[] =
-    typeof raw === 'string' ? [raw] : Array.isArray(raw) && raw.every((x) => typeof x === 'number') ? [raw] : Array.isArray(raw) ? raw : [String(raw)];
+    typeof raw === 'string'
+      ? [raw]
+      : Array.isArray(raw) && raw.every((x) => typeof x === 'number')
+        ? [raw]
+        : Array.isArray(raw)
+          ? raw
+          : [String(raw)];
   const dimensions = typeof body.dimensions === 'number' && body.dimensions > 0 ? body.dimensions : DEFAULT_DIMENSIONS;
   const base64 = body.encoding_format === 'base64';
   let tokens = 0;

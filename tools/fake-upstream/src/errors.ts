@@ -22,7 +22,12 @@ const CODE_BY_STATUS: Record<number, string> = {
  * status (`fake_status_<status>` when there is none); `type` is `invalid_request_error` below 500
  * and `server_error` from 500 on.
  */
-export function openAIError(status: number, message: string, code?: string, param: string | null = null): OpenAIErrorBody {
+export function openAIError(
+  status: number,
+  message: string,
+  code?: string,
+  param: string | null = null,
+): OpenAIErrorBody {
   return {
     error: {
       message,
@@ -37,4 +42,9 @@ export function openAIError(status: number, message: string, code?: string, para
 export const STREAM_ERROR = openAIError(500, 'fake-upstream: forced in-band stream error', 'fake_stream_error');
 
 /** The in-band error about the request itself (`error_event_status` below 500): a context too long. */
-export const STREAM_CLIENT_ERROR = openAIError(400, "fake-upstream: this model's maximum context length is 8 tokens", 'context_length_exceeded', 'messages');
+export const STREAM_CLIENT_ERROR = openAIError(
+  400,
+  "fake-upstream: this model's maximum context length is 8 tokens",
+  'context_length_exceeded',
+  'messages',
+);

@@ -7,7 +7,12 @@ beforeEach(async () => {
 });
 afterEach(() => up.close());
 
-function post(path: string, body: object, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+function post(
+  path: string,
+  body: object,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${up.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test', ...headers },
@@ -68,7 +73,8 @@ function parseSse(text: string): SseEvent[] {
 async function eventually(check: () => boolean, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(up.stats())}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(up.stats())}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -82,10 +88,20 @@ describe('fake upstream', () => {
     expect(body).toMatchObject({
       object: 'chat.completion',
       model: 'llama',
-      choices: [{ index: 0, message: { role: 'assistant', content: echoReply('hi there', 'llama', 'up-a') }, finish_reason: 'stop' }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: echoReply('hi there', 'llama', 'up-a') },
+          finish_reason: 'stop',
+        },
+      ],
     });
     expect(body.choices[0].message.content).toBe('echo: hi there [model=llama upstream=up-a]');
-    const { prompt_tokens, completion_tokens, total_tokens } = body.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: -1 };
+    const { prompt_tokens, completion_tokens, total_tokens } = body.usage ?? {
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: -1,
+    };
     expect(total_tokens).toBe(prompt_tokens + completion_tokens);
     expect(completion_tokens).toBeGreaterThan(0);
     const last = up.stats().lastRequest.llama;
@@ -95,7 +111,9 @@ describe('fake upstream', () => {
   });
 
   it('streams exactly `chunks` content chunks, a stop chunk, usage on request, then [DONE]', async () => {
-    const res = await post('/chat/completions', chat({ stream: true, stream_options: { include_usage: true } }), { 'x-fake-chunks': '5' });
+    const res = await post('/chat/completions', chat({ stream: true, stream_options: { include_usage: true } }), {
+      'x-fake-chunks': '5',
+    });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const { text, failed } = await readAll(res);
     expect(failed).toBe(false);
@@ -131,23 +149,38 @@ describe('fake upstream', () => {
     const expected = echoReply('hello', 'qwen', 'up-a');
     expect(data[4].delta + data[5].delta).toBe(expected);
     expect(data[6].text).toBe(expected);
-    expect(data[9].response).toMatchObject({ status: 'completed', model: 'qwen', output: [{ content: [{ type: 'output_text', text: expected }] }] });
+    expect(data[9].response).toMatchObject({
+      status: 'completed',
+      model: 'qwen',
+      output: [{ content: [{ type: 'output_text', text: expected }] }],
+    });
     expect(data[9].response.usage.total_tokens).toBeGreaterThan(0);
   });
 
   it('answers a non-stream Responses API request from message items', async () => {
-    const res = await post('/responses', { model: 'qwen', input: [{ role: 'user', content: [{ type: 'input_text', text: 'yo' }] }] });
+    const res = await post('/responses', {
+      model: 'qwen',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'yo' }] }],
+    });
     const body = await json<OpenAI.Responses.Response>(res);
-    expect(body).toMatchObject({ object: 'response', status: 'completed', model: 'qwen', output: [{ type: 'message', role: 'assistant' }] });
-    expect(((body.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText).text).toBe(
-      echoReply('yo', 'qwen', 'up-a'),
-    );
+    expect(body).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'qwen',
+      output: [{ type: 'message', role: 'assistant' }],
+    });
+    expect(
+      ((body.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText)
+        .text,
+    ).toBe(echoReply('yo', 'qwen', 'up-a'));
   });
 
   it('fails with the `status` knob and an OpenAI-shaped error, the body winning over the header', async () => {
     const res = await post('/chat/completions', chat({ fake: { status: 503 } }), { 'x-fake-status': '429' });
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'service_unavailable' } });
+    expect(await res.json()).toEqual({
+      error: { message: expect.any(String), type: 'server_error', param: null, code: 'service_unavailable' },
+    });
     const viaHeader = await post('/chat/completions', chat({ stream: true }), { 'x-fake-status': '429' });
     expect(viaHeader.status).toBe(429);
     expect((await json<OpenAIErrorBody>(viaHeader)).error.code).toBe('rate_limit_exceeded');
@@ -170,29 +203,51 @@ describe('fake upstream', () => {
     expect(failed).toBe(false);
     const events = parseSse(text);
     expect(events).toHaveLength(2);
-    expect(JSON.parse(events[1].data)).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'fake_stream_error' } });
+    expect(JSON.parse(events[1].data)).toEqual({
+      error: { message: expect.any(String), type: 'server_error', param: null, code: 'fake_stream_error' },
+    });
     expect(text).not.toContain('[DONE]');
 
-    const responses = parseSse((await readAll(await post('/responses', { model: 'm', input: 'x', stream: true, fake: { error_event_after: 0 } }))).text);
+    const responses = parseSse(
+      (
+        await readAll(
+          await post('/responses', { model: 'm', input: 'x', stream: true, fake: { error_event_after: 0 } }),
+        )
+      ).text,
+    );
     const last = responses[responses.length - 1];
     expect(last.event).toBe('error');
-    expect(JSON.parse(last.data)).toMatchObject({ type: 'error', code: 'fake_stream_error', error: { code: 'fake_stream_error' } });
+    expect(JSON.parse(last.data)).toMatchObject({
+      type: 'error',
+      code: 'fake_stream_error',
+      error: { code: 'fake_stream_error' },
+    });
     expect(responses.map((e) => e.event)).not.toContain('response.completed');
   });
 
   it('records max = 5 under 5 concurrent delayed requests and current back to 0', async () => {
     const replies = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => post('/chat/completions', chat({ stream: i % 2 === 0 }), { 'x-fake-delay-ms': '150' }).then(readAll)),
+      Array.from({ length: 5 }, (_, i) =>
+        post('/chat/completions', chat({ stream: i % 2 === 0 }), { 'x-fake-delay-ms': '150' }).then(readAll),
+      ),
     );
     expect(replies.every((r) => !r.failed)).toBe(true);
     await eventually(() => up.stats().current === 0);
     const stats = await json<FakeStats>(await fetch(`${up.origin}/__stats`));
-    expect(stats).toMatchObject({ total: 5, current: 0, max: 5, aborted: 0, byModel: { llama: { total: 5, current: 0, max: 5, aborted: 0 } } });
+    expect(stats).toMatchObject({
+      total: 5,
+      current: 0,
+      max: 5,
+      aborted: 0,
+      byModel: { llama: { total: 5, current: 0, max: 5, aborted: 0 } },
+    });
   });
 
   it('counts a client abort during the delay as aborted, exactly once', async () => {
     const ac = new AbortController();
-    const pending = post('/chat/completions', chat({ fake: { delay_ms: 30_000 } }), {}, ac.signal).catch((err: unknown) => err);
+    const pending = post('/chat/completions', chat({ fake: { delay_ms: 30_000 } }), {}, ac.signal).catch(
+      (err: unknown) => err,
+    );
     await eventually(() => up.stats().byModel.llama?.current === 1);
     ac.abort();
     await pending;
@@ -202,7 +257,12 @@ describe('fake upstream', () => {
 
   it('counts a client abort mid-stream as aborted', async () => {
     const ac = new AbortController();
-    const res = await post('/chat/completions', chat({ stream: true, fake: { chunks: 10, chunk_gap_ms: 1000 } }), {}, ac.signal);
+    const res = await post(
+      '/chat/completions',
+      chat({ stream: true, fake: { chunks: 10, chunk_gap_ms: 1000 } }),
+      {},
+      ac.signal,
+    );
     await res.body?.getReader().read();
     ac.abort();
     await eventually(() => up.stats().aborted === 1 && up.stats().current === 0);
@@ -221,7 +281,10 @@ describe('fake upstream', () => {
     expect((await fetch(`${up.origin}/health`)).status).toBe(200);
     expect(await (await fetch(`${up.origin}/api/version`)).json()).toEqual({ version: expect.any(String) });
     const models = await (await fetch(`${up.url}/models`)).json();
-    expect(models).toEqual({ object: 'list', data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'up-a' }] });
+    expect(models).toEqual({
+      object: 'list',
+      data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'up-a' }],
+    });
     const missing = await fetch(`${up.origin}/nope`);
     expect(missing.status).toBe(404);
     expect((await json<OpenAIErrorBody>(missing)).error.code).toBe('not_found');
@@ -241,10 +304,17 @@ describe('fake upstream', () => {
 
   it('speaks the wire format the openai SDK parses', async () => {
     const client = new OpenAI({ baseURL: up.url, apiKey: 'sk-sdk', maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'sdk' }] });
+    const completion = await client.chat.completions.create({
+      model: 'llama',
+      messages: [{ role: 'user', content: 'sdk' }],
+    });
     expect(completion.choices[0].message.content).toBe(echoReply('sdk', 'llama', 'up-a'));
     let streamed = '';
-    for await (const chunk of await client.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'sdk' }], stream: true })) {
+    for await (const chunk of await client.chat.completions.create({
+      model: 'llama',
+      messages: [{ role: 'user', content: 'sdk' }],
+      stream: true,
+    })) {
       streamed += chunk.choices[0]?.delta.content ?? '';
     }
     expect(streamed).toBe(echoReply('sdk', 'llama', 'up-a'));
@@ -254,18 +324,23 @@ describe('fake upstream', () => {
   });
 
   it('answers embeddings deterministically, as floats or base64, and counts them', async () => {
-    const floats = await json<{ data: Array<{ embedding: number[]; index: number }>; usage: { prompt_tokens: number } }>(
-      await post('/embeddings', { model: 'emb', input: ['a', 'b'], dimensions: 4 }),
-    );
+    const floats = await json<{
+      data: Array<{ embedding: number[]; index: number }>;
+      usage: { prompt_tokens: number };
+    }>(await post('/embeddings', { model: 'emb', input: ['a', 'b'], dimensions: 4 }));
     expect(floats.data.map((d) => [d.index, d.embedding.length])).toEqual([
       [0, 4],
       [1, 4],
     ]);
-    const again = await json<{ data: Array<{ embedding: number[] }> }>(await post('/embeddings', { model: 'emb', input: 'a', dimensions: 4 }));
+    const again = await json<{ data: Array<{ embedding: number[] }> }>(
+      await post('/embeddings', { model: 'emb', input: 'a', dimensions: 4 }),
+    );
     expect(again.data[0].embedding).toEqual(floats.data[0].embedding);
     const client = new OpenAI({ baseURL: up.url, apiKey: 'k', maxRetries: 0 });
     const viaClient = await client.embeddings.create({ model: 'emb', input: 'a', dimensions: 4 });
-    expect(viaClient.data[0].embedding.map((x) => Math.round(x * 1e4))).toEqual(floats.data[0].embedding.map((x) => Math.round(x * 1e4)));
+    expect(viaClient.data[0].embedding.map((x) => Math.round(x * 1e4))).toEqual(
+      floats.data[0].embedding.map((x) => Math.round(x * 1e4)),
+    );
     expect(up.stats().total).toBe(3);
   });
 
@@ -291,21 +366,36 @@ describe('fake upstream', () => {
   });
 
   it('stalls a stream after `stall_after` chunks, pads chunks to `chunk_bytes`, ends with an unterminated [DONE] on `done_unterminated`', async () => {
-    const padded = await readAll(await post('/chat/completions', chat({ stream: true, fake: { chunks: 2, chunk_bytes: 5000, done_unterminated: 1 } })));
+    const padded = await readAll(
+      await post(
+        '/chat/completions',
+        chat({ stream: true, fake: { chunks: 2, chunk_bytes: 5000, done_unterminated: 1 } }),
+      ),
+    );
     expect(padded.text.length).toBeGreaterThan(10_000);
     expect(padded.text.endsWith('data: [DONE]')).toBe(true);
     const controller = new AbortController();
-    const stalled = await post('/chat/completions', chat({ stream: true, fake: { chunks: 3, stall_after: 1 } }), {}, controller.signal);
+    const stalled = await post(
+      '/chat/completions',
+      chat({ stream: true, fake: { chunks: 3, stall_after: 1 } }),
+      {},
+      controller.signal,
+    );
     const reader = stalled.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     expect(first).toContain('"content"');
-    const next = await Promise.race([reader.read().then(() => 'more'), new Promise((r) => setTimeout(() => r('stalled'), 300))]);
+    const next = await Promise.race([
+      reader.read().then(() => 'more'),
+      new Promise((r) => setTimeout(() => r('stalled'), 300)),
+    ]);
     expect(next).toBe('stalled');
     controller.abort();
   });
 
   it('sends an in-band error about the request itself on `error_event_status` < 500', async () => {
-    const { text } = await readAll(await post('/chat/completions', chat({ stream: true, fake: { error_event_after: 0, error_event_status: 400 } })));
+    const { text } = await readAll(
+      await post('/chat/completions', chat({ stream: true, fake: { error_event_after: 0, error_event_status: 400 } })),
+    );
     expect(text).toContain('context_length_exceeded');
     expect(text).toContain('invalid_request_error');
   });

@@ -66,8 +66,15 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   let nextId = 0;
 
   const fixed = {
-    models: Buffer.from(JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: name })) })),
-    tags: Buffer.from(JSON.stringify({ models: models.map((m) => ({ name: m, model: m, size: 0, digest: '', details: {} })) })),
+    models: Buffer.from(
+      JSON.stringify({
+        object: 'list',
+        data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: name })),
+      }),
+    ),
+    tags: Buffer.from(
+      JSON.stringify({ models: models.map((m) => ({ name: m, model: m, size: 0, digest: '', details: {} })) }),
+    ),
     version: Buffer.from(JSON.stringify({ version: '0.0.0-fake' })),
     empty: Buffer.alloc(0),
   };
@@ -119,7 +126,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         return sendError(res, 400, 'fake-upstream: request body is not valid JSON');
       }
       if (!isObject(body) || typeof body.model !== 'string' || body.model === '') {
-        return sendError(res, 400, 'fake-upstream: `model` must be a non-empty string', 'invalid_request_error', 'model');
+        return sendError(
+          res,
+          400,
+          'fake-upstream: `model` must be a non-empty string',
+          'invalid_request_error',
+          'model',
+        );
       }
       flight.ticket.setModel(body.model, { method: 'POST', path: req.url ?? '/', headers: req.headers, body });
       let knobs: FakeKnobs;
@@ -136,7 +149,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   /** A 2xx JSON answer, shaped by `body_bytes` (padding) and `short_body` (a body cut short of its content-length). */
   function sendJson(flight: InFlightRequest, text: string, knobs: FakeKnobs): void {
     const { res } = flight;
-    const padded = knobs.bodyBytes > text.length ? `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}` : text;
+    const padded =
+      knobs.bodyBytes > text.length
+        ? `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}`
+        : text;
     if (knobs.shortBody === undefined) return send(res, 200, padded);
     const bytes = Buffer.from(padded);
     res.writeHead(200, { ...jsonHeaders, 'content-length': bytes.length + 1000 });
@@ -144,7 +160,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     flight.cut();
   }
 
-  async function answer(flight: InFlightRequest, api: Api, body: Record<string, unknown>, model: string, knobs: FakeKnobs): Promise<void> {
+  async function answer(
+    flight: InFlightRequest,
+    api: Api,
+    body: Record<string, unknown>,
+    model: string,
+    knobs: FakeKnobs,
+  ): Promise<void> {
     if (knobs.delayMs > 0 && !(await flight.pause(knobs.delayMs))) return;
     if (flight.closed) return;
     const { res, req } = { res: flight.res, req: flight.res.req };
@@ -153,16 +175,22 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       return void res.socket?.resetAndDestroy();
     }
     if (knobs.redirect !== undefined) {
-      res.writeHead(knobs.redirect, { location: 'http://internal-host.example:9999/v1/elsewhere', 'x-fake-upstream': name });
+      res.writeHead(knobs.redirect, {
+        location: 'http://internal-host.example:9999/v1/elsewhere',
+        'x-fake-upstream': name,
+      });
       return void res.end();
     }
     if (knobs.status !== undefined && knobs.status >= 400) {
       const status = knobs.status;
-      const secrets = knobs.echoSecrets ? ` (you sent authorization=${String(req?.headers.authorization)} host=${String(req?.headers.host)})` : '';
+      const secrets = knobs.echoSecrets
+        ? ` (you sent authorization=${String(req?.headers.authorization)} host=${String(req?.headers.host)})`
+        : '';
       const error = openAIError(status, `fake-upstream: forced status ${status}${secrets}`);
       if (status === 429) error.error.type = 'rate_limit_error';
       let text = JSON.stringify(error);
-      if (knobs.bodyBytes > text.length) text = `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}`;
+      if (knobs.bodyBytes > text.length)
+        text = `${text.slice(0, -1)},"x_padding":"${'.'.repeat(knobs.bodyBytes - text.length)}"}`;
       res.writeHead(status, {
         ...jsonHeaders,
         'content-length': Buffer.byteLength(text),
@@ -181,10 +209,20 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
     if (api === 'chat') {
       const who = { id: `chatcmpl-fake-${n}`, created, model, system_fingerprint: fingerprint };
-      const usage: ChatUsage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+      const usage: ChatUsage = {
+        prompt_tokens: inputTokens,
+        completion_tokens: outputTokens,
+        total_tokens: inputTokens + outputTokens,
+      };
       if (!stream) return sendJson(flight, chatCompletionJson(who, text, usage), knobs);
       const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
-      return writeEventStream(flight, sseHeaders, splitText(text, knobs.chunks), new ChatChunkFormat(who, includeUsage ? usage : undefined), knobs);
+      return writeEventStream(
+        flight,
+        sseHeaders,
+        splitText(text, knobs.chunks),
+        new ChatChunkFormat(who, includeUsage ? usage : undefined),
+        knobs,
+      );
     }
     const who = { id: `resp_fake_${n}`, messageId: `msg_fake_${n}`, created_at: created, model };
     const usage: ResponsesUsage = {
@@ -195,7 +233,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       total_tokens: inputTokens + outputTokens,
     };
     if (!stream) return sendJson(flight, JSON.stringify(responseObject(who, text, usage)), knobs);
-    return writeEventStream(flight, sseHeaders, splitText(text, knobs.chunks), new ResponsesEventFormat(who, text, usage), knobs);
+    return writeEventStream(
+      flight,
+      sseHeaders,
+      splitText(text, knobs.chunks),
+      new ResponsesEventFormat(who, text, usage),
+      knobs,
+    );
   }
 
   const server = createServer({ keepAlive: true, noDelay: true, requestTimeout: 0 }, route);

@@ -12,7 +12,15 @@ export const ECHO_LLM = path.resolve(__dirname, '../../../examples/cli/echo-llm.
  * (`solo`, max_concurrency 1), an Ollama provider `olla`, a CLI provider `echo`, and a legacy
  * `routes[]` entry `legacy` on a node without a catalog.
  */
-export function fleetYaml(opts: { maxWaitMs?: number; maxQueued?: number; apiKeys?: string[]; maxBodyBytes?: number; requestTimeoutMs?: number } = {}): string {
+export function fleetYaml(
+  opts: {
+    maxWaitMs?: number;
+    maxQueued?: number;
+    apiKeys?: string[];
+    maxBodyBytes?: number;
+    requestTimeoutMs?: number;
+  } = {},
+): string {
   return `
 version: 1
 gateway:

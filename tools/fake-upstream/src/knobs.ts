@@ -80,7 +80,11 @@ export class KnobError extends Error {
  * Reads the knobs of one request (the server's `defaults`, then headers, then `body.fake`, which wins).
  * @throws KnobError when a given value is not a non-negative integer.
  */
-export function readKnobs(headers: IncomingHttpHeaders, body: unknown, defaults: Partial<Record<KnobName, number>> = {}): FakeKnobs {
+export function readKnobs(
+  headers: IncomingHttpHeaders,
+  body: unknown,
+  defaults: Partial<Record<KnobName, number>> = {},
+): FakeKnobs {
   const fake = isObject(body) && isObject(body.fake) ? body.fake : undefined;
   const raw: Partial<Record<KnobName, number>> = { ...defaults };
   for (const [name, dashed, underscored] of HEADER_NAMES) {

@@ -16,7 +16,8 @@ async function main(): Promise<void> {
     strict: true,
   });
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer 0-65535, got ${values.port}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--port must be an integer 0-65535, got ${values.port}`);
   const upstream = await startFakeUpstream({
     port,
     host: values.host,

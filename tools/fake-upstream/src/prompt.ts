@@ -16,7 +16,8 @@ export function readChatPrompt(body: Record<string, unknown>): Prompt {
 /** Reads `input` (string or array of message items) and `instructions` of a Responses API request. */
 export function readResponsesPrompt(body: Record<string, unknown>): Prompt {
   const instructionChars = typeof body.instructions === 'string' ? body.instructions.length : 0;
-  if (typeof body.input === 'string') return { lastUserText: body.input, inputChars: instructionChars + body.input.length };
+  if (typeof body.input === 'string')
+    return { lastUserText: body.input, inputChars: instructionChars + body.input.length };
   return readItems(body.input, instructionChars);
 }
 

@@ -83,7 +83,10 @@ export class ResponsesEventFormat implements StreamFormat {
 
   delta(piece: string): string {
     const type = 'response.output_text.delta';
-    return namedEvent(type, `{"type":"${type}","sequence_number":${this.seq++},${this.deltaHead},"delta":${JSON.stringify(piece)},"logprobs":[]}`);
+    return namedEvent(
+      type,
+      `{"type":"${type}","sequence_number":${this.seq++},${this.deltaHead},"delta":${JSON.stringify(piece)},"logprobs":[]}`,
+    );
   }
 
   close(): string {

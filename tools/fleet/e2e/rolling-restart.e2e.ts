@@ -2,7 +2,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParamsStreaming,
+} from 'openai/resources/chat/completions';
 import { startLocalFleet, type LocalFleet } from '../src/local-fleet';
 
 /** Clients at once: more than the pool's 2 + 3 slots, so requests queue on every replica. */
@@ -14,7 +17,8 @@ interface FakeStats {
   aborted: number;
 }
 
-const upstreamStats = async (origin: string): Promise<FakeStats> => (await fetch(`${origin}/__stats`)).json() as Promise<FakeStats>;
+const upstreamStats = async (origin: string): Promise<FakeStats> =>
+  (await fetch(`${origin}/__stats`)).json() as Promise<FakeStats>;
 
 /**
  * README "Running a fleet": the local fleet (Redis, 3 gateways, the exporter, HAProxy) as real
@@ -34,7 +38,12 @@ describe('local fleet behind HAProxy: rolling restart', () => {
 
   it('serves every request while the replicas restart one by one with SIGTERM, and the limits hold at the upstreams', async () => {
     for (const upstream of fleet.upstreams) await fetch(`${upstream.origin}/__reset`, { method: 'POST' });
-    const client = new OpenAI({ baseURL: fleet.url, apiKey: 'unused-without-api_keys', maxRetries: 0, timeout: 60_000 });
+    const client = new OpenAI({
+      baseURL: fleet.url,
+      apiKey: 'unused-without-api_keys',
+      maxRetries: 0,
+      timeout: 60_000,
+    });
     const failures: string[] = [];
     let served = 0;
     let streamed = 0;
@@ -44,12 +53,21 @@ describe('local fleet behind HAProxy: rolling restart', () => {
       const prompt = `worker ${worker} request ${n}`;
       const messages = [{ role: 'user' as const, content: prompt }];
       if (n % 2 === 0) {
-        const body = { model: 'llama-3.1-8b', messages, fake: { delay_ms: 120 } } as ChatCompletionCreateParamsNonStreaming;
+        const body = {
+          model: 'llama-3.1-8b',
+          messages,
+          fake: { delay_ms: 120 },
+        } as ChatCompletionCreateParamsNonStreaming;
         const chat = await client.chat.completions.create(body);
         const text = chat.choices[0]?.message.content ?? '';
         if (!text.startsWith(`echo: ${prompt} `)) throw new Error(`unexpected answer ${JSON.stringify(text)}`);
       } else {
-        const body = { model: 'llama-3.1-8b', messages, stream: true, fake: { chunks: 4, chunk_gap_ms: 40 } } as ChatCompletionCreateParamsStreaming;
+        const body = {
+          model: 'llama-3.1-8b',
+          messages,
+          stream: true,
+          fake: { chunks: 4, chunk_gap_ms: 40 },
+        } as ChatCompletionCreateParamsStreaming;
         const stream = await client.chat.completions.create(body);
         let text = '';
         let finished = false;
@@ -57,7 +75,8 @@ describe('local fleet behind HAProxy: rolling restart', () => {
           text += chunk.choices[0]?.delta?.content ?? '';
           if (chunk.choices[0]?.finish_reason === 'stop') finished = true;
         }
-        if (!finished || !text.startsWith(`echo: ${prompt} `)) throw new Error(`stream ended early: ${JSON.stringify(text)}`);
+        if (!finished || !text.startsWith(`echo: ${prompt} `))
+          throw new Error(`stream ended early: ${JSON.stringify(text)}`);
         streamed++;
       }
       served++;
@@ -69,7 +88,8 @@ describe('local fleet behind HAProxy: rolling restart', () => {
     };
     const until = async (count: number) => {
       const deadline = Date.now() + 30_000;
-      while (served < count && failures.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while (served < count && failures.length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
     };
 
     const workers = Array.from({ length: WORKERS }, (_, w) => worker(w));
@@ -94,7 +114,10 @@ describe('local fleet behind HAProxy: rolling restart', () => {
     const stats = await Promise.all(fleet.upstreams.map((u) => upstreamStats(u.origin)));
     for (const [i, upstream] of fleet.upstreams.entries()) {
       // The limit held, summed over the replicas, and the load used it fully.
-      expect({ provider: upstream.providerId, max: stats[i].max }).toEqual({ provider: upstream.providerId, max: upstream.maxConcurrency });
+      expect({ provider: upstream.providerId, max: stats[i].max }).toEqual({
+        provider: upstream.providerId,
+        max: upstream.maxConcurrency,
+      });
       expect(stats[i].aborted).toBe(0);
     }
     // Nothing ran twice: HAProxy retried only connections no gateway had taken a request from.

@@ -4,7 +4,8 @@ import path from 'node:path';
 /** The HAProxy config the fleet runs and the README shows (relative to the workspace root). */
 export const HAPROXY_CONFIG = 'deploy/haproxy/haproxy.cfg';
 
-const MISSING = 'haproxy not found: install the Debian package haproxy (apt-get install -y haproxy) or set HAPROXY to its path';
+const MISSING =
+  'haproxy not found: install the Debian package haproxy (apt-get install -y haproxy) or set HAPROXY to its path';
 
 /**
  * Path of the `haproxy` binary: `HAPROXY`, else the first on PATH, else Debian's /usr/sbin/haproxy

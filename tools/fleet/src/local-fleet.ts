@@ -87,7 +87,10 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
   const root = opts.root ?? WORKSPACE_ROOT;
   const dist = (p: string) => {
     const file = path.join(root, 'dist', p, 'main.js');
-    if (!existsSync(file)) throw new Error(`${file} is missing: run "npx nx run-many -t build -p edge-gateway status-exporter fake-upstream" first`);
+    if (!existsSync(file))
+      throw new Error(
+        `${file} is missing: run "npx nx run-many -t build -p edge-gateway status-exporter fake-upstream" first`,
+      );
     return file;
   };
   const gatewayMain = dist('apps/edge-gateway');
@@ -123,7 +126,9 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
         }),
       ).catch((err: Error) => {
         throw /not found/.test(err.message)
-          ? new Error('redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or pass a Redis URL')
+          ? new Error(
+              'redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or pass a Redis URL',
+            )
           : err;
       });
       redisUrl = `redis://127.0.0.1:${port}`;
@@ -147,7 +152,12 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
         }),
       );
       env[provider.env] = `http://127.0.0.1:${port}/v1`;
-      upstreams.push({ providerId: provider.id, maxConcurrency: provider.maxConcurrency, origin: `http://127.0.0.1:${port}`, process: proc });
+      upstreams.push({
+        providerId: provider.id,
+        maxConcurrency: provider.maxConcurrency,
+        origin: `http://127.0.0.1:${port}`,
+        process: proc,
+      });
     }
 
     const replicas: FleetReplica[] = [];
@@ -156,7 +166,15 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
       const proc = new ManagedProcess({
         name: `gw${i}`,
         command: process.execPath,
-        args: ['--max-semi-space-size=4', gatewayMain, 'serve', '--config', FLEET_CONFIG, '--listen', `127.0.0.1:${port}`],
+        args: [
+          '--max-semi-space-size=4',
+          gatewayMain,
+          'serve',
+          '--config',
+          FLEET_CONFIG,
+          '--listen',
+          `127.0.0.1:${port}`,
+        ],
         cwd: root,
         env,
         ready: /edge-gateway listening on/,

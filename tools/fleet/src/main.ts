@@ -44,7 +44,8 @@ async function main(): Promise<number> {
   }
   const port = (name: 'port' | 'exporter-port' | 'stats-port') => {
     const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`--${name} must be a port number, got ${values[name]}`);
+    if (!Number.isInteger(n) || n < 1 || n > 65535)
+      throw new Error(`--${name} must be a port number, got ${values[name]}`);
     return n;
   };
   const logDir = path.resolve(values['log-dir']);
@@ -65,7 +66,9 @@ async function main(): Promise<number> {
   process.stderr.write(
     [
       `fleet: redis ${fleet.redisUrl}`,
-      ...fleet.upstreams.map((u) => `fleet: fake GPU server ${u.origin} (provider ${u.providerId}, max_concurrency ${u.maxConcurrency})`),
+      ...fleet.upstreams.map(
+        (u) => `fleet: fake GPU server ${u.origin} (provider ${u.providerId}, max_concurrency ${u.maxConcurrency})`,
+      ),
       ...fleet.replicas.map((r) => `fleet: gateway ${r.name} http://127.0.0.1:${r.port} (pid ${r.process.pid})`),
       `fleet: status exporter ${fleet.exporterUrl}/ (dashboard), /status, /metrics`,
       `fleet: HAProxy stats ${fleet.statsUrl}/`,

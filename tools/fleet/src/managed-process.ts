@@ -54,12 +54,18 @@ export class ManagedProcess {
     if (this.running) throw new Error(`${this.name} is already running`);
     const { spec } = this;
     this.log ??= spec.logFile ? createWriteStream(spec.logFile, { flags: 'a' }) : undefined;
-    const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: { ...process.env, ...spec.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
-      child.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'ENOENT' ? new Error(`${spec.command} not found (${this.name})`) : err));
+      child.once('error', (err: NodeJS.ErrnoException) =>
+        reject(err.code === 'ENOENT' ? new Error(`${spec.command} not found (${this.name})`) : err),
+      );
     });
     let seen = '';
     const ready = new Promise<void>((resolve, reject) => {

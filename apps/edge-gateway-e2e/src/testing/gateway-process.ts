@@ -36,15 +36,23 @@ export async function spawnGateway(
   configFile: string,
   opts: { env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {},
 ): Promise<GatewayProcess> {
-  if (!existsSync(GATEWAY_MAIN)) throw new Error(`${GATEWAY_MAIN} is missing: run "npx nx run edge-gateway:build" first`);
-  const child = spawn(process.execPath, [GATEWAY_MAIN, 'serve', '--config', configFile, '--listen', '127.0.0.1:0', ...(opts.args ?? [])], {
-    env: { ...process.env, LOG_LEVEL: 'warn', REDIS_URL: '', ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  if (!existsSync(GATEWAY_MAIN))
+    throw new Error(`${GATEWAY_MAIN} is missing: run "npx nx run edge-gateway:build" first`);
+  const child = spawn(
+    process.execPath,
+    [GATEWAY_MAIN, 'serve', '--config', configFile, '--listen', '127.0.0.1:0', ...(opts.args ?? [])],
+    {
+      env: { ...process.env, LOG_LEVEL: 'warn', REDIS_URL: '', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)), opts.timeoutMs ?? 15000);
+    const timer = setTimeout(
+      () => reject(new Error(`gateway did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)),
+      opts.timeoutMs ?? 15000,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening on (http:\/\/[^\s]+)/.exec(output);

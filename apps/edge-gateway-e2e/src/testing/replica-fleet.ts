@@ -77,7 +77,12 @@ export interface ReplicaFleet {
 }
 
 /** Starts `n` replicas of `yaml` with `REDIS_URL=redisUrl` and a fresh prefix. */
-export async function startReplicaFleet(n: number, yaml: string, redisUrl: string, upstreamUrl: string): Promise<ReplicaFleet> {
+export async function startReplicaFleet(
+  n: number,
+  yaml: string,
+  redisUrl: string,
+  upstreamUrl: string,
+): Promise<ReplicaFleet> {
   const prefix = uniquePrefix('fleet');
   const configFile = writeTempConfig(yaml);
   const env = { REDIS_URL: redisUrl, PREFIX: prefix, UPSTREAM: upstreamUrl };
@@ -198,14 +203,22 @@ export async function chatOnce(
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], ...(Object.keys(fake).length > 0 ? { fake } : {}) }),
+    body: JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'x' }],
+      ...(Object.keys(fake).length > 0 ? { fake } : {}),
+    }),
     signal,
   });
   return { status: res.status, body: await res.text(), headers: res.headers };
 }
 
 /** Runs `total` calls of `task(i)` with at most `concurrency` at once; resolves to their results in order. */
-export async function runConcurrently<T>(total: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
+export async function runConcurrently<T>(
+  total: number,
+  concurrency: number,
+  task: (i: number) => Promise<T>,
+): Promise<T[]> {
   const results: T[] = new Array(total);
   let next = 0;
   await Promise.all(

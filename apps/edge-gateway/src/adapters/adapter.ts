@@ -59,7 +59,8 @@ export interface DispatchContext {
  *   ends the stream with an error event, never `[DONE]` (docs/architecture.md, "HTTP surface").
  */
 export type UpstreamResponse =
-  { kind: 'json'; status: number; body: Uint8Array | string } | { kind: 'sse'; status: number; body: AsyncIterable<Uint8Array | string> };
+  | { kind: 'json'; status: number; body: Uint8Array | string }
+  | { kind: 'sse'; status: number; body: AsyncIterable<Uint8Array | string> };
 
 /** Sends one OpenAI-shaped request to an upstream and streams the answer back. */
 export interface Adapter {

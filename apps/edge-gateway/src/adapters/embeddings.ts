@@ -13,12 +13,17 @@ import type { EmbeddingsRequest } from './adapter';
  * `gateway.max_response_bytes` before it gets here.
  * @throws UpstreamError 502 when the answer is not JSON with a `data` array of vectors.
  */
-export function normalizeEmbeddings(body: Uint8Array | string, req: Pick<EmbeddingsRequest, 'encoding_format'>): string {
+export function normalizeEmbeddings(
+  body: Uint8Array | string,
+  req: Pick<EmbeddingsRequest, 'encoding_format'>,
+): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'));
   } catch {
-    throw upstreamError('The upstream answered embeddings that are not JSON.', 502, { detail: 'embeddings answer is not JSON' });
+    throw upstreamError('The upstream answered embeddings that are not JSON.', 502, {
+      detail: 'embeddings answer is not JSON',
+    });
   }
   const answer = parsed as Record<string, unknown> | null;
   if (typeof answer !== 'object' || answer === null || !Array.isArray(answer.data)) {
@@ -32,16 +37,25 @@ export function normalizeEmbeddings(body: Uint8Array | string, req: Pick<Embeddi
     let embedding = entry.embedding;
     if (base64 && Array.isArray(embedding)) embedding = floatsToBase64(embedding as number[]);
     else if (!Array.isArray(embedding) && typeof embedding !== 'string') {
-      throw upstreamError('The upstream answered an embedding that is not a vector.', 502, { detail: `embeddings answer data[${i}] has no vector` });
+      throw upstreamError('The upstream answered an embedding that is not a vector.', 502, {
+        detail: `embeddings answer data[${i}] has no vector`,
+      });
     }
     return { ...entry, object: 'embedding', index: typeof entry.index === 'number' ? entry.index : i, embedding };
   });
-  const usage = (typeof answer.usage === 'object' && answer.usage !== null ? answer.usage : {}) as Record<string, unknown>;
+  const usage = (typeof answer.usage === 'object' && answer.usage !== null ? answer.usage : {}) as Record<
+    string,
+    unknown
+  >;
   return JSON.stringify({
     ...answer,
     object: 'list',
     data,
-    usage: { ...usage, prompt_tokens: Number(usage.prompt_tokens ?? 0), total_tokens: Number(usage.total_tokens ?? usage.prompt_tokens ?? 0) },
+    usage: {
+      ...usage,
+      prompt_tokens: Number(usage.prompt_tokens ?? 0),
+      total_tokens: Number(usage.total_tokens ?? usage.prompt_tokens ?? 0),
+    },
   });
 }
 

@@ -3,7 +3,8 @@ import { OLLAMA_FIELDS } from './ollama/request-fields';
 import { OPENAI_COMPAT_FIELDS, VLLM_FIELDS } from './openai-compat/request-fields';
 import { applyFieldTable, type FieldTable } from './request-fields';
 
-const apply = (table: FieldTable | undefined, body: Record<string, unknown>) => applyFieldTable(table!, { model: 'm', ...body }, 'the adapter', 'chat');
+const apply = (table: FieldTable | undefined, body: Record<string, unknown>) =>
+  applyFieldTable(table!, { model: 'm', ...body }, 'the adapter', 'chat');
 const refusal = (table: FieldTable | undefined, body: Record<string, unknown>) => {
   try {
     apply(table, body);
@@ -20,7 +21,16 @@ describe('request field tables (README "Request fields per adapter")', () => {
   });
 
   it('sends max_completion_tokens to Ollama as max_tokens, and drops metadata with no effect on the answer', () => {
-    expect(apply(OLLAMA_FIELDS.chat, { messages: [], max_completion_tokens: 16, user: 'u', store: true, temperature: 0.2, options: { num_ctx: 4 } })).toEqual({
+    expect(
+      apply(OLLAMA_FIELDS.chat, {
+        messages: [],
+        max_completion_tokens: 16,
+        user: 'u',
+        store: true,
+        temperature: 0.2,
+        options: { num_ctx: 4 },
+      }),
+    ).toEqual({
       model: 'm',
       messages: [],
       max_tokens: 16,
@@ -30,8 +40,14 @@ describe('request field tables (README "Request fields per adapter")', () => {
   });
 
   it('refuses max_tokens and max_completion_tokens that disagree, and accepts them when they agree', () => {
-    expect(refusal(OLLAMA_FIELDS.chat, { max_completion_tokens: 16, max_tokens: 32 })).toMatchObject({ status: 400, param: 'max_completion_tokens' });
-    expect(apply(OLLAMA_FIELDS.chat, { max_completion_tokens: 16, max_tokens: 16 })).toEqual({ model: 'm', max_tokens: 16 });
+    expect(refusal(OLLAMA_FIELDS.chat, { max_completion_tokens: 16, max_tokens: 32 })).toMatchObject({
+      status: 400,
+      param: 'max_completion_tokens',
+    });
+    expect(apply(OLLAMA_FIELDS.chat, { max_completion_tokens: 16, max_tokens: 16 })).toEqual({
+      model: 'm',
+      max_tokens: 16,
+    });
   });
 
   it.each([
@@ -50,12 +66,24 @@ describe('request field tables (README "Request fields per adapter")', () => {
   });
 
   it("accepts the API's own defaults and empty or null values where it refuses the field, and sends nothing for them", () => {
-    expect(apply(CLI_FIELDS.chat, { messages: [], n: 1, tools: [], tool_choice: 'none', temperature: null, fake: {}, stream: true })).toEqual({
+    expect(
+      apply(CLI_FIELDS.chat, {
+        messages: [],
+        n: 1,
+        tools: [],
+        tool_choice: 'none',
+        temperature: null,
+        fake: {},
+        stream: true,
+      }),
+    ).toEqual({
       model: 'm',
       messages: [],
       stream: true,
     });
-    expect(apply(OLLAMA_FIELDS.chat, { n: 1, parallel_tool_calls: true, modalities: ['text'] })).toEqual({ model: 'm' });
+    expect(apply(OLLAMA_FIELDS.chat, { n: 1, parallel_tool_calls: true, modalities: ['text'] })).toEqual({
+      model: 'm',
+    });
   });
 
   it('has no embeddings table for CLI (the endpoint is not served) and one for every HTTP adapter', () => {
@@ -66,8 +94,16 @@ describe('request field tables (README "Request fields per adapter")', () => {
   it('checks a Responses request against what the translation to chat carries', () => {
     const responses = (tables: typeof OLLAMA_FIELDS, body: Record<string, unknown>) =>
       applyFieldTable(tables.responses!, { model: 'm', input: 'x', ...body }, 'x', 'responses');
-    expect(responses(OLLAMA_FIELDS, { max_output_tokens: 8, store: false, tools: [] })).toEqual({ model: 'm', input: 'x', max_output_tokens: 8 });
-    expect(() => responses(OLLAMA_FIELDS, { tools: [{ type: 'web_search' }] })).toThrow(expect.objectContaining({ param: 'tools' }));
-    expect(() => responses(CLI_FIELDS, { max_output_tokens: 8 })).toThrow(expect.objectContaining({ param: 'max_output_tokens' }));
+    expect(responses(OLLAMA_FIELDS, { max_output_tokens: 8, store: false, tools: [] })).toEqual({
+      model: 'm',
+      input: 'x',
+      max_output_tokens: 8,
+    });
+    expect(() => responses(OLLAMA_FIELDS, { tools: [{ type: 'web_search' }] })).toThrow(
+      expect.objectContaining({ param: 'tools' }),
+    );
+    expect(() => responses(CLI_FIELDS, { max_output_tokens: 8 })).toThrow(
+      expect.objectContaining({ param: 'max_output_tokens' }),
+    );
   });
 });

@@ -22,7 +22,8 @@ export const ENDPOINT_PATH: Record<Endpoint, string> = {
  * A `null` value means "unset" in the OpenAI API: it is kept for `pass`, dropped otherwise; an
  * empty object or list carries nothing either, so a refused field set to `{}` or `[]` is dropped too.
  */
-export type FieldRule = { pass: true } | { rename: string } | { ignore: string } | { refuse: string; neutral?: readonly unknown[] };
+export type FieldRule =
+  { pass: true } | { rename: string } | { ignore: string } | { refuse: string; neutral?: readonly unknown[] };
 
 /** How one adapter carries one endpoint's request fields. */
 export interface FieldTable {
@@ -54,7 +55,9 @@ export const PLATFORM_METADATA: Readonly<Record<string, FieldRule>> = {
 export const PASS_ALL: FieldTable = { fields: {}, others: 'pass' };
 
 const isEmpty = (value: unknown) =>
-  Array.isArray(value) ? value.length === 0 : typeof value === 'object' && value !== null && Object.keys(value).length === 0;
+  Array.isArray(value)
+    ? value.length === 0
+    : typeof value === 'object' && value !== null && Object.keys(value).length === 0;
 const sameValue = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b);
 
 /**
@@ -62,7 +65,12 @@ const sameValue = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === J
  * `body` itself), or a 400 naming the first field that cannot be carried.
  * @throws ApiError 400 `invalid_request_error` with `param` the field's name.
  */
-export function applyFieldTable<T extends Record<string, unknown>>(table: FieldTable, body: T, adapterLabel: string, endpoint: Endpoint): T {
+export function applyFieldTable<T extends Record<string, unknown>>(
+  table: FieldTable,
+  body: T,
+  adapterLabel: string,
+  endpoint: Endpoint,
+): T {
   if (table === PASS_ALL) return body;
   let out: Record<string, unknown> | undefined;
   const edit = () => (out ??= { ...body });
@@ -79,7 +87,10 @@ export function applyFieldTable<T extends Record<string, unknown>>(table: FieldT
     } else if ('rename' in rule) {
       const other = body[rule.rename];
       if (other != null && !sameValue(other, value)) {
-        throw invalidRequest(`Send either ${field} or ${rule.rename}, not both with different values: ${adapterLabel} has only ${rule.rename}.`, field);
+        throw invalidRequest(
+          `Send either ${field} or ${rule.rename}, not both with different values: ${adapterLabel} has only ${rule.rename}.`,
+          field,
+        );
       }
       const o = edit();
       delete o[field];
@@ -94,7 +105,10 @@ export function applyFieldTable<T extends Record<string, unknown>>(table: FieldT
 }
 
 function refused(field: string, reason: string, adapterLabel: string, endpoint: Endpoint): ApiError {
-  return invalidRequest(`${field} is not supported on ${ENDPOINT_PATH[endpoint]} for this model: ${reason} (${adapterLabel}). Remove it and retry.`, field);
+  return invalidRequest(
+    `${field} is not supported on ${ENDPOINT_PATH[endpoint]} for this model: ${reason} (${adapterLabel}). Remove it and retry.`,
+    field,
+  );
 }
 
 /** The 400 for an endpoint an adapter does not serve at all (CLI models and embeddings). */

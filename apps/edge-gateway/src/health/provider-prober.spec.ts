@@ -54,15 +54,25 @@ describe('ProviderProber', () => {
         close: async () => undefined,
       }) as unknown as Adapter;
     const health = recordingStore();
-    const prober = new ProviderProber({ config: () => config, adapters: new AdapterRegistry(fake), health, logger: pino({ level: 'silent' }) });
+    const prober = new ProviderProber({
+      config: () => config,
+      adapters: new AdapterRegistry(fake),
+      health,
+      logger: pino({ level: 'silent' }),
+    });
     await prober.probeOnce();
     expect(probed).toEqual(['v']);
     expect(health.booked).toEqual(['good']);
   });
 
   it('asks each adapter for its probe path: vLLM /health, OpenAI-compatible /v1/models, Ollama /api/version', async () => {
-    const http = (type: HttpAdapterConfig['type']) => ({ id: type, type, base_url: 'http://127.0.0.1:1/v1', enabled: true }) as HttpAdapterConfig;
-    const adapters = [new OpenAiCompatAdapter(http('vllm')), new OpenAiCompatAdapter(http('openai_compat')), new OllamaAdapter(http('ollama'))];
+    const http = (type: HttpAdapterConfig['type']) =>
+      ({ id: type, type, base_url: 'http://127.0.0.1:1/v1', enabled: true }) as HttpAdapterConfig;
+    const adapters = [
+      new OpenAiCompatAdapter(http('vllm')),
+      new OpenAiCompatAdapter(http('openai_compat')),
+      new OllamaAdapter(http('ollama')),
+    ];
     expect(adapters.map((a) => a.probePath)).toEqual(['/health', '/v1/models', '/api/version']);
     await Promise.all(adapters.map((a) => a.close()));
   });

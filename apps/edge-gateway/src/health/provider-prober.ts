@@ -17,7 +17,9 @@ export class ProviderProber {
   private running?: Promise<void>;
   private stopped = false;
 
-  constructor(private readonly deps: { config(): EdgeConfig; adapters: AdapterRegistry; health: HealthStore; logger: Logger }) {}
+  constructor(
+    private readonly deps: { config(): EdgeConfig; adapters: AdapterRegistry; health: HealthStore; logger: Logger },
+  ) {}
 
   start(): void {
     this.stopped = false;

@@ -80,9 +80,16 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
   return new Promise((resolve, reject) => {
     const contentType = req.headers['content-type'];
     // The common `application/json` names no charset: no regex for it.
-    const charset = contentType === 'application/json' ? undefined : /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+    const charset =
+      contentType === 'application/json'
+        ? undefined
+        : /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      reject(invalidRequest(`The request body's charset "${truncateForMessage(charset, 50)}" is not supported; send UTF-8 JSON.`));
+      reject(
+        invalidRequest(
+          `The request body's charset "${truncateForMessage(charset, 50)}" is not supported; send UTF-8 JSON.`,
+        ),
+      );
       return;
     }
     let decode: Transform | undefined;
@@ -124,7 +131,11 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       try {
         resolve(JSON.parse(text));
       } catch {
-        reject(invalidRequest('The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.'));
+        reject(
+          invalidRequest(
+            'The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.',
+          ),
+        );
       }
     };
     req.once('aborted', () => stop(clientClosed()));
@@ -134,7 +145,11 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       decode.on('data', onDecoded);
       decode.once('end', onEnd);
       decode.once('error', () =>
-        stop(invalidRequest('The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.')),
+        stop(
+          invalidRequest(
+            'The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.',
+          ),
+        ),
       );
       req.pipe(decode);
     } else {

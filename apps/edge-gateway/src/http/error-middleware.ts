@@ -17,7 +17,8 @@ import { lingerClose } from './server-limits';
 export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const apiError = toApiError(err, maxBodyBytes);
-    if (apiError.status === ERROR_CATALOG.internal_error.status) requestLogger(res, logger).error({ err }, 'unhandled error');
+    if (apiError.status === ERROR_CATALOG.internal_error.status)
+      requestLogger(res, logger).error({ err }, 'unhandled error');
     if (res.headersSent) {
       res.end();
       return;
@@ -28,7 +29,10 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
       return;
     }
     const retryAfterS =
-      apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? (ERROR_CATALOG[apiError.code] as { retryAfterS?: number }).retryAfterS : undefined);
+      apiError.retryAfterS ??
+      (isCatalogCode(apiError.code)
+        ? (ERROR_CATALOG[apiError.code] as { retryAfterS?: number }).retryAfterS
+        : undefined);
     if (retryAfterS !== undefined) res.setHeader('retry-after', String(retryAfterS));
     if (!req.complete) lingerClose(req, res);
     res.status(apiError.status).json(apiError.toBody());
@@ -40,7 +44,9 @@ function toApiError(err: unknown, maxBodyBytes: () => number): ApiError {
   const bodyParser = err as { type?: string; status?: number };
   if (bodyParser?.type === 'entity.too.large') return requestTooLarge(maxBodyBytes());
   if (bodyParser?.type === 'entity.parse.failed') {
-    return invalidRequest('The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.');
+    return invalidRequest(
+      'The request body is not a valid JSON object. Send a JSON object with Content-Type: application/json.',
+    );
   }
   if (bodyParser?.type === 'encoding.unsupported' || bodyParser?.type === 'charset.unsupported') {
     return invalidRequest('The request body encoding is not supported; send UTF-8 JSON.');
@@ -49,7 +55,9 @@ function toApiError(err: unknown, maxBodyBytes: () => number): ApiError {
   // Any other body-reading failure (e.g. a corrupt gzip body) is the client's: 4xx from body-parser.
   if (typeof bodyParser?.status === 'number' && bodyParser.status >= 400 && bodyParser.status < 500) {
     const detail = (err as { expose?: boolean; message?: string }).expose ? `: ${(err as Error).message}` : '';
-    return invalidRequest(`The request body could not be read${detail}. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.`);
+    return invalidRequest(
+      `The request body could not be read${detail}. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.`,
+    );
   }
   return internalError();
 }

@@ -16,7 +16,9 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** OpenTelemetry GenAI semantic conventions: advised buckets of `gen_ai.client.token.usage` and `gen_ai.client.operation.duration`. */
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
-const OPERATION_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+const OPERATION_DURATION_BUCKETS = [
+  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
 /** `gen_ai.operation.name` of both completion endpoints (chat-style generation). */
 export const GEN_AI_OPERATION = 'chat';
 
@@ -26,11 +28,22 @@ interface LabelSets {
   model: { model: string };
   withStatus(status: number): { model: string; route: RouteKindLabel; status: string };
   byProvider: { provider: string; model: string };
-  genAi: { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string };
+  genAi: {
+    gen_ai_operation_name: string;
+    gen_ai_provider_name: string;
+    gen_ai_request_model: string;
+    provider: string;
+  };
   tokens: Record<'input' | 'output', { provider: string; model: string; type: 'input' | 'output' }>;
   tokenUsage: Record<
     'input' | 'output',
-    { gen_ai_operation_name: string; gen_ai_provider_name: string; gen_ai_request_model: string; provider: string; gen_ai_token_type: 'input' | 'output' }
+    {
+      gen_ai_operation_name: string;
+      gen_ai_provider_name: string;
+      gen_ai_request_model: string;
+      provider: string;
+      gen_ai_token_type: 'input' | 'output';
+    }
   >;
 }
 
@@ -120,14 +133,26 @@ export class GatewayMetrics {
   private readonly tokenUsage = new Histogram({
     name: 'gen_ai_client_token_usage',
     help: 'OpenTelemetry gen_ai.client.token.usage: tokens per request as the upstream reported them.',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type', 'provider'] as const,
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'gen_ai_token_type',
+      'provider',
+    ] as const,
     buckets: TOKEN_BUCKETS,
     registers: [this.registry],
   });
   private readonly operationDuration = new Histogram({
     name: 'gen_ai_client_operation_duration_seconds',
     help: 'OpenTelemetry gen_ai.client.operation.duration: the call to the upstream that answered, start to last byte, in seconds.',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'provider', 'error_type'] as const,
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'provider',
+      'error_type',
+    ] as const,
     buckets: OPERATION_DURATION_BUCKETS,
     registers: [this.registry],
   });
@@ -146,20 +171,30 @@ export class GatewayMetrics {
    * @param status the HTTP status, 499 when the client left first
    * @param startedAt `performance.now()` at arrival
    */
-  finishCompletion(config: EdgeConfig, model: unknown, status: number, outcome: DispatchOutcome | undefined, startedAt: number): void {
+  finishCompletion(
+    config: EdgeConfig,
+    model: unknown,
+    status: number,
+    outcome: DispatchOutcome | undefined,
+    startedAt: number,
+  ): void {
     this.inFlight.dec();
     const label = this.modelLabel(config, model);
     // The dispatcher sets `pool` once a pool resolved; `direct` only counts once a target was picked, so 400/401/404 are `none`.
-    const route: RouteKindLabel = outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
+    const route: RouteKindLabel =
+      outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
     const provider = outcome?.resourceId;
     const labels = this.labelSets(label, route, provider, outcome?.adapterType ?? 'unknown');
     this.requests.inc(labels.withStatus(status));
     this.duration.observe(labels.modelRoute, (performance.now() - startedAt) / 1000);
-    if (outcome?.firstByteAt !== undefined) this.firstByte.observe(labels.modelRoute, (outcome.firstByteAt - startedAt) / 1000);
+    if (outcome?.firstByteAt !== undefined)
+      this.firstByte.observe(labels.modelRoute, (outcome.firstByteAt - startedAt) / 1000);
     if (outcome?.queueWaitMs !== undefined) this.queueWait.observe(labels.model, outcome.queueWaitMs / 1000);
     if (outcome === undefined || provider === undefined) return;
-    if (outcome.queueWaitMs !== undefined) this.providerQueueWait.observe(labels.byProvider, outcome.queueWaitMs / 1000);
-    if (outcome.firstByteAt !== undefined) this.providerFirstByte.observe(labels.byProvider, (outcome.firstByteAt - startedAt) / 1000);
+    if (outcome.queueWaitMs !== undefined)
+      this.providerQueueWait.observe(labels.byProvider, outcome.queueWaitMs / 1000);
+    if (outcome.firstByteAt !== undefined)
+      this.providerFirstByte.observe(labels.byProvider, (outcome.firstByteAt - startedAt) / 1000);
     if (outcome.upstreamStartedAt !== undefined) {
       this.operationDuration.observe(
         status >= 400 ? { ...labels.genAi, error_type: String(status) } : labels.genAi,
@@ -179,12 +214,22 @@ export class GatewayMetrics {
    * mutated: prom-client may keep the first one it saw), so a finished request allocates none.
    * Bounded by the config's names; emptied when the config changes.
    */
-  private labelSets(model: string, route: RouteKindLabel, provider: string | undefined, adapterType: string): LabelSets {
+  private labelSets(
+    model: string,
+    route: RouteKindLabel,
+    provider: string | undefined,
+    adapterType: string,
+  ): LabelSets {
     const key = `${model}\n${route}\n${provider ?? ''}\n${adapterType}`;
     let sets = this.labelCache.get(key);
     if (sets) return sets;
     const byStatus = new Map<number, { model: string; route: RouteKindLabel; status: string }>();
-    const genAi = { gen_ai_operation_name: GEN_AI_OPERATION, gen_ai_provider_name: adapterType, gen_ai_request_model: model, provider: provider ?? '' };
+    const genAi = {
+      gen_ai_operation_name: GEN_AI_OPERATION,
+      gen_ai_provider_name: adapterType,
+      gen_ai_request_model: model,
+      provider: provider ?? '',
+    };
     const byProvider = { provider: provider ?? '', model };
     sets = {
       modelRoute: { model, route },
@@ -197,7 +242,10 @@ export class GatewayMetrics {
       byProvider,
       genAi,
       tokens: { input: { ...byProvider, type: 'input' }, output: { ...byProvider, type: 'output' } },
-      tokenUsage: { input: { ...genAi, gen_ai_token_type: 'input' }, output: { ...genAi, gen_ai_token_type: 'output' } },
+      tokenUsage: {
+        input: { ...genAi, gen_ai_token_type: 'input' },
+        output: { ...genAi, gen_ai_token_type: 'output' },
+      },
     };
     this.labelCache.set(key, sets);
     return sets;

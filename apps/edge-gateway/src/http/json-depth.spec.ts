@@ -9,7 +9,12 @@ describe('findTooDeep counts nesting without recursion', () => {
     ['a limit of 2 allows it', { a: [1] }, 2, null],
     ['empty containers count', { a: [[]] }, 2, { kind: 'depth', field: 'a' }],
     ['strings with brackets are text, not nesting', { a: '[[[[{{{{' }, 1, null],
-    ['names the field that goes too deep, not the first one', { a: [1], b: { c: { d: {} } } }, 3, { kind: 'depth', field: 'b' }],
+    [
+      'names the field that goes too deep, not the first one',
+      { a: [1], b: { c: { d: {} } } },
+      3,
+      { kind: 'depth', field: 'b' },
+    ],
     ['an array body has no field', [[[1]]], 2, { kind: 'depth', field: null }],
   ] as const)('%s', (_what, value, limit, expected) => {
     expect(findTooDeep(value, limit)).toEqual(expected);
@@ -17,7 +22,11 @@ describe('findTooDeep counts nesting without recursion', () => {
 
   it.each([
     ['a top-level field', JSON.parse('{"max_tokens": 1e999}'), { kind: 'number', field: 'max_tokens' }],
-    ['a nested one, named by its top-level field', JSON.parse('{"tools": [{"x": {"y": -1e400}}]}'), { kind: 'number', field: 'tools' }],
+    [
+      'a nested one, named by its top-level field',
+      JSON.parse('{"tools": [{"x": {"y": -1e400}}]}'),
+      { kind: 'number', field: 'tools' },
+    ],
     ['the body itself', JSON.parse('1e999'), { kind: 'number', field: null }],
     ['large but finite numbers pass', JSON.parse('{"a": 1.7976931348623157e308, "b": [-5e-324]}'), null],
   ])('finds a number JSON.parse made infinite: %s', (_what, value, expected) => {
@@ -40,7 +49,12 @@ describe('findTooDeep counts nesting without recursion', () => {
   });
 
   it('accepts wide, shallow values of any size', () => {
-    const wide = { messages: Array.from({ length: 50_000 }, (_, i) => ({ role: 'user', content: [{ type: 'text', text: String(i) }] })) };
+    const wide = {
+      messages: Array.from({ length: 50_000 }, (_, i) => ({
+        role: 'user',
+        content: [{ type: 'text', text: String(i) }],
+      })),
+    };
     expect(findTooDeep(wide)).toBeNull();
   });
 });

@@ -15,7 +15,9 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]+$/;
  * `crypto.randomUUID()`. Never throws.
  */
 export function requestIdFrom(sent: string | string[] | undefined): string {
-  return typeof sent === 'string' && sent.length <= MAX_REQUEST_ID_CHARS && SAFE_REQUEST_ID.test(sent) ? sent : randomUUID();
+  return typeof sent === 'string' && sent.length <= MAX_REQUEST_ID_CHARS && SAFE_REQUEST_ID.test(sent)
+    ? sent
+    : randomUUID();
 }
 
 /**

@@ -13,7 +13,9 @@ const contentPart = z.looseObject({ type: z.string(), text: z.string().optional(
 /** `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through (OpenAI API reference). */
 /** `model`: a missing one and one of the wrong type get different messages. */
 const model = z
-  .string({ error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string') })
+  .string({
+    error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string'),
+  })
   .min(1, 'you must provide a model parameter');
 
 const chatRequestSchema = z.looseObject({
@@ -22,7 +24,10 @@ const chatRequestSchema = z.looseObject({
     .array(
       z.looseObject({
         role: z.enum(CHAT_ROLES, {
-          error: (issue) => (typeof issue.input === 'string' ? `role must be one of ${CHAT_ROLES.join(', ')}` : 'each message needs a string role'),
+          error: (issue) =>
+            typeof issue.input === 'string'
+              ? `role must be one of ${CHAT_ROLES.join(', ')}`
+              : 'each message needs a string role',
         }),
         content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
       }),
@@ -36,7 +41,9 @@ const chatRequestSchema = z.looseObject({
 const responsesRequestSchema = z
   .looseObject({
     model,
-    input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' }).optional(),
+    input: z
+      .union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' })
+      .optional(),
     instructions: z.string().nullable().optional(),
     stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
   })
@@ -45,7 +52,11 @@ const responsesRequestSchema = z
     body.input.forEach((item, i) => {
       const role = (item as { role?: unknown }).role;
       if (role !== undefined && !(RESPONSES_ROLES as readonly unknown[]).includes(role)) {
-        ctx.addIssue({ code: 'custom', path: ['input', i, 'role'], message: `role must be one of ${RESPONSES_ROLES.join(', ')}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['input', i, 'role'],
+          message: `role must be one of ${RESPONSES_ROLES.join(', ')}`,
+        });
       }
     });
   });
@@ -65,7 +76,9 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  const param = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
+  const param = issue.path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('');
   throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
 }
 

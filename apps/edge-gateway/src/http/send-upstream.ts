@@ -114,9 +114,13 @@ export async function sendUpstream(res: Response, upstream: UpstreamResponse, op
       res.writeHead(upstream.status, SSE_HEADERS);
     }
     if (!res.destroyed && !tail.finished()) {
-      failure = upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, {
-        detail: 'stream ended without data: [DONE]',
-      });
+      failure = upstreamError(
+        'The upstream stream ended before it finished (its end-of-stream marker never came).',
+        502,
+        {
+          detail: 'stream ended without data: [DONE]',
+        },
+      );
     }
   } catch (err) {
     if (!started) throw err;
@@ -212,7 +216,10 @@ class StreamTail {
   constructor(private readonly endpoint: Endpoint) {}
 
   observe(chunk: Uint8Array | string): void {
-    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
+    const text =
+      typeof chunk === 'string'
+        ? chunk
+        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
     this.last = (this.last + text).slice(-64);
     const at = text.lastIndexOf('data:');
     if (at !== -1) this.lastData = text.slice(at, at + 24);

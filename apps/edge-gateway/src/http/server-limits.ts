@@ -26,7 +26,10 @@ export const SERVER_OPTIONS: ServerOptions = { connectionsCheckingInterval: CONN
  * Neither time bounds a response: a long stream runs on. Idle keep-alive connections are closed by
  * `keepAliveTimeout` (65 s), not by these.
  */
-export function applyServerLimits(server: Server, gateway: Pick<GatewaySettings, 'max_connections' | 'header_timeout_ms' | 'body_timeout_ms'>): void {
+export function applyServerLimits(
+  server: Server,
+  gateway: Pick<GatewaySettings, 'max_connections' | 'header_timeout_ms' | 'body_timeout_ms'>,
+): void {
   server.maxConnections = gateway.max_connections;
   server.headersTimeout = gateway.header_timeout_ms;
   server.requestTimeout = gateway.header_timeout_ms + gateway.body_timeout_ms;
@@ -70,7 +73,11 @@ export function lingerClose(req: IncomingMessage, res: ServerResponse): void {
  * `Content-Length` is over `gateway.max_body_bytes` gets its `413` instead of `100 Continue`, so
  * the client never sends the body; any other request is continued and served as usual.
  */
-export function answerContinue(server: Server, maxBodyBytes: () => number, app: (req: IncomingMessage, res: ServerResponse) => void): void {
+export function answerContinue(
+  server: Server,
+  maxBodyBytes: () => number,
+  app: (req: IncomingMessage, res: ServerResponse) => void,
+): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = Number(req.headers['content-length']);
     if (req.method === 'POST' && Number.isFinite(declared) && declared > maxBodyBytes()) {

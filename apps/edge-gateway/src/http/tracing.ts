@@ -29,14 +29,18 @@ export interface Tracing {
  * Off otherwise: the SDK is not even loaded. `OTEL_SERVICE_NAME` names the service (default
  * `iop-edge-gateway`); headers, timeouts and batching follow the usual `OTEL_*` variables.
  */
-export async function startTracing(env: Record<string, string | undefined>, logger: Logger): Promise<Tracing | undefined> {
+export async function startTracing(
+  env: Record<string, string | undefined>,
+  logger: Logger,
+): Promise<Tracing | undefined> {
   const endpoint = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'];
   if (!endpoint || env['OTEL_SDK_DISABLED'] === 'true' || env['OTEL_TRACES_EXPORTER'] === 'none') return undefined;
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-  ]);
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] =
+    await Promise.all([
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+    ]);
   // Batches leave every 500 ms unless OTEL_BSP_SCHEDULE_DELAY says otherwise: little is lost when the process exits.
   const scheduledDelayMillis = Number(env['OTEL_BSP_SCHEDULE_DELAY'] || 500);
   const provider = new BasicTracerProvider({
@@ -134,7 +138,11 @@ export function recordRequestSpans(r: FinishedRequest): void {
   if (o?.queuedAt !== undefined && o.queueWaitMs !== undefined) {
     const wait = tracer.startSpan(
       'queue wait',
-      { kind: SpanKind.INTERNAL, startTime: epochMs(o.queuedAt), attributes: { ...common, 'iop.queue_wait_ms': o.queueWaitMs } },
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: epochMs(o.queuedAt),
+        attributes: { ...common, 'iop.queue_wait_ms': o.queueWaitMs },
+      },
       parent,
     );
     wait.end(epochMs(o.queuedAt + o.queueWaitMs));
@@ -148,8 +156,12 @@ export function recordRequestSpans(r: FinishedRequest): void {
         attributes: {
           ...common,
           'gen_ai.provider.name': o.adapterType ?? 'unknown',
-          ...(o.firstByteAt !== undefined ? { 'iop.time_to_first_byte_ms': Math.round(o.firstByteAt - o.upstreamStartedAt) } : {}),
-          ...(o.usage ? { 'gen_ai.usage.input_tokens': o.usage.input, 'gen_ai.usage.output_tokens': o.usage.output } : {}),
+          ...(o.firstByteAt !== undefined
+            ? { 'iop.time_to_first_byte_ms': Math.round(o.firstByteAt - o.upstreamStartedAt) }
+            : {}),
+          ...(o.usage
+            ? { 'gen_ai.usage.input_tokens': o.usage.input, 'gen_ai.usage.output_tokens': o.usage.output }
+            : {}),
           ...(r.status >= 400 ? { 'error.type': String(r.status) } : {}),
         },
       },

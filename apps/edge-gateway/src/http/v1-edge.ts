@@ -15,7 +15,10 @@ const PREFLIGHT_MAX_AGE_S = 600;
 const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/;
 
 export const originNotAllowed = () =>
-  catalogError('origin_not_allowed', 'Cross-origin requests from this origin are not allowed (gateway.cors.allowed_origins).');
+  catalogError(
+    'origin_not_allowed',
+    'Cross-origin requests from this origin are not allowed (gateway.cors.allowed_origins).',
+  );
 
 /**
  * What every `/v1` request passes first (README "Security"):
@@ -47,7 +50,10 @@ export function v1Edge(gateway: () => Pick<GatewaySettings, 'cors' | 'topology_h
     }
     const asked = req.headers['access-control-request-headers'];
     res.setHeader('access-control-allow-methods', 'GET, POST');
-    res.setHeader('access-control-allow-headers', typeof asked === 'string' && HEADER_LIST.test(asked) ? asked : DEFAULT_ALLOWED_HEADERS);
+    res.setHeader(
+      'access-control-allow-headers',
+      typeof asked === 'string' && HEADER_LIST.test(asked) ? asked : DEFAULT_ALLOWED_HEADERS,
+    );
     res.setHeader('access-control-max-age', String(PREFLIGHT_MAX_AGE_S));
     res.status(204).end();
   };

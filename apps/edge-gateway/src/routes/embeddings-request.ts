@@ -8,7 +8,9 @@ const tokens = z.array(z.number().int().nonnegative());
 /** `POST /v1/embeddings` body (OpenAI API reference, "Create embeddings"): what the gateway reads; the rest passes through. */
 const embeddingsRequestSchema = z.looseObject({
   model: z
-    .string({ error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string') })
+    .string({
+      error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string'),
+    })
     .min(1, 'you must provide a model parameter'),
   input: z.union([z.string(), z.array(z.string()).min(1), tokens.min(1), z.array(tokens.min(1)).min(1)], {
     error: (issue) =>
@@ -30,7 +32,8 @@ const embeddingsRequestSchema = z.looseObject({
  * @throws ApiError 400 `invalid_request_error` naming the first bad parameter.
  */
 export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object.');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw invalidRequest('The request body must be a JSON object.');
   const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
   if (tooDeep) throw invalidRequest(tooDeepMessage(tooDeep), tooDeep.field);
   const parsed = embeddingsRequestSchema.safeParse(body);

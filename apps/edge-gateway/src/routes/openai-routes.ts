@@ -1,6 +1,11 @@
 import { listModels } from '@iop/dispatch';
 import { Router, type IRouter, type RequestHandler } from 'express';
-import { dispatchCompletion, type CompletionEndpoint, type DispatcherDeps, type DispatchOutcome } from '../completion-dispatcher';
+import {
+  dispatchCompletion,
+  type CompletionEndpoint,
+  type DispatcherDeps,
+  type DispatchOutcome,
+} from '../completion-dispatcher';
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { truncateForMessage } from '../http/body-gates';
 import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
@@ -35,9 +40,18 @@ const COMPLETION_PATHS: ReadonlyArray<readonly [string, CompletionEndpoint]> = [
  * before the app-wide request id and `/v1` edge middlewares and {@link openAiRoutes}. Bodies are parsed and checked here; dispatch lives in
  * `dispatchCompletion`.
  */
-export function completionRoutes(app: IRouter, deps: DispatcherDeps, gates: OpenAiRouteGates & { requestId: RequestHandler; edge: RequestHandler }): void {
+export function completionRoutes(
+  app: IRouter,
+  deps: DispatcherDeps,
+  gates: OpenAiRouteGates & { requestId: RequestHandler; edge: RequestHandler },
+): void {
   for (const [path, endpoint] of COMPLETION_PATHS) {
-    const parse = endpoint === 'chat' ? parseChatRequest : endpoint === 'responses' ? parseResponsesRequest : parseEmbeddingsRequest;
+    const parse =
+      endpoint === 'chat'
+        ? parseChatRequest
+        : endpoint === 'responses'
+          ? parseResponsesRequest
+          : parseEmbeddingsRequest;
     const handler: RequestHandler = async (req, res) => {
       const body = parse(req.body);
       const outcome: DispatchOutcome = { routeKind: 'direct' };

@@ -5,15 +5,23 @@ import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
 import { startTestGateway, type TestGateway } from '../testing/gateway-harness';
 
-const chat = (gateway: TestGateway, model: string, fake: Record<string, number> = {}, signal?: AbortSignal, content = 'x') =>
+const chat = (
+  gateway: TestGateway,
+  model: string,
+  fake: Record<string, number> = {},
+  signal?: AbortSignal,
+  content = 'x',
+) =>
   fetch(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content }], fake }),
     signal,
   });
-const status = async (gateway: TestGateway): Promise<StatusSnapshot> => (await fetch(`${gateway.url}/status`)).json() as Promise<StatusSnapshot>;
-const resource = (s: StatusSnapshot, id: string): ResourceStatus => s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
+const status = async (gateway: TestGateway): Promise<StatusSnapshot> =>
+  (await fetch(`${gateway.url}/status`)).json() as Promise<StatusSnapshot>;
+const resource = (s: StatusSnapshot, id: string): ResourceStatus =>
+  s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
 const metrics = async (gateway: TestGateway) => {
   const res = await fetch(`${gateway.url}/metrics`);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -32,7 +40,11 @@ describe('gateway GET /status and GET /metrics', () => {
   let upstream: FakeUpstream;
   let gateway: TestGateway | undefined;
   const start = async (queue?: ProviderQueue) => {
-    gateway = await startTestGateway(fleetYaml(), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'secret-upstream-key' }, queue);
+    gateway = await startTestGateway(
+      fleetYaml(),
+      { UPSTREAM: upstream.url, UPSTREAM_KEY: 'secret-upstream-key' },
+      queue,
+    );
     return gateway;
   };
 
@@ -55,8 +67,20 @@ describe('gateway GET /status and GET /metrics', () => {
       ['gpu-a', 'catalog', ['pool-a', 'pool-b', 'solo', 'olla', 'echo-cli']],
       ['laptop', 'adapters', ['laptop-compat']],
     ]);
-    expect(resource(s, 'pool-a')).toMatchObject({ pool: true, state: 'ready', max_concurrency: 2, in_flight: 0, queued: 0, models: ['llama'] });
-    expect(resource(s, 'echo-cli')).toMatchObject({ pool: false, max_concurrency: null, in_flight: null, queued: null });
+    expect(resource(s, 'pool-a')).toMatchObject({
+      pool: true,
+      state: 'ready',
+      max_concurrency: 2,
+      in_flight: 0,
+      queued: 0,
+      models: ['llama'],
+    });
+    expect(resource(s, 'echo-cli')).toMatchObject({
+      pool: false,
+      max_concurrency: null,
+      in_flight: null,
+      queued: null,
+    });
     expect(resource(s, 'laptop-compat')).toMatchObject({ pool: false, models: ['legacy'], in_flight: null });
   });
 
@@ -81,7 +105,13 @@ describe('gateway GET /status and GET /metrics', () => {
       expect([resource(s, 'olla').in_flight, resource(s, 'olla').queued]).toEqual([2, 0]);
       expect([resource(s, 'pool-a').in_flight, resource(s, 'pool-b').in_flight]).toEqual([0, 0]);
       const { samples } = await metrics(g);
-      expect(sampleValue(samples, 'iop_edge_resource_in_flight', { node: 'gpu-a', resource: 'solo', category: 'openai_compat' })).toBe(1);
+      expect(
+        sampleValue(samples, 'iop_edge_resource_in_flight', {
+          node: 'gpu-a',
+          resource: 'solo',
+          category: 'openai_compat',
+        }),
+      ).toBe(1);
       expect(sampleValue(samples, 'iop_edge_resource_queued', { resource: 'solo' })).toBe(2);
       expect(sampleValue(samples, 'iop_edge_resource_in_flight', { resource: 'olla', category: 'ollama' })).toBe(2);
       expect(sampleValue(samples, 'iop_edge_resource_queued', { resource: 'olla' })).toBe(0);
@@ -91,7 +121,8 @@ describe('gateway GET /status and GET /metrics', () => {
       await Promise.all(held);
     }
     await waitUntil(
-      async () => resource(await status(g), 'solo').in_flight === 0 && resource(await status(g), 'olla').in_flight === 0,
+      async () =>
+        resource(await status(g), 'solo').in_flight === 0 && resource(await status(g), 'olla').in_flight === 0,
       5000,
       'leases released',
     );
@@ -109,7 +140,9 @@ describe('gateway GET /status and GET /metrics', () => {
     expect(sampleValue(samples, 'iop_edge_requests_total', { model: 'echo', route: 'direct', status: '200' })).toBe(1);
     expect(sampleValue(samples, 'iop_edge_requests_total', { model: 'other', route: 'none', status: '404' })).toBe(1);
     expect(sampleValue(samples, 'iop_edge_request_duration_seconds_count', { model: 'llama', route: 'pool' })).toBe(2);
-    expect(sampleValue(samples, 'iop_edge_time_to_first_byte_seconds_count', { model: 'echo', route: 'direct' })).toBe(1);
+    expect(sampleValue(samples, 'iop_edge_time_to_first_byte_seconds_count', { model: 'echo', route: 'direct' })).toBe(
+      1,
+    );
     expect(sampleValue(samples, 'iop_edge_queue_wait_seconds_count', { model: 'llama' })).toBe(2);
     expect(sampleValue(samples, 'iop_edge_queue_wait_seconds_count', { model: 'echo' })).toBeUndefined();
     expect(sampleValue(samples, 'iop_edge_requests_in_flight')).toBe(0);

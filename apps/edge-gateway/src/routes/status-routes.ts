@@ -25,7 +25,11 @@ export interface StatusRouteDeps {
  * Builds no I/O of its own: it only reads the queue when a request asks. `auth` runs first on both
  * (`statusKeyAuth`: `status.api_keys`, README "Security").
  */
-export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics, auth: RequestHandler = (_req, _res, next) => next()): Router {
+export function statusRoutes(
+  deps: StatusRouteDeps,
+  metrics: GatewayMetrics,
+  auth: RequestHandler = (_req, _res, next) => next(),
+): Router {
   const router = Router();
 
   const snapshot = async (): Promise<StatusSnapshot> => {
@@ -41,7 +45,12 @@ export function statusRoutes(deps: StatusRouteDeps, metrics: GatewayMetrics, aut
     }
     const health = new Map([...(deps.health?.unhealthy() ?? [])].map((id) => [id, 'unhealthy' as const]));
     const info = deps.configInfo?.();
-    return buildSnapshot(config, counts, { health, healthDetails: deps.health?.views(), configHash: info?.hash, configLoadedAt: info?.loadedAt });
+    return buildSnapshot(config, counts, {
+      health,
+      healthDetails: deps.health?.views(),
+      configHash: info?.hash,
+      configLoadedAt: info?.loadedAt,
+    });
   };
 
   router.get('/status', auth, async (_req, res) => {

@@ -1,4 +1,11 @@
-import { MemoryHealthStore, MemoryProviderQueue, MemoryResponseAffinity, queueProviders, type HealthStore, type ProviderQueue } from '@iop/dispatch';
+import {
+  MemoryHealthStore,
+  MemoryProviderQueue,
+  MemoryResponseAffinity,
+  queueProviders,
+  type HealthStore,
+  type ProviderQueue,
+} from '@iop/dispatch';
 import { parseConfigText, type EdgeConfig } from '@iop/validate';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -44,9 +51,17 @@ export async function startTestGateway(
   const adapters = new AdapterRegistry(opts.adapterFactory ?? createAdapter);
   const logger = pino({ level: 'silent' });
   const health = opts.health === true ? new MemoryHealthStore(() => config.health) : opts.health || undefined;
-  const prober = health && opts.health === true ? new ProviderProber({ config: () => config, adapters, health, logger }) : undefined;
+  const prober =
+    health && opts.health === true ? new ProviderProber({ config: () => config, adapters, health, logger }) : undefined;
   prober?.start();
-  const app = createApp({ config: () => config, queue, adapters, logger, health, affinity: new MemoryResponseAffinity() });
+  const app = createApp({
+    config: () => config,
+    queue,
+    adapters,
+    logger,
+    health,
+    affinity: new MemoryResponseAffinity(),
+  });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });

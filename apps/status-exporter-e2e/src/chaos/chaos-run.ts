@@ -6,7 +6,13 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseConfigText } from '@iop/validate';
 import { Redis } from 'ioredis';
-import { EXPORTER_MAIN, GATEWAY_MAIN, spawnService, writeTempConfig, type ServiceProcess } from '../testing/exporter-fixtures';
+import {
+  EXPORTER_MAIN,
+  GATEWAY_MAIN,
+  spawnService,
+  writeTempConfig,
+  type ServiceProcess,
+} from '../testing/exporter-fixtures';
 
 /**
  * The chaos run (README "Tests": chaos): 3 gateway replicas, the status exporter and a private
@@ -110,7 +116,11 @@ interface Meter {
  * end a call only once its socket is fully closed, one loop turn later, which under load can show
  * a call that the gateway already stopped overlapping the next one.
  */
-async function startMeter(target: string, limits: Record<string, { provider: string; limit: number }>, t0: () => number): Promise<Meter> {
+async function startMeter(
+  target: string,
+  limits: Record<string, { provider: string; limit: number }>,
+  t0: () => number,
+): Promise<Meter> {
   const counts: MeterCounts = {};
   const overlaps: Overlap[] = [];
   const open = new Map<string, { since: number }>();
@@ -143,21 +153,30 @@ async function startMeter(target: string, limits: Record<string, { provider: str
         const episode = open.get(model);
         if (limit && episode && c.current <= limit.limit) {
           open.delete(model);
-          overlaps.push({ provider: limit.provider, at: episode.since - t0(), durationMs: Date.now() - episode.since, endedBy: how });
+          overlaps.push({
+            provider: limit.provider,
+            at: episode.since - t0(),
+            durationMs: Date.now() - episode.since,
+            endedBy: how,
+          });
         }
         forward.destroy();
       };
       req.socket.once('end', onAbort);
       req.socket.once('close', onAbort);
       res.once('close', onAbort);
-      const forward = httpRequest(`${target}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(target).host }, agent }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        // The call is over for the upstream once its answer's last byte is handed on: the gateway
-        // cannot have it (and release its lease) any earlier.
-        up.once('end', () => end('finish'));
-        up.pipe(res);
-        up.on('error', () => res.destroy());
-      });
+      const forward = httpRequest(
+        `${target}${req.url}`,
+        { method: req.method, headers: { ...req.headers, host: new URL(target).host }, agent },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          // The call is over for the upstream once its answer's last byte is handed on: the gateway
+          // cannot have it (and release its lease) any earlier.
+          up.once('end', () => end('finish'));
+          up.pipe(res);
+          up.on('error', () => res.destroy());
+        },
+      );
       forward.on('error', () => res.destroy());
       forward.end(body);
     });
@@ -242,7 +261,12 @@ const KINDS: Kind[] = [
     weight: 24,
     path: '/v1/chat/completions',
     stream: true,
-    body: (r) => ({ model: 'pool', stream: true, messages: chatMessages, fake: { chunks: 3 + Math.floor(r() * 6), chunk_gap_ms: 5 + Math.floor(r() * 25) } }),
+    body: (r) => ({
+      model: 'pool',
+      stream: true,
+      messages: chatMessages,
+      fake: { chunks: 3 + Math.floor(r() * 6), chunk_gap_ms: 5 + Math.floor(r() * 25) },
+    }),
   },
   {
     name: 'responses',
@@ -256,7 +280,12 @@ const KINDS: Kind[] = [
     weight: 10,
     path: '/v1/responses',
     stream: true,
-    body: (r) => ({ model: 'pool', input: 'chaos', stream: true, fake: { chunks: 3 + Math.floor(r() * 5), chunk_gap_ms: 10 } }),
+    body: (r) => ({
+      model: 'pool',
+      input: 'chaos',
+      stream: true,
+      fake: { chunks: 3 + Math.floor(r() * 5), chunk_gap_ms: 10 },
+    }),
   },
   {
     name: 'one (max 1)',
@@ -272,8 +301,20 @@ const KINDS: Kind[] = [
     stream: true,
     body: () => ({ model: 'one', stream: true, messages: chatMessages, fake: { chunks: 4, chunk_gap_ms: 10 } }),
   },
-  { name: 'cli', weight: 4, path: '/v1/chat/completions', stream: false, body: () => ({ model: 'echo', messages: chatMessages }) },
-  { name: 'cli stream', weight: 4, path: '/v1/chat/completions', stream: true, body: () => ({ model: 'echo', stream: true, messages: chatMessages }) },
+  {
+    name: 'cli',
+    weight: 4,
+    path: '/v1/chat/completions',
+    stream: false,
+    body: () => ({ model: 'echo', messages: chatMessages }),
+  },
+  {
+    name: 'cli stream',
+    weight: 4,
+    path: '/v1/chat/completions',
+    stream: true,
+    body: () => ({ model: 'echo', stream: true, messages: chatMessages }),
+  },
 ];
 const TOTAL_WEIGHT = KINDS.reduce((n, k) => n + k.weight, 0);
 /** Longest an excess over a limit may last, ended by an aborted call's close, to count as such (ms). */
@@ -289,14 +330,22 @@ function pickKind(random: () => number): Kind {
 
 /** An answer is complete when a stream ends with `[DONE]`, `response.completed` or an error event. */
 function streamEnded(text: string): boolean {
-  return text.includes('data: [DONE]') || text.includes('response.completed') || /data: \{"error"|event: error|"type":"error"/.test(text);
+  return (
+    text.includes('data: [DONE]') ||
+    text.includes('response.completed') ||
+    /data: \{"error"|event: error|"type":"error"/.test(text)
+  );
 }
 
 /** `error <status> <code>` for an OpenAI-shaped error body, else undefined. */
 function openAiError(status: number, text: string): string | undefined {
   try {
     const body = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown } };
-    if (typeof body.error?.message === 'string' && typeof body.error.type === 'string' && typeof body.error.code === 'string')
+    if (
+      typeof body.error?.message === 'string' &&
+      typeof body.error.type === 'string' &&
+      typeof body.error.code === 'string'
+    )
       return `error ${status} ${body.error.code}`;
   } catch {
     // not JSON
@@ -437,7 +486,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         else if (lost()) count(outcomes, 'lost_with_killed_replica');
         else {
           count(outcomes, 'connection_error');
-          violations.push(`${kind.name} on ${replica.url}: no answer (${(err as Error).message}; ${(err as { cause?: Error }).cause?.message ?? ''})`);
+          violations.push(
+            `${kind.name} on ${replica.url}: no answer (${(err as Error).message}; ${(err as { cause?: Error }).cause?.message ?? ''})`,
+          );
         }
       } finally {
         clearTimeout(timer);
@@ -520,8 +571,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     while (Date.now() - drainStart < 15_000) {
       try {
         const counts = await readLeaseCounts(reader, prefix, leaseAddresses(loaded.config, ids));
-        const jobKeys = (await scanKeys(redis.url, `${prefix}:`)).filter((k) => /:provider\.[^:]+:[A-Za-z0-9_-]+\.\d+$/.test(k)).length;
-        left = { inFlight: [...counts.values()].reduce((n, c) => n + c.inFlight, 0), queued: [...counts.values()].reduce((n, c) => n + c.queued, 0), jobKeys };
+        const jobKeys = (await scanKeys(redis.url, `${prefix}:`)).filter((k) =>
+          /:provider\.[^:]+:[A-Za-z0-9_-]+\.\d+$/.test(k),
+        ).length;
+        left = {
+          inFlight: [...counts.values()].reduce((n, c) => n + c.inFlight, 0),
+          queued: [...counts.values()].reduce((n, c) => n + c.queued, 0),
+          jobKeys,
+        };
         const open = Object.values(upstream.counts()).reduce((n, c) => n + c.current, 0);
         if (left.inFlight === 0 && left.queued === 0 && jobKeys === 0 && open === 0) break;
       } catch {
@@ -530,7 +587,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       await sleep(200);
     }
     report.leftAfterDrain = { ...left, drainMs: Date.now() - drainStart };
-    if (left.inFlight !== 0 || left.queued !== 0 || left.jobKeys !== 0) violations.push(`left after the load drained: ${JSON.stringify(left)}`);
+    if (left.inFlight !== 0 || left.queued !== 0 || left.jobKeys !== 0)
+      violations.push(`left after the load drained: ${JSON.stringify(left)}`);
 
     const counts = upstream.counts();
     const fakeStats = fake.stats();
@@ -545,9 +603,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const closing = o.endedBy === 'abort' && o.durationMs <= ABORT_CLOSE_MS;
       if (closing) report.abortCloseOverlaps.push(o);
       if (!closing || opts.strictAbortClose)
-        violations.push(`provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`);
+        violations.push(
+          `provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`,
+        );
     }
-    for (const r of live()) if (r.process.child.exitCode !== null) violations.push(`replica ${r.url} died on its own:\n${r.process.output().slice(-1000)}`);
+    for (const r of live())
+      if (r.process.child.exitCode !== null)
+        violations.push(`replica ${r.url} died on its own:\n${r.process.output().slice(-1000)}`);
   } finally {
     clearInterval(watch);
     report.events = events;

@@ -33,14 +33,26 @@ export interface ServiceProcess {
  * `url` is undefined: for tests of refusals).
  * @throws Error with the output when it neither listens nor exits within `timeoutMs`.
  */
-export async function spawnService(main: string, args: string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<ServiceProcess> {
+export async function spawnService(
+  main: string,
+  args: string[],
+  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<ServiceProcess> {
   if (!existsSync(main)) throw new Error(`${main} is missing: build it first (npx nx run-many -t build)`);
-  const child = spawn(process.execPath, [main, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main, ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string | undefined>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`${path.basename(path.dirname(main))} did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)),
+      () =>
+        reject(
+          new Error(
+            `${path.basename(path.dirname(main))} did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`,
+          ),
+        ),
       opts.timeoutMs ?? 15000,
     );
     child.stdout!.on('data', (chunk: Buffer) => {

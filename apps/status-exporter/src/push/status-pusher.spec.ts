@@ -67,7 +67,13 @@ describe('StatusPusher (optional push of the snapshot)', () => {
   it('backs off exponentially (capped) while the receiver answers 500, and returns to the interval after a success', async () => {
     receiver.respond = (res) => res.writeHead(500).end('{"error":"down"}');
     const errors: number[] = [];
-    pusher = new StatusPusher({ url: receiver.url, intervalMs: 40, maxBackoffMs: 320, snapshot, onError: (_e, n) => errors.push(n) });
+    pusher = new StatusPusher({
+      url: receiver.url,
+      intervalMs: 40,
+      maxBackoffMs: 320,
+      snapshot,
+      onError: (_e, n) => errors.push(n),
+    });
     pusher.start();
     await waitUntil(() => receiver.posts.length >= 6, 10_000, '6 failing pushes');
     const gaps = receiver.gaps().slice(0, 5);
@@ -91,7 +97,14 @@ describe('StatusPusher (optional push of the snapshot)', () => {
   it('times out a receiver that never answers, and never has more than one request in flight', async () => {
     receiver.respond = () => undefined; // hang
     const errors: string[] = [];
-    pusher = new StatusPusher({ url: receiver.url, intervalMs: 20, timeoutMs: 100, maxBackoffMs: 40, snapshot, onError: (e) => errors.push(e.message) });
+    pusher = new StatusPusher({
+      url: receiver.url,
+      intervalMs: 20,
+      timeoutMs: 100,
+      maxBackoffMs: 40,
+      snapshot,
+      onError: (e) => errors.push(e.message),
+    });
     pusher.start();
     await waitUntil(() => errors.length >= 3, 5000, '3 timeouts');
     expect(errors[0]).toMatch(/no answer within 100 ms/);
@@ -101,6 +114,8 @@ describe('StatusPusher (optional push of the snapshot)', () => {
   it('checks its options', () => {
     expect(() => new StatusPusher({ url: 'ftp://x', intervalMs: 10, snapshot })).toThrow(/http/);
     expect(() => new StatusPusher({ url: 'http://x', intervalMs: 0, snapshot })).toThrow(/intervalMs/);
-    expect(() => new StatusPusher({ url: 'http://x', intervalMs: 100, maxBackoffMs: 50, snapshot })).toThrow(/maxBackoffMs/);
+    expect(() => new StatusPusher({ url: 'http://x', intervalMs: 100, maxBackoffMs: 50, snapshot })).toThrow(
+      /maxBackoffMs/,
+    );
   });
 });

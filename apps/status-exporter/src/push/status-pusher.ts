@@ -46,7 +46,8 @@ export class StatusPusher {
     this.timeoutMs = options.timeoutMs ?? Math.min(options.intervalMs, 10_000);
     this.maxBackoffMs = options.maxBackoffMs ?? Math.max(options.intervalMs, 60_000);
     if (!(this.timeoutMs > 0)) throw new Error('StatusPusher: timeoutMs must be a positive number of ms');
-    if (!(this.maxBackoffMs >= options.intervalMs)) throw new Error('StatusPusher: maxBackoffMs must be at least intervalMs');
+    if (!(this.maxBackoffMs >= options.intervalMs))
+      throw new Error('StatusPusher: maxBackoffMs must be at least intervalMs');
   }
 
   /** Pushes once now, then keeps pushing until `close()`. */
@@ -85,14 +86,20 @@ export class StatusPusher {
     const timeout = setTimeout(() => abort.abort(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
     try {
       const body = JSON.stringify(await this.options.snapshot());
-      const res = await fetch(this.options.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: abort.signal });
+      const res = await fetch(this.options.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: abort.signal,
+      });
       await res.arrayBuffer().catch(() => undefined);
       if (!res.ok) throw new Error(`${this.options.url} answered ${res.status}`);
       this.consecutiveFailures = 0;
     } catch (err) {
       if (this.closed) return;
       this.consecutiveFailures++;
-      const reason = abort.signal.aborted && abort.signal.reason instanceof Error ? abort.signal.reason : (err as Error);
+      const reason =
+        abort.signal.aborted && abort.signal.reason instanceof Error ? abort.signal.reason : (err as Error);
       this.options.onError?.(reason, this.consecutiveFailures);
     } finally {
       clearTimeout(timeout);

@@ -12,7 +12,8 @@ export interface HealthStorePair {
 export const CONTRACT_SETTINGS = { unhealthy_after: 3, healthy_after: 2, cooldown_ms: 200 };
 
 /** A transition listener that appends `id: from → to` to `into`. */
-export const collectTransitions = (into: string[]) => (id: string, t: HealthTransition) => into.push(`${id}: ${t.from} → ${t.to}`);
+export const collectTransitions = (into: string[]) => (id: string, t: HealthTransition) =>
+  into.push(`${id}: ${t.from} → ${t.to}`);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -71,7 +72,10 @@ export function describeHealthStoreContract(name: string, make: () => Promise<He
           await store.recordRequest('p', false, 'upstream_timeout');
         }
         expect(store.unhealthy().has('p')).toBe(true);
-        expect(store.views().get('p')).toMatchObject({ state: 'unhealthy', reason: '3 requests failed: upstream_timeout' });
+        expect(store.views().get('p')).toMatchObject({
+          state: 'unhealthy',
+          reason: '3 requests failed: upstream_timeout',
+        });
         for (let i = 0; i < 5; i++) await store.record('p', true);
         expect(store.unhealthy().has('p')).toBe(true);
       } finally {
@@ -114,7 +118,9 @@ export function describeHealthStoreContract(name: string, make: () => Promise<He
         expect(a.unhealthy().has('p')).toBe(false);
         expect(b.unhealthy().has('p')).toBe(false);
         // Every transition reported once, by the replica that made it.
-        expect([...transitions[0], ...transitions[1]].sort()).toEqual(['p: healthy → unhealthy', 'p: half_open → trial', 'p: trial → healthy'].sort());
+        expect([...transitions[0], ...transitions[1]].sort()).toEqual(
+          ['p: healthy → unhealthy', 'p: half_open → trial', 'p: trial → healthy'].sort(),
+        );
       } finally {
         await cleanup();
       }
@@ -128,7 +134,10 @@ export function describeHealthStoreContract(name: string, make: () => Promise<He
         await sleep(250);
         expect(await store.claimTrial('p', 5000)).toBe(true);
         await store.recordRequest('p', false, 'upstream_timeout');
-        expect(store.views().get('p')).toMatchObject({ state: 'unhealthy', reason: 'trial request failed: upstream_timeout' });
+        expect(store.views().get('p')).toMatchObject({
+          state: 'unhealthy',
+          reason: 'trial request failed: upstream_timeout',
+        });
         expect(store.trialsDue().has('p')).toBe(false);
         await sleep(250);
         expect(store.trialsDue().has('p')).toBe(true);

@@ -13,7 +13,11 @@ describe('nextHealth', () => {
   it.each([
     [INITIAL_HEALTH, false, { state: 'healthy', failures: 1, successes: 0 }],
     [{ ...INITIAL_HEALTH, failures: 1 }, false, { state: 'unhealthy', cause: 'probe', failures: 2, successes: 0 }],
-    [{ ...INITIAL_HEALTH, state: 'unhealthy', cause: 'probe', failures: 5 }, true, { state: 'healthy', failures: 0, successes: 1 }],
+    [
+      { ...INITIAL_HEALTH, state: 'unhealthy', cause: 'probe', failures: 5 },
+      true,
+      { state: 'healthy', failures: 0, successes: 1 },
+    ],
     [{ ...INITIAL_HEALTH, failures: 1 }, true, { state: 'healthy', failures: 0, successes: 1 }],
   ] as const)('moves %j on probe ok=%s to %j', (prev, ok, next) => {
     expect(nextHealth(prev, { kind: 'probe', ok }, settings, 0).next).toMatchObject(next);
@@ -21,8 +25,14 @@ describe('nextHealth', () => {
 
   it('leaves a provider taken out by requests unhealthy whatever its probe says, until its trial succeeds', () => {
     let record = INITIAL_HEALTH;
-    for (let i = 0; i < 2; i++) record = nextHealth(record, { kind: 'request', ok: false, reason: 'reset' }, settings, 100).next;
-    expect(record).toMatchObject({ state: 'unhealthy', cause: 'requests', retryAt: 1100, reason: '2 requests failed: reset' });
+    for (let i = 0; i < 2; i++)
+      record = nextHealth(record, { kind: 'request', ok: false, reason: 'reset' }, settings, 100).next;
+    expect(record).toMatchObject({
+      state: 'unhealthy',
+      cause: 'requests',
+      retryAt: 1100,
+      reason: '2 requests failed: reset',
+    });
     for (let i = 0; i < 5; i++) record = nextHealth(record, { kind: 'probe', ok: true }, settings, 200).next;
     expect(healthView(record, 500).state).toBe('unhealthy');
     expect(healthView(record, 1100).state).toBe('half_open');

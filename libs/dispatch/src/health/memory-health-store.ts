@@ -1,4 +1,11 @@
-import { CachedHealthStore, INITIAL_HEALTH, nextHealth, type HealthEvent, type HealthThresholds, type HealthTransitionListener } from './provider-health';
+import {
+  CachedHealthStore,
+  INITIAL_HEALTH,
+  nextHealth,
+  type HealthEvent,
+  type HealthThresholds,
+  type HealthTransitionListener,
+} from './provider-health';
 
 /** Health of one process's providers, for the memory backend (one gateway). Same rule as every store: `nextHealth`. */
 export class MemoryHealthStore extends CachedHealthStore {
@@ -15,7 +22,12 @@ export class MemoryHealthStore extends CachedHealthStore {
   }
 
   protected async apply(providerId: string, event: HealthEvent): Promise<boolean> {
-    const { next, changed, transition } = nextHealth(this.cache.get(providerId) ?? INITIAL_HEALTH, event, this.settings(), Date.now());
+    const { next, changed, transition } = nextHealth(
+      this.cache.get(providerId) ?? INITIAL_HEALTH,
+      event,
+      this.settings(),
+      Date.now(),
+    );
     if (!changed) return false;
     this.cache.set(providerId, next);
     if (transition) this.onTransition(providerId, transition);

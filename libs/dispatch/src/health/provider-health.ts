@@ -76,7 +76,8 @@ export function nextHealth(
   now: number,
 ): { next: ProviderHealth; changed: boolean; transition?: HealthTransition } {
   // The hot path: a request that succeeds on a healthy provider with no failed request to forget.
-  if (event.kind === 'request' && event.ok && prev.state === 'healthy' && prev.requestFailures === 0) return { next: prev, changed: false };
+  if (event.kind === 'request' && event.ok && prev.state === 'healthy' && prev.requestFailures === 0)
+    return { next: prev, changed: false };
   const before = healthView(prev, now).state;
   const next: ProviderHealth = { ...prev };
   const cooldown = settings.cooldown_ms ?? DEFAULT_COOLDOWN_MS;
@@ -118,7 +119,12 @@ export function nextHealth(
         if (prev.state === 'healthy' && next.requestFailures >= settings.unhealthy_after) {
           turn('unhealthy', 'requests', `${next.requestFailures} requests failed${why}`);
           next.retryAt = now + cooldown;
-        } else if (prev.state === 'unhealthy' && prev.cause === 'requests' && prev.retryAt !== undefined && now >= prev.retryAt) {
+        } else if (
+          prev.state === 'unhealthy' &&
+          prev.cause === 'requests' &&
+          prev.retryAt !== undefined &&
+          now >= prev.retryAt
+        ) {
           // The trial (or a request that ran into the half-open window) failed: another cooldown.
           turn('unhealthy', 'requests', `trial request failed${why}`);
           next.retryAt = now + cooldown;
@@ -142,7 +148,8 @@ export function nextHealth(
   }
   const after = healthView(next, now);
   const changed = JSON.stringify(next) !== JSON.stringify(prev);
-  const transition = after.state !== before ? { from: before, to: after.state, reason: after.reason ?? undefined } : undefined;
+  const transition =
+    after.state !== before ? { from: before, to: after.state, reason: after.reason ?? undefined } : undefined;
   return { next, changed, transition };
 }
 
@@ -176,10 +183,20 @@ export function healthView(record: ProviderHealth, now: number): HealthView {
         retryAt: trialOut ? (record.trialUntil ?? null) : record.retryAt,
       };
     }
-    return { state: 'unhealthy', reason: record.reason ?? null, since: record.since ?? null, retryAt: record.retryAt ?? null };
+    return {
+      state: 'unhealthy',
+      reason: record.reason ?? null,
+      since: record.since ?? null,
+      retryAt: record.retryAt ?? null,
+    };
   }
   if ((record.backoffUntil ?? 0) > now) {
-    return { state: 'backoff', reason: record.backoffReason ?? null, since: record.since ?? null, retryAt: record.backoffUntil ?? null };
+    return {
+      state: 'backoff',
+      reason: record.backoffReason ?? null,
+      since: record.since ?? null,
+      retryAt: record.backoffUntil ?? null,
+    };
   }
   return { state: 'healthy', reason: null, since: record.since ?? null, retryAt: null };
 }
@@ -310,7 +327,8 @@ export class HealthCache {
       const view = healthView(record, now);
       if (view.state !== 'healthy') out.add(id);
       if (view.state === 'half_open') due.add(id);
-      for (const t of [record.retryAt, record.trialUntil, record.backoffUntil]) if (t !== undefined && t > now) validUntil = Math.min(validUntil, t);
+      for (const t of [record.retryAt, record.trialUntil, record.backoffUntil])
+        if (t !== undefined && t > now) validUntil = Math.min(validUntil, t);
     }
     this.out = out;
     this.due = due;

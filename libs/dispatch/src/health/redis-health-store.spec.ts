@@ -70,7 +70,9 @@ describe('RedisHealthStore across replicas', () => {
     const b = new RedisHealthStore(cb, prefix, lenient, () => 10_000);
     try {
       await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).recordRequest('p', false)));
-      const record = JSON.parse((await ca.hget(new LeaseKeys(prefix).healthKey('p'), 'rec')) ?? '{}') as { requestFailures: number };
+      const record = JSON.parse((await ca.hget(new LeaseKeys(prefix).healthKey('p'), 'rec')) ?? '{}') as {
+        requestFailures: number;
+      };
       expect(record.requestFailures).toBe(20);
     } finally {
       ca.disconnect();

@@ -115,8 +115,17 @@ export class RedisHealthStore extends CachedHealthStore {
         const { next, changed, transition } = nextHealth(prev, event, this.settings(), now);
         // Nothing to change in the record as last seen: no write (the common case of a request that succeeds).
         if (!changed && (event.kind === 'request' || event.kind === 'trial')) return { wrote: false };
-        const ttl = this.ttlMs() + Math.max(0, ...[next.retryAt, next.trialUntil, next.backoffUntil].map((t) => (t ?? 0) - now));
-        const result = (await this.redis.eval(CAS_SCRIPT, 1, key, version, JSON.stringify(next), next.state, Math.ceil(ttl))) as [number, string, string?];
+        const ttl =
+          this.ttlMs() + Math.max(0, ...[next.retryAt, next.trialUntil, next.backoffUntil].map((t) => (t ?? 0) - now));
+        const result = (await this.redis.eval(
+          CAS_SCRIPT,
+          1,
+          key,
+          version,
+          JSON.stringify(next),
+          next.state,
+          Math.ceil(ttl),
+        )) as [number, string, string?];
         if (Number(result[0]) === 1) {
           this.versions.set(providerId, String(result[1]));
           this.cache.set(providerId, next);

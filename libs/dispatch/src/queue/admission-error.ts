@@ -7,7 +7,8 @@
  * - `no_available_provider` (503): the pool has no usable candidate (all disabled, invalid or removed);
  * - `client_aborted`: the caller's AbortSignal fired while waiting; nothing is left queued.
  */
-export type AdmissionErrorCode = 'queue_full' | 'queue_timeout' | 'queue_unavailable' | 'no_available_provider' | 'client_aborted';
+export type AdmissionErrorCode =
+  'queue_full' | 'queue_timeout' | 'queue_unavailable' | 'no_available_provider' | 'client_aborted';
 
 export class AdmissionError extends Error {
   override readonly name = 'AdmissionError';

@@ -127,13 +127,17 @@ export function resolveBullmqOptions(options: BullmqProviderQueueOptions): Resol
     }
   }
   if (resolved.renewIntervalMs * 3 > resolved.leaseTtlMs) {
-    throw new Error('BullmqProviderQueue: renewIntervalMs must be at most leaseTtlMs / 3, or a short stall fences live leases');
+    throw new Error(
+      'BullmqProviderQueue: renewIntervalMs must be at most leaseTtlMs / 3, or a short stall fences live leases',
+    );
   }
   if (resolved.fenceMarginMs + resolved.renewIntervalMs >= resolved.leaseTtlMs) {
     throw new Error('BullmqProviderQueue: fenceMarginMs + renewIntervalMs must stay below leaseTtlMs');
   }
   if (resolved.restartBarrierMs <= resolved.leaseTtlMs) {
-    throw new Error('BullmqProviderQueue: restartBarrierMs must exceed leaseTtlMs, or a live holder cannot register again in time');
+    throw new Error(
+      'BullmqProviderQueue: restartBarrierMs must exceed leaseTtlMs, or a live holder cannot register again in time',
+    );
   }
   return resolved;
 }

@@ -35,7 +35,13 @@ describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
   const replicas = (prefix: string, n: number) => {
     const queues = Array.from(
       { length: n },
-      (_, i) => new BullmqProviderQueue({ redisUrl: cluster.urls[i % cluster.urls.length], cluster: true, prefix, logger: silent }),
+      (_, i) =>
+        new BullmqProviderQueue({
+          redisUrl: cluster.urls[i % cluster.urls.length],
+          cluster: true,
+          prefix,
+          logger: silent,
+        }),
     );
     open.push(...queues);
     return queues;
@@ -51,7 +57,11 @@ describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
     const b = { providerId: 'b', maxConcurrency: 1, maxQueued: 10, shardTag: pools.a };
     const c = { providerId: 'c', maxConcurrency: 1, maxQueued: 10, shardTag: pools.c };
     await q.configure([a, b, c]);
-    const leases = [await q.acquireLease(request([a, b])), await q.acquireLease(request([a, b])), await q.acquireLease(request([c]))];
+    const leases = [
+      await q.acquireLease(request([a, b])),
+      await q.acquireLease(request([a, b])),
+      await q.acquireLease(request([c])),
+    ];
     const owners = await Promise.all(
       masterNodes(reader).map(async (node) => {
         const keys = (await node.keys(`${prefix}:*`)).filter((k) => /:provider\.\w:active$/.test(k));
@@ -118,7 +128,11 @@ describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
     await Promise.all([dying.configure([p]), alive.configure([p])]);
     await dying.acquireLease(request([p]));
     const waiting = alive.acquireLease(request([p]));
-    await waitUntil(async () => (await readLeaseCounts(reader, prefix, [p])).get('p')?.queued === 1, 5000, 'a waiting request');
+    await waitUntil(
+      async () => (await readLeaseCounts(reader, prefix, [p])).get('p')?.queued === 1,
+      5000,
+      'a waiting request',
+    );
     const killedAt = Date.now();
     await dying.simulateCrash();
     const lease = await waiting;

@@ -26,7 +26,11 @@ function makeQueue(prefix: string, extra: Partial<BullmqProviderQueueOptions> = 
 
 describeProviderQueueContract('bullmq', async () => makeQueue(uniquePrefix('contract')));
 
-const provider = (providerId: string, maxConcurrency: number, maxQueued = 1000): QueueProvider => ({ providerId, maxConcurrency, maxQueued });
+const provider = (providerId: string, maxConcurrency: number, maxQueued = 1000): QueueProvider => ({
+  providerId,
+  maxConcurrency,
+  maxQueued,
+});
 const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
   modelGroupKey: 'llama',
   candidates,
@@ -124,9 +128,17 @@ describe('BullmqProviderQueue keeps BullMQ as the queue', () => {
     const leases = [await q.acquireLease(request([a])), await q.acquireLease(request([a]))];
     const waiting = [0, 1, 2].map(() => q.acquireLease(request([a])));
     await waitUntil(async () => (await q.counts(['a'])).get('a')?.queued === 3, 5000, '3 waiting');
-    const bull = new Queue(q.keys.queueName('a'), { connection: { url: redis.url }, prefix: q.keys.tagBase(DEFAULT_SHARD_TAG) });
+    const bull = new Queue(q.keys.queueName('a'), {
+      connection: { url: redis.url },
+      prefix: q.keys.tagBase(DEFAULT_SHARD_TAG),
+    });
     try {
-      expect(await bull.getJobCounts('active', 'wait', 'prioritized', 'delayed')).toEqual({ active: 2, wait: 3, prioritized: 0, delayed: 0 });
+      expect(await bull.getJobCounts('active', 'wait', 'prioritized', 'delayed')).toEqual({
+        active: 2,
+        wait: 3,
+        prioritized: 0,
+        delayed: 0,
+      });
       const jobs = await bull.getWaiting();
       expect(jobs.map((j) => j.name)).toEqual(['lease', 'lease', 'lease']);
       // BullMQ lists waiting jobs oldest first: the order they are granted in.
@@ -175,7 +187,11 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
     await waiting;
     const recoveredMs = Date.now() - killedAt;
     expect(recoveredMs).toBeLessThanOrEqual(3000);
-    await waitUntil(async () => (await alive.counts(['p'])).get('p')?.inFlight === 1, 3000, 'only the new lease in flight');
+    await waitUntil(
+      async () => (await alive.counts(['p'])).get('p')?.inFlight === 1,
+      3000,
+      'only the new lease in flight',
+    );
     await granted!.release();
   });
 
@@ -212,7 +228,11 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
     expect((await other.counts([p.providerId])).get(p.providerId)?.inFlight).toBe(1);
     await waitUntil(() => abortedAt !== undefined, 1000, 'the lease to be fenced');
     expect(warnings.some((w) => w.includes('"gpu-a-llama"') && w.includes('aborting its upstream call'))).toBe(true);
-    await waitUntil(async () => (await other.counts([p.providerId])).get(p.providerId)?.inFlight === 0, 3000, 'the fenced lease to be released');
+    await waitUntil(
+      async () => (await other.counts([p.providerId])).get(p.providerId)?.inFlight === 0,
+      3000,
+      'the fenced lease to be released',
+    );
     await lease.release();
   });
 
@@ -228,7 +248,9 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
       const n = 200;
       for (let i = 0; i < n; i++) await (await q.acquireLease(request([a, b]))).release();
       const stats = await admin.info('commandstats');
-      const calls = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter(([, name]) => name !== 'info' && name !== 'config');
+      const calls = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter(
+        ([, name]) => name !== 'info' && name !== 'config',
+      );
       const total = calls.reduce((sum, [, , c]) => sum + Number(c), 0);
       process.stdout.write(`Redis commands per pooled request (2 candidates, no wait): ${(total / n).toFixed(1)}\n`);
       expect(total / n).toBeLessThanOrEqual(25);
@@ -323,7 +345,11 @@ describe('BullmqProviderQueue when Redis fails', () => {
     const held = [await first.acquireLease(request([a])), await first.acquireLease(request([a]))];
     await own.kill();
     await own.start();
-    await waitUntil(async () => (await first.isReady()) && (await second.isReady()), 10_000, 'both replicas to reconnect');
+    await waitUntil(
+      async () => (await first.isReady()) && (await second.isReady()),
+      10_000,
+      'both replicas to reconnect',
+    );
     await waitUntil(
       async () => (await second.counts(['a']).catch(() => undefined))?.get('a')?.inFlight === 2,
       5000,
@@ -360,7 +386,9 @@ describe('BullmqProviderQueue when Redis fails', () => {
     const keys = await scanKeys(own.url, prefix);
     expect(keys.filter((k) => /provider\.a:[^:]+\.\d+$/.test(k))).toEqual([]);
     const reader = new Redis(own.url);
-    expect(await readLeaseCounts(reader, prefix, [{ providerId: 'a', shardTag: DEFAULT_SHARD_TAG }])).toEqual(new Map([['a', { inFlight: 0, queued: 0 }]]));
+    expect(await readLeaseCounts(reader, prefix, [{ providerId: 'a', shardTag: DEFAULT_SHARD_TAG }])).toEqual(
+      new Map([['a', { inFlight: 0, queued: 0 }]]),
+    );
     reader.disconnect();
   });
 });

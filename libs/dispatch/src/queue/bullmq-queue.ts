@@ -95,7 +95,10 @@ export class BullmqProviderQueue implements ProviderQueue {
     this.timers.push(
       setInterval(() => this.loop('renew', () => this.renewAll()), this.opts.renewIntervalMs),
       setInterval(() => this.holder.fenceOverdue(), Math.max(10, Math.floor(this.opts.fenceMarginMs / 2))),
-      setInterval(() => this.loop('sweep', () => this.liveness.sweep(this.providersByTag())), this.opts.sweepIntervalMs),
+      setInterval(
+        () => this.loop('sweep', () => this.liveness.sweep(this.providersByTag())),
+        this.opts.sweepIntervalMs,
+      ),
       setInterval(() => this.loop('poll', () => this.pollWaiters()), this.opts.grantPollMs),
     );
   }
@@ -140,7 +143,9 @@ export class BullmqProviderQueue implements ProviderQueue {
   async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
     const ids = providerIds ?? [...this.providers.values()].filter((s) => !s.removed).map((s) => s.providerId);
     try {
-      return await this.store.counts(ids.map((id) => this.providers.get(id) ?? { providerId: id, shardTag: DEFAULT_SHARD_TAG }));
+      return await this.store.counts(
+        ids.map((id) => this.providers.get(id) ?? { providerId: id, shardTag: DEFAULT_SHARD_TAG }),
+      );
     } catch (e) {
       throw unavailable(e);
     }
@@ -254,7 +259,14 @@ export class BullmqProviderQueue implements ProviderQueue {
       return this.enqueue(waiter, usable, false);
     }
     if (result.kind === 'full' || result.kind === 'unconfigured') {
-      this.settle(waiter, new AdmissionError('queue_full', `Every provider of model "${waiter.request.modelGroupKey}" has a full queue.`, 1));
+      this.settle(
+        waiter,
+        new AdmissionError(
+          'queue_full',
+          `Every provider of model "${waiter.request.modelGroupKey}" has a full queue.`,
+          1,
+        ),
+      );
       return;
     }
     const provider = this.providers.get(result.providerId) ?? candidates[0];
@@ -304,7 +316,11 @@ export class BullmqProviderQueue implements ProviderQueue {
         ? abortedError()
         : why === 'outage'
           ? unavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
-          : new AdmissionError('queue_timeout', `No provider of model "${model}" freed a slot within ${waiter.request.maxWaitMs} ms.`, 1),
+          : new AdmissionError(
+              'queue_timeout',
+              `No provider of model "${model}" freed a slot within ${waiter.request.maxWaitMs} ms.`,
+              1,
+            ),
     );
   }
 
@@ -408,7 +424,8 @@ export class BullmqProviderQueue implements ProviderQueue {
     const silentMs = performance.now() - this.reachedAt;
     if (this.waiters.size === 0 || silentMs <= this.opts.leaseTtlMs - this.opts.fenceMarginMs) return;
     for (const waiter of this.waiters.values()) {
-      if (!waiter.settled && !waiter.busy && waiter.jobId !== '') void this.step(waiter, () => this.leave(waiter, 'outage'));
+      if (!waiter.settled && !waiter.busy && waiter.jobId !== '')
+        void this.step(waiter, () => this.leave(waiter, 'outage'));
     }
   }
 
@@ -448,7 +465,10 @@ export class BullmqProviderQueue implements ProviderQueue {
       if (missing && holding) lostState = true;
     }
     if (lostState) {
-      this.opts.logger.warn({}, 'redis queue: Redis lost the limits while leases were held; registering them again behind the barrier');
+      this.opts.logger.warn(
+        {},
+        'redis queue: Redis lost the limits while leases were held; registering them again behind the barrier',
+      );
       await this.renewAll();
     }
   }
@@ -473,7 +493,8 @@ export class BullmqProviderQueue implements ProviderQueue {
   private markOutage(reason: string, err?: Error): boolean {
     if (this.closed) return true;
     if (this.producer.status === 'ready') return false;
-    if (!this.outage) this.opts.logger.warn({ reason, err }, 'redis queue: Redis unreachable; pool routes answer queue_unavailable');
+    if (!this.outage)
+      this.opts.logger.warn({ reason, err }, 'redis queue: Redis unreachable; pool routes answer queue_unavailable');
     this.outage = true;
     return true;
   }
@@ -511,7 +532,8 @@ export class BullmqProviderQueue implements ProviderQueue {
       if (jobId === '') continue;
       leaving.push(
         this.store.leave(provider, jobId).then(async (outcome) => {
-          if (outcome.kind === 'granted') await this.store.release(this.providers.get(outcome.providerId) ?? provider, jobId);
+          if (outcome.kind === 'granted')
+            await this.store.release(this.providers.get(outcome.providerId) ?? provider, jobId);
         }),
       );
     }

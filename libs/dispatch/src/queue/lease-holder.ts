@@ -94,7 +94,8 @@ export class LeaseHolder {
    */
   async renew(): Promise<void> {
     const byTag = new Map<string, HeldLease[]>();
-    for (const lease of this.leases.values()) byTag.set(lease.provider.shardTag, [...(byTag.get(lease.provider.shardTag) ?? []), lease]);
+    for (const lease of this.leases.values())
+      byTag.set(lease.provider.shardTag, [...(byTag.get(lease.provider.shardTag) ?? []), lease]);
     for (const [tag, list] of byTag) {
       const sentAt = performance.now();
       const lost = new Set(
@@ -113,7 +114,8 @@ export class LeaseHolder {
     for (const [jobId, { provider, action }] of [...this.leftovers]) {
       if (action === 'leave') {
         const outcome = await this.store.leave(provider, jobId);
-        if (outcome.kind === 'granted') await this.store.release({ ...provider, providerId: outcome.providerId }, jobId);
+        if (outcome.kind === 'granted')
+          await this.store.release({ ...provider, providerId: outcome.providerId }, jobId);
       } else {
         await this.store.release(provider, jobId);
       }
@@ -130,7 +132,8 @@ export class LeaseHolder {
     const now = performance.now();
     const limit = this.timing.leaseTtlMs - this.timing.fenceMarginMs;
     for (const lease of [...this.leases.values()]) {
-      if (now - lease.renewedAt > limit) this.fence(lease, `not renewed for ${Math.round(now - lease.renewedAt)} ms (limit ${limit} ms)`);
+      if (now - lease.renewedAt > limit)
+        this.fence(lease, `not renewed for ${Math.round(now - lease.renewedAt)} ms (limit ${limit} ms)`);
       else if (now - lease.grantedAt > this.timing.hardLeaseLimitMs)
         this.fence(lease, `held longer than the hard lease limit of ${this.timing.hardLeaseLimitMs} ms`);
     }
@@ -144,7 +147,8 @@ export class LeaseHolder {
       out.push(this.store.release(lease.provider, lease.jobId));
     }
     this.leases.clear();
-    for (const [jobId, { provider }] of this.leftovers) out.push(this.store.leave(provider, jobId).then(() => this.store.release(provider, jobId)));
+    for (const [jobId, { provider }] of this.leftovers)
+      out.push(this.store.leave(provider, jobId).then(() => this.store.release(provider, jobId)));
     return out;
   }
 

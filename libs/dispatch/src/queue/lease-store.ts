@@ -12,7 +12,10 @@ export interface StoredProvider {
 
 /** What one admission script decided. */
 export type AdmitResult =
-  { kind: 'granted'; providerId: string } | { kind: 'queued'; providerId: string } | { kind: 'full' } | { kind: 'unconfigured'; providerId: string };
+  | { kind: 'granted'; providerId: string }
+  | { kind: 'queued'; providerId: string }
+  | { kind: 'full' }
+  | { kind: 'unconfigured'; providerId: string };
 
 /** What a waiter's job became: granted (on which provider), still waiting, or gone with Redis state. */
 export type WaiterState = { kind: 'granted'; providerId: string } | { kind: 'waiting' } | { kind: 'gone' };
@@ -61,22 +64,37 @@ export class LeaseStore {
   /** One admission decision for `candidates` (all of one shard tag); see `ADMIT`. */
   async admit(shardTag: string, candidateIds: readonly string[], jobId: string, data: string): Promise<AdmitResult> {
     const names = candidateIds.map((id) => this.keys.queueName(id));
-    const reply = (await this.run(SCRIPTS.admit, shardTag, [String(this.leaseTtlMs), jobId, data, String(names.length), ...names])) as string[];
+    const reply = (await this.run(SCRIPTS.admit, shardTag, [
+      String(this.leaseTtlMs),
+      jobId,
+      data,
+      String(names.length),
+      ...names,
+    ])) as string[];
     const [kind, name] = reply;
     if (kind === 'full') return { kind };
-    if (kind === 'granted' || kind === 'queued' || kind === 'unconfigured') return { kind, providerId: this.keys.providerOf(name) };
+    if (kind === 'granted' || kind === 'queued' || kind === 'unconfigured')
+      return { kind, providerId: this.keys.providerOf(name) };
     throw new Error(`admission script answered ${String(kind)}`);
   }
 
   /** Ends a lease and hands its slot on. Resolves true when the lease still existed. */
   async release(p: StoredProvider, jobId: string): Promise<boolean> {
-    const n = await this.run(SCRIPTS.release, p.shardTag, [this.keys.queueName(p.providerId), jobId, String(this.leaseTtlMs), this.keys.grantChannelPrefix()]);
+    const n = await this.run(SCRIPTS.release, p.shardTag, [
+      this.keys.queueName(p.providerId),
+      jobId,
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+    ]);
     return n === 1;
   }
 
   /** Takes a waiting job out of its queue; tells when it was granted meanwhile (use or release that lease). */
   async leave(p: StoredProvider, jobId: string): Promise<WaiterState | { kind: 'left' }> {
-    const [kind, name] = (await this.run(SCRIPTS.leave, p.shardTag, [this.keys.queueName(p.providerId), jobId])) as string[];
+    const [kind, name] = (await this.run(SCRIPTS.leave, p.shardTag, [
+      this.keys.queueName(p.providerId),
+      jobId,
+    ])) as string[];
     if (kind === 'left') return { kind };
     if (kind === 'granted') return { kind, providerId: this.keys.providerOf(name) };
     return { kind: 'gone' };
@@ -86,24 +104,46 @@ export class LeaseStore {
    * Renews leases of one shard tag (expiry = Redis time + lease TTL); `confirm` also accepts fresh
    * grants. Resolves the job ids Redis no longer had (lost: the holder must stop using them).
    */
-  async renew(shardTag: string, leases: readonly { providerId: string; jobId: string }[], confirm: boolean): Promise<string[]> {
+  async renew(
+    shardTag: string,
+    leases: readonly { providerId: string; jobId: string }[],
+    confirm: boolean,
+  ): Promise<string[]> {
     const args = leases.flatMap((l) => [this.keys.queueName(l.providerId), l.jobId]);
-    return (await this.run(SCRIPTS.renew, shardTag, [String(this.leaseTtlMs), confirm ? '1' : '0', ...args])) as string[];
+    return (await this.run(SCRIPTS.renew, shardTag, [
+      String(this.leaseTtlMs),
+      confirm ? '1' : '0',
+      ...args,
+    ])) as string[];
   }
 
   /** States of waiting jobs of one shard tag, after filling free slots of their providers. */
   async poll(shardTag: string, waiting: readonly { providerId: string; jobId: string }[]): Promise<WaiterState[]> {
     const args = waiting.flatMap((w) => [this.keys.queueName(w.providerId), w.jobId]);
-    const reply = (await this.run(SCRIPTS.poll, shardTag, [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), ...args])) as string[];
+    const reply = (await this.run(SCRIPTS.poll, shardTag, [
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+      ...args,
+    ])) as string[];
     return reply.map((s) =>
-      s.startsWith('g:') ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) } : s === 'w' ? { kind: 'waiting' } : { kind: 'gone' },
+      s.startsWith('g:')
+        ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) }
+        : s === 'w'
+          ? { kind: 'waiting' }
+          : { kind: 'gone' },
     );
   }
 
   /** Frees the leases and waiting jobs of dead replicas on the given providers of one tag; resolves how many. */
   async sweep(shardTag: string, deadReplicaIds: readonly string[], providerIds: readonly string[]): Promise<number> {
     const names = providerIds.map((id) => this.keys.queueName(id));
-    const args = [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), String(deadReplicaIds.length), ...deadReplicaIds, ...names];
+    const args = [
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+      String(deadReplicaIds.length),
+      ...deadReplicaIds,
+      ...names,
+    ];
     return Number(await this.run(SCRIPTS.sweep, shardTag, args));
   }
 
@@ -113,8 +153,17 @@ export class LeaseStore {
    * the barrier is raised before anything is granted.
    */
   async configure(shardTag: string, providers: readonly QueueProvider[], barrierMs: number): Promise<boolean> {
-    const args = providers.flatMap((p) => [this.keys.queueName(p.providerId), String(p.maxConcurrency), String(p.maxQueued)]);
-    const missing = await this.run(SCRIPTS.configure, shardTag, [String(this.leaseTtlMs), this.keys.grantChannelPrefix(), String(barrierMs), ...args]);
+    const args = providers.flatMap((p) => [
+      this.keys.queueName(p.providerId),
+      String(p.maxConcurrency),
+      String(p.maxQueued),
+    ]);
+    const missing = await this.run(SCRIPTS.configure, shardTag, [
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+      String(barrierMs),
+      ...args,
+    ]);
     return missing === 1;
   }
 
@@ -133,7 +182,11 @@ export class LeaseStore {
 
   /** Marks a replica alive for `ttlMs` and registers it for the sweep (two commands, one round trip). */
   async refreshLiveness(replicaId: string, ttlMs: number): Promise<void> {
-    const results = await this.client.multi().set(this.keys.livenessKey(replicaId), '1', 'PX', ttlMs).sadd(this.keys.replicasKey, replicaId).exec();
+    const results = await this.client
+      .multi()
+      .set(this.keys.livenessKey(replicaId), '1', 'PX', ttlMs)
+      .sadd(this.keys.replicasKey, replicaId)
+      .exec();
     const failed = results?.find(([error]) => error);
     if (failed) throw failed[0];
   }
@@ -158,7 +211,9 @@ export class LeaseStore {
    */
   async connectedReplicas(): Promise<Set<string>> {
     // On a cluster every replica connects to every master: one that still has a connection anywhere is alive.
-    const lists = await Promise.all(masterNodes(this.client).map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'normal') as Promise<string>));
+    const lists = await Promise.all(
+      masterNodes(this.client).map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'normal') as Promise<string>),
+    );
     const marker = this.keys.connectionName('');
     const out = new Set<string>();
     for (const list of lists) {
@@ -202,7 +257,11 @@ export class LeaseStore {
  * @param prefix `queue.prefix` (no trailing `:`).
  * @throws the Redis error when any command fails (connection lost, wrong key type).
  */
-export async function readLeaseCounts(redis: RedisClient, prefix: string, providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
+export async function readLeaseCounts(
+  redis: RedisClient,
+  prefix: string,
+  providers: readonly StoredProvider[],
+): Promise<Map<string, ProviderCounts>> {
   const keys = new LeaseKeys(prefix);
   const out = new Map<string, ProviderCounts>();
   // One pipeline per shard tag: a cluster pipeline must stay on one slot.

@@ -1,6 +1,13 @@
 import { setMaxListeners } from 'node:events';
 import { AdmissionError } from './admission-error';
-import { chooseProvider, type Lease, type LeaseRequest, type ProviderCounts, type ProviderQueue, type QueueProvider } from './provider-queue';
+import {
+  chooseProvider,
+  type Lease,
+  type LeaseRequest,
+  type ProviderCounts,
+  type ProviderQueue,
+  type QueueProvider,
+} from './provider-queue';
 
 interface Waiter {
   readonly candidateIds: readonly string[];
@@ -62,7 +69,9 @@ export class MemoryProviderQueue implements ProviderQueue {
     const withRoom = usable.filter((p) => this.providers.get(p.providerId)!.waiting.length < p.maxQueued);
     const target = chooseProvider(withRoom, this.countMap());
     if (!target) {
-      return Promise.reject(new AdmissionError('queue_full', `Every provider of model "${request.modelGroupKey}" has a full queue.`, 1));
+      return Promise.reject(
+        new AdmissionError('queue_full', `Every provider of model "${request.modelGroupKey}" has a full queue.`, 1),
+      );
     }
     return new Promise<Lease>((resolve, reject) => {
       const startedAt = Date.now();
@@ -91,7 +100,14 @@ export class MemoryProviderQueue implements ProviderQueue {
       };
       const onAbort = () => leave(abortedError());
       const timer = setTimeout(
-        () => leave(new AdmissionError('queue_timeout', `No provider of model "${request.modelGroupKey}" freed a slot within ${request.maxWaitMs} ms.`, 1)),
+        () =>
+          leave(
+            new AdmissionError(
+              'queue_timeout',
+              `No provider of model "${request.modelGroupKey}" freed a slot within ${request.maxWaitMs} ms.`,
+              1,
+            ),
+          ),
         request.maxWaitMs,
       );
       request.signal?.addEventListener('abort', onAbort, { once: true });

@@ -155,7 +155,10 @@ export function describeProviderQueueContract(name: string, makeQueue: ProviderQ
       await queue.configure([a, b]);
       const leases: Lease[] = [];
       for (let i = 0; i < 6; i++) leases.push(await queue.acquireLease(request([a, b])));
-      const byProvider = leases.reduce<Record<string, number>>((acc, l) => ({ ...acc, [l.providerId]: (acc[l.providerId] ?? 0) + 1 }), {});
+      const byProvider = leases.reduce<Record<string, number>>(
+        (acc, l) => ({ ...acc, [l.providerId]: (acc[l.providerId] ?? 0) + 1 }),
+        {},
+      );
       expect(byProvider).toEqual({ a: 2, b: 4 });
       await Promise.all(leases.map((l) => l.release()));
     });

@@ -82,7 +82,10 @@ export interface ProviderQueue {
  * `(inFlight + queued) / maxConcurrency`; ties go to the first candidate in config order.
  * Pure. Returns undefined for an empty candidate list.
  */
-export function chooseProvider(candidates: readonly QueueProvider[], counts: ReadonlyMap<string, ProviderCounts>): QueueProvider | undefined {
+export function chooseProvider(
+  candidates: readonly QueueProvider[],
+  counts: ReadonlyMap<string, ProviderCounts>,
+): QueueProvider | undefined {
   let best: QueueProvider | undefined;
   let bestLoad = Infinity;
   for (const candidate of candidates) {

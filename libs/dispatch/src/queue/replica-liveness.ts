@@ -48,7 +48,10 @@ export class ReplicaLiveness {
       connected = await this.store.connectedReplicas();
     } catch (e) {
       if (!this.clientListRefused) {
-        this.logger.warn({ err: e }, "redis queue: CLIENT LIST refused; a stalled replica's slots are freed once its liveness expires");
+        this.logger.warn(
+          { err: e },
+          "redis queue: CLIENT LIST refused; a stalled replica's slots are freed once its liveness expires",
+        );
       }
       this.clientListRefused = true;
     }
@@ -57,6 +60,9 @@ export class ReplicaLiveness {
     let removed = 0;
     for (const [tag, ids] of providersByTag) removed += await this.store.sweep(tag, dead, ids);
     await this.store.unregister(dead);
-    this.logger.warn({ replicas: dead, freed: removed }, `redis queue: replica(s) ${dead.join(', ')} died; freed ${removed} lease(s) and waiting job(s)`);
+    this.logger.warn(
+      { replicas: dead, freed: removed },
+      `redis queue: replica(s) ${dead.join(', ')} died; freed ${removed} lease(s) and waiting job(s)`,
+    );
   }
 }

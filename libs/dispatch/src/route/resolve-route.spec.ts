@@ -11,21 +11,38 @@ function fleet(providerAdapter: string, adapters: Array<Record<string, unknown>>
       {
         id: 'gpu-a',
         adapters,
-        providers: [{ id: 'p', category: 'openai_compat', adapter: providerAdapter, models: ['m'], max_concurrency: 2 }],
+        providers: [
+          { id: 'p', category: 'openai_compat', adapter: providerAdapter, models: ['m'], max_concurrency: 2 },
+        ],
       },
     ],
   });
 }
 
-const compat = (id: string, enabled = true) => ({ id, type: 'openai_compat', base_url: 'http://127.0.0.1:1/v1', enabled });
+const compat = (id: string, enabled = true) => ({
+  id,
+  type: 'openai_compat',
+  base_url: 'http://127.0.0.1:1/v1',
+  enabled,
+});
 
 describe('provider candidates: validation and run-time resolution apply one rule', () => {
   it.each([
     ['a missing adapter', fleet('nope', [compat('c1')]), /not defined/, []],
     ['a disabled adapter', fleet('c1', [compat('c1', false)]), /disabled/, []],
-    ['an ambiguous openai_compat type route', fleet('openai_compat', [compat('c1'), compat('c2')]), /c1.*c2|ambiguous|two or more/i, []],
+    [
+      'an ambiguous openai_compat type route',
+      fleet('openai_compat', [compat('c1'), compat('c2')]),
+      /c1.*c2|ambiguous|two or more/i,
+      [],
+    ],
     ['a valid named adapter', fleet('c2', [compat('c1'), compat('c2')]), undefined, ['c2']],
-    ['a type route with one enabled adapter', fleet('openai_compat', [compat('c1'), compat('c2', false)]), undefined, ['c1']],
+    [
+      'a type route with one enabled adapter',
+      fleet('openai_compat', [compat('c1'), compat('c2', false)]),
+      undefined,
+      ['c1'],
+    ],
   ])('%s', (_what, config, validationError, candidateAdapters) => {
     const problems = checkSemantics(config).filter((p) => p.path === 'nodes[0].providers[0].adapter');
     if (validationError) expect(problems.map((p) => p.message).join(' ')).toMatch(validationError);
@@ -46,7 +63,14 @@ describe('resolveRoute', () => {
         id: 'n',
         adapters: [compat('c1'), { id: 'cli', type: 'cli', command: ['x'] }],
         providers: [
-          { id: 'pool-1', category: 'openai_compat', adapter: 'c1', models: [{ name: 'm', upstream: 'm-up' }], max_concurrency: 3, max_queued: 7 },
+          {
+            id: 'pool-1',
+            category: 'openai_compat',
+            adapter: 'c1',
+            models: [{ name: 'm', upstream: 'm-up' }],
+            max_concurrency: 3,
+            max_queued: 7,
+          },
           { id: 'pool-2', category: 'openai_compat', adapter: 'c1', models: ['m'], max_concurrency: 1 },
           { id: 'off', category: 'openai_compat', adapter: 'c1', models: ['m'], max_concurrency: 1, enabled: false },
           { id: 'cli-p', category: 'cli', adapter: 'cli', models: ['cli-model'] },
@@ -73,7 +97,11 @@ describe('resolveRoute', () => {
   });
 
   it('resolves a CLI provider and a legacy route to direct targets that carry the model group key', () => {
-    expect(resolveRoute(config, 'cli-model')).toMatchObject({ providerPool: false, modelGroupKey: 'cli-model', target: { nodeId: 'n', providerId: 'cli-p' } });
+    expect(resolveRoute(config, 'cli-model')).toMatchObject({
+      providerPool: false,
+      modelGroupKey: 'cli-model',
+      target: { nodeId: 'n', providerId: 'cli-p' },
+    });
     expect(resolveRoute(config, 'legacy-model')).toMatchObject({
       providerPool: false,
       modelGroupKey: 'legacy-model',
@@ -107,8 +135,16 @@ describe('resolveRoute', () => {
       routes: [{ model: 'legacy-model', node: 'legacy', adapter: 'old' }],
     });
     expect(resolveRoute(off, 'm')).toEqual({ providerPool: true, modelGroupKey: 'm', candidates: [] });
-    expect(resolveRoute(off, 'cli-model')).toEqual({ providerPool: false, modelGroupKey: 'cli-model', target: undefined });
-    expect(resolveRoute(off, 'legacy-model')).toEqual({ providerPool: false, modelGroupKey: 'legacy-model', target: undefined });
+    expect(resolveRoute(off, 'cli-model')).toEqual({
+      providerPool: false,
+      modelGroupKey: 'cli-model',
+      target: undefined,
+    });
+    expect(resolveRoute(off, 'legacy-model')).toEqual({
+      providerPool: false,
+      modelGroupKey: 'legacy-model',
+      target: undefined,
+    });
     expect(resolveRoute(off, 'nope')).toBeUndefined();
     expect(listModels(off)).toEqual(['m', 'cli-model', 'legacy-model']);
   });
@@ -117,7 +153,11 @@ describe('resolveRoute', () => {
 describe('entersQueue (the admission rule)', () => {
   const queue = new MemoryProviderQueue();
   const pool = { providerPool: true as const, modelGroupKey: 'm', candidates: [] };
-  const direct = { providerPool: false as const, modelGroupKey: 'm', target: { nodeId: 'n', adapter: compat('c') as never, upstreamModel: 'm' } };
+  const direct = {
+    providerPool: false as const,
+    modelGroupKey: 'm',
+    target: { nodeId: 'n', adapter: compat('c') as never, upstreamModel: 'm' },
+  };
   it.each([
     ['a pool route with a model group and a queue', pool, queue, true],
     ['a pool route without a queue', pool, undefined, false],
@@ -140,7 +180,13 @@ describe('poolShardTags: Redis Cluster hash tags of provider pools', () => {
           providers: [
             { id: 'zeta', category: 'openai_compat', adapter: 'c1', models: ['llama'], max_concurrency: 1 },
             { id: 'beta', category: 'openai_compat', adapter: 'c1', models: ['qwen', 'llama'], max_concurrency: 1 },
-            { id: 'gamma', category: 'openai_compat', adapter: 'c1', models: [{ name: 'qwen', upstream: 'Qwen/Qwen2' }], max_concurrency: 1 },
+            {
+              id: 'gamma',
+              category: 'openai_compat',
+              adapter: 'c1',
+              models: [{ name: 'qwen', upstream: 'Qwen/Qwen2' }],
+              max_concurrency: 1,
+            },
             { id: 'solo', category: 'openai_compat', adapter: 'c1', models: ['embed'], max_concurrency: 1 },
           ],
         },
@@ -148,11 +194,21 @@ describe('poolShardTags: Redis Cluster hash tags of provider pools', () => {
     });
 
   it('gives providers linked by a shared model, even through a sibling, one tag, and an unrelated pool its own', () => {
-    expect(Object.fromEntries(poolShardTags(cfg(true)))).toEqual({ zeta: 'pool.beta', beta: 'pool.beta', gamma: 'pool.beta', solo: 'pool.solo' });
+    expect(Object.fromEntries(poolShardTags(cfg(true)))).toEqual({
+      zeta: 'pool.beta',
+      beta: 'pool.beta',
+      gamma: 'pool.beta',
+      solo: 'pool.solo',
+    });
   });
 
   it('tags queue providers only with queue.cluster on (one tag for a single Redis)', () => {
-    expect(queueProviders(cfg(true)).map((p) => p.shardTag)).toEqual(['pool.beta', 'pool.beta', 'pool.beta', 'pool.solo']);
+    expect(queueProviders(cfg(true)).map((p) => p.shardTag)).toEqual([
+      'pool.beta',
+      'pool.beta',
+      'pool.beta',
+      'pool.solo',
+    ]);
     expect(queueProviders(cfg(false)).map((p) => p.shardTag)).toEqual([undefined, undefined, undefined, undefined]);
   });
 });

@@ -17,7 +17,11 @@ import type { DirectTarget, PoolCandidate, Route } from './route';
  * Providers in `opts.exclude` (unhealthy ones, or one that just failed) are left out of candidates.
  * Pure; never throws.
  */
-export function resolveRoute(config: EdgeConfig, model: string, opts: { exclude?: ReadonlySet<string> } = {}): Route | undefined {
+export function resolveRoute(
+  config: EdgeConfig,
+  model: string,
+  opts: { exclude?: ReadonlySet<string> } = {},
+): Route | undefined {
   let poolListed = false;
   const candidates: PoolCandidate[] = [];
   for (const node of config.nodes) {
@@ -57,7 +61,15 @@ function resolveDirectTarget(config: EdgeConfig, model: string): { listed: boole
       if (!provider.enabled) continue;
       const resolved = resolveProviderAdapter(node, provider);
       if (resolved.kind === 'ok' && resolved.adapter.type === 'cli') {
-        return { listed, target: { nodeId: node.id, providerId: provider.id, adapter: resolved.adapter, upstreamModel: entry.upstream } };
+        return {
+          listed,
+          target: {
+            nodeId: node.id,
+            providerId: provider.id,
+            adapter: resolved.adapter,
+            upstreamModel: entry.upstream,
+          },
+        };
       }
     }
   }
@@ -65,7 +77,8 @@ function resolveDirectTarget(config: EdgeConfig, model: string): { listed: boole
     if (route.model !== model) continue;
     listed = true;
     const adapter = config.nodes.find((n) => n.id === route.node)?.adapters.find((a) => a.id === route.adapter);
-    if (adapter?.enabled) return { listed, target: { nodeId: route.node, adapter, upstreamModel: route.upstream ?? model } };
+    if (adapter?.enabled)
+      return { listed, target: { nodeId: route.node, adapter, upstreamModel: route.upstream ?? model } };
   }
   return { listed };
 }

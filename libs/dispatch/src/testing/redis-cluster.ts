@@ -68,10 +68,16 @@ async function startOnce(masters: number): Promise<TestRedisCluster> {
         ]),
       );
     }
-    await promisify(execFile)('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
-      timeout: 40_000,
-    }).catch((e: NodeJS.ErrnoException) => {
-      throw e.code === 'ENOENT' ? new Error('redis-cli not found: install the Debian package redis-tools (comes with redis-server)') : e;
+    await promisify(execFile)(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      {
+        timeout: 40_000,
+      },
+    ).catch((e: NodeJS.ErrnoException) => {
+      throw e.code === 'ENOENT'
+        ? new Error('redis-cli not found: install the Debian package redis-tools (comes with redis-server)')
+        : e;
     });
     await waitForClusterOk(ports);
   } catch (e) {
@@ -92,10 +98,14 @@ async function waitForClusterOk(ports: readonly number[]): Promise<void> {
   for (;;) {
     const infos = await Promise.all(ports.map((port) => clusterInfo(port)));
     const formed = infos.every(
-      (i) => i.includes('cluster_state:ok') && i.includes('cluster_slots_assigned:16384') && i.includes(`cluster_known_nodes:${ports.length}`),
+      (i) =>
+        i.includes('cluster_state:ok') &&
+        i.includes('cluster_slots_assigned:16384') &&
+        i.includes(`cluster_known_nodes:${ports.length}`),
     );
     if (formed) return;
-    if (Date.now() > deadline) throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok within 20 s`);
+    if (Date.now() > deadline)
+      throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok within 20 s`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }

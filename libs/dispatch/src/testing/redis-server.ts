@@ -22,7 +22,8 @@ export interface TestRedis {
   start(): Promise<void>;
 }
 
-const MISSING_BINARY = 'redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or set REDIS_URL';
+const MISSING_BINARY =
+  'redis-server not found: install the Debian package redis-server (apt-get install -y redis-server) or set REDIS_URL';
 
 /**
  * Starts (or borrows) a Redis for tests. `forceOwn` ignores `REDIS_URL`, for tests that stop
@@ -33,7 +34,9 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
   const external = process.env['REDIS_URL'];
   if (external && !opts.forceOwn) {
     const notOwn = async () => {
-      throw new Error('this test Redis comes from REDIS_URL: start it with startRedis({ forceOwn: true }) to kill or restart it');
+      throw new Error(
+        'this test Redis comes from REDIS_URL: start it with startRedis({ forceOwn: true }) to kill or restart it',
+      );
     };
     return { url: external, own: false, stop: async () => undefined, kill: notOwn, start: notOwn };
   }
@@ -88,12 +91,28 @@ export async function scanKeys(url: string, prefix: string): Promise<string[]> {
 export async function spawnRedis(port: number, extraArgs: readonly string[] = []): Promise<ChildProcess> {
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...extraArgs],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--loglevel',
+      'warning',
+      ...extraArgs,
+    ],
     { stdio: 'ignore' },
   );
   const failed = new Promise<never>((_, reject) => {
-    child.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new Error(MISSING_BINARY) : error));
-    child.once('exit', (code, signal) => reject(new Error(`redis-server on port ${port} exited early (${signal ?? code})`)));
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'ENOENT' ? new Error(MISSING_BINARY) : error),
+    );
+    child.once('exit', (code, signal) =>
+      reject(new Error(`redis-server on port ${port} exited early (${signal ?? code})`)),
+    );
   });
   failed.catch(() => undefined);
   await Promise.race([waitForPing(port, 10_000), failed]);
@@ -107,7 +126,8 @@ async function waitForPing(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await ping(port)) return;
-    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

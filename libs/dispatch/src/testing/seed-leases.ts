@@ -19,12 +19,21 @@ export async function seedLeases(
 ): Promise<() => Promise<void>> {
   if (waiting > 0 && active < 1) throw new Error('seedLeases: waiting requests need at least one active lease');
   const queue = new BullmqProviderQueue({ redisUrl, prefix, cluster: cluster !== undefined, logger: silentLibLogger });
-  const provider = { providerId, maxConcurrency: Math.max(1, active), maxQueued: waiting + 1, shardTag: cluster?.shardTag };
+  const provider = {
+    providerId,
+    maxConcurrency: Math.max(1, active),
+    maxQueued: waiting + 1,
+    shardTag: cluster?.shardTag,
+  };
   await queue.configure([provider]);
   const request = { modelGroupKey: 'seed', candidates: [provider], maxWaitMs: 600_000 };
   for (let i = 0; i < active; i++) await queue.acquireLease(request);
   const pending = Array.from({ length: waiting }, () => queue.acquireLease(request).catch(() => undefined));
-  await waitUntil(async () => (await queue.counts([providerId])).get(providerId)?.queued === waiting, 5000, `${waiting} requests to queue on ${providerId}`);
+  await waitUntil(
+    async () => (await queue.counts([providerId])).get(providerId)?.queued === waiting,
+    5000,
+    `${waiting} requests to queue on ${providerId}`,
+  );
   return async () => {
     await queue.close();
     await Promise.all(pending);

@@ -28,10 +28,17 @@ export class ResourceGauges {
 
   constructor(registry: Registry) {
     const labelNames: ResourceLabel[] = ['node', 'resource', 'category'];
-    const gauge = (name: string, help: string) => new Gauge<ResourceLabel>({ name, help, labelNames, registers: [registry] });
-    this.inFlight = gauge(RESOURCE_METRICS.inFlight, 'Leases held on the resource now (requests being served), across the replicas the counts cover.');
+    const gauge = (name: string, help: string) =>
+      new Gauge<ResourceLabel>({ name, help, labelNames, registers: [registry] });
+    this.inFlight = gauge(
+      RESOURCE_METRICS.inFlight,
+      'Leases held on the resource now (requests being served), across the replicas the counts cover.',
+    );
     this.queued = gauge(RESOURCE_METRICS.queued, 'Requests waiting for a lease on the resource now.');
-    this.maxConcurrency = gauge(RESOURCE_METRICS.maxConcurrency, 'Leases the resource allows at once (provider max_concurrency).');
+    this.maxConcurrency = gauge(
+      RESOURCE_METRICS.maxConcurrency,
+      'Leases the resource allows at once (provider max_concurrency).',
+    );
     this.up = gauge(RESOURCE_METRICS.up, '1 when the resource is ready, 0 when it is disabled, invalid or unhealthy.');
   }
 

@@ -1,5 +1,13 @@
 import { queueProviders, type ProviderCounts } from '@iop/dispatch';
-import { isPoolCategory, modelNames, usablePoolProvider, type AdapterConfig, type EdgeConfig, type NodeConfig, type ProviderConfig } from '@iop/validate';
+import {
+  isPoolCategory,
+  modelNames,
+  usablePoolProvider,
+  type AdapterConfig,
+  type EdgeConfig,
+  type NodeConfig,
+  type ProviderConfig,
+} from '@iop/validate';
 import type { ResourceHealthDetail, ResourceState, ResourceStatus, StatusSnapshot } from './snapshot';
 
 /** Health of one resource as reported by a health source (active probes, the `health` settings). */
@@ -16,7 +24,10 @@ export interface SnapshotOptions {
    * Health records by provider id (`HealthStore.views()`), copied to each pool provider's `health`;
    * a provider whose record is not `healthy` shows `state: "unhealthy"` (it takes no regular traffic).
    */
-  healthDetails?: ReadonlyMap<string, { state: ResourceHealthDetail['state']; reason: string | null; since: number | null; retryAt: number | null }>;
+  healthDetails?: ReadonlyMap<
+    string,
+    { state: ResourceHealthDetail['state']; reason: string | null; since: number | null; retryAt: number | null }
+  >;
   /** The time written to `generated_at`. @defaultValue now */
   now?: Date;
   /** sha256 of the config file, copied to `config_hash`. */
@@ -58,8 +69,16 @@ export function buildSnapshot(
   for (const node of config.nodes) {
     snapshot.nodes.push(
       node.providers.length > 0
-        ? { node_id: node.id, source: 'catalog', resources: node.providers.map((p) => catalogEntry(node, p, counts, opts.health, opts.healthDetails)) }
-        : { node_id: node.id, source: 'adapters', resources: node.adapters.map((a) => adapterEntry(config, node, a, opts.health)) },
+        ? {
+            node_id: node.id,
+            source: 'catalog',
+            resources: node.providers.map((p) => catalogEntry(node, p, counts, opts.health, opts.healthDetails)),
+          }
+        : {
+            node_id: node.id,
+            source: 'adapters',
+            resources: node.adapters.map((a) => adapterEntry(config, node, a, opts.health)),
+          },
     );
   }
   return snapshot;
@@ -80,7 +99,11 @@ function catalogEntry(
   let state: ResourceState;
   if (reason === 'provider_disabled' || reason === 'adapter_disabled') state = 'disabled';
   else if (reason !== undefined && reason !== 'not_pool') state = 'invalid';
-  else state = health?.get(provider.id) === 'unhealthy' || (detail !== undefined && detail.state !== 'healthy') ? 'unhealthy' : 'ready';
+  else
+    state =
+      health?.get(provider.id) === 'unhealthy' || (detail !== undefined && detail.state !== 'healthy')
+        ? 'unhealthy'
+        : 'ready';
   const tracked = pool ? counts?.get(provider.id) : undefined;
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
@@ -94,7 +117,16 @@ function catalogEntry(
     max_concurrency: pool && provider.max_concurrency !== undefined ? provider.max_concurrency : null,
     in_flight: tracked ? tracked.inFlight : null,
     queued: tracked ? tracked.queued : null,
-    ...(detail ? { health: { state: detail.state, reason: detail.reason, since: iso(detail.since), retry_at: iso(detail.retryAt) } } : {}),
+    ...(detail
+      ? {
+          health: {
+            state: detail.state,
+            reason: detail.reason,
+            since: iso(detail.since),
+            retry_at: iso(detail.retryAt),
+          },
+        }
+      : {}),
   };
 }
 
@@ -104,7 +136,9 @@ function adapterEntry(
   adapter: AdapterConfig,
   health: ReadonlyMap<string, ResourceHealth> | undefined,
 ): ResourceStatus {
-  const models = [...new Set(config.routes.filter((r) => r.node === node.id && r.adapter === adapter.id).map((r) => r.model))];
+  const models = [
+    ...new Set(config.routes.filter((r) => r.node === node.id && r.adapter === adapter.id).map((r) => r.model)),
+  ];
   const unhealthy = health?.get(adapterHealthKey(node.id, adapter.id)) === 'unhealthy';
   return {
     id: adapter.id,

@@ -32,17 +32,24 @@ export function parsePrometheusText(text: string): PromSample[] {
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`line ${i + 1} is not Prometheus text: ${JSON.stringify(line)}`);
     const family = [...typed.keys()].find(
-      (f) => m[1] === f || (typed.get(f) === 'histogram' && /^_(bucket|sum|count)$/.test(m[1].slice(f.length)) && m[1].startsWith(f)),
+      (f) =>
+        m[1] === f ||
+        (typed.get(f) === 'histogram' && /^_(bucket|sum|count)$/.test(m[1].slice(f.length)) && m[1].startsWith(f)),
     );
     if (!family) throw new Error(`line ${i + 1}: sample ${m[1]} has no # TYPE line before it`);
     const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(ONE_LABEL)) labels[k] = v.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    for (const [, k, v] of (m[2] ?? '').matchAll(ONE_LABEL))
+      labels[k] = v.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     samples.push({ name: m[1], labels, value: Number(m[3].replace(/^\+/, '')) });
   });
   return samples;
 }
 
 /** The value of the one sample named `name` whose labels include `labels`, or undefined. */
-export function sampleValue(samples: readonly PromSample[], name: string, labels: Record<string, string> = {}): number | undefined {
+export function sampleValue(
+  samples: readonly PromSample[],
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   return samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 }

@@ -10,7 +10,9 @@ const TEXT = readFileSync(FILE, 'utf8');
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Step = { uses?: string; run?: string; with?: Record<string, any>; name?: string };
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const workflow = parse(TEXT) as { jobs: Record<string, { steps: Step[]; services?: Record<string, any>; env?: Record<string, string> }> };
+const workflow = parse(TEXT) as {
+  jobs: Record<string, { steps: Step[]; services?: Record<string, any>; env?: Record<string, string> }>;
+};
 const affected = workflow.jobs['affected'];
 const runs = affected.steps.map((s) => s.run ?? '');
 /** The `-t` targets of every `nx affected` run, in order. */

@@ -17,17 +17,29 @@ describe('nx affected sets (nx.json inputs)', () => {
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
   const git = (args: string[], opts: { env?: Record<string, string>; input?: string } = {}) =>
-    execFileSync('git', args, { cwd: WORKSPACE_ROOT, encoding: 'utf8', input: opts.input, env: { ...process.env, ...opts.env } }).trim();
+    execFileSync('git', args, {
+      cwd: WORKSPACE_ROOT,
+      encoding: 'utf8',
+      input: opts.input,
+      env: { ...process.env, ...opts.env },
+    }).trim();
 
   /** A commit whose parent is HEAD and whose tree is HEAD's with `file` appended to. */
   const commitChanging = (file: string): string => {
     const env = { GIT_INDEX_FILE: path.join(scratch, `index-${file.replace(/\W/g, '_')}`) };
     git(['read-tree', 'HEAD'], { env });
-    const blob = git(['hash-object', '-w', '--stdin'], { input: `${readFileSync(path.join(WORKSPACE_ROOT, file), 'utf8')}\n# scratch change\n` });
+    const blob = git(['hash-object', '-w', '--stdin'], {
+      input: `${readFileSync(path.join(WORKSPACE_ROOT, file), 'utf8')}\n# scratch change\n`,
+    });
     git(['update-index', '--add', '--cacheinfo', `100644,${blob},${file}`], { env });
     const tree = git(['write-tree'], { env });
     return git(['commit-tree', tree, '-p', 'HEAD', '-m', `scratch: ${file}`], {
-      env: { GIT_AUTHOR_NAME: 'test', GIT_AUTHOR_EMAIL: 'test@localhost', GIT_COMMITTER_NAME: 'test', GIT_COMMITTER_EMAIL: 'test@localhost' },
+      env: {
+        GIT_AUTHOR_NAME: 'test',
+        GIT_AUTHOR_EMAIL: 'test@localhost',
+        GIT_COMMITTER_NAME: 'test',
+        GIT_COMMITTER_EMAIL: 'test@localhost',
+      },
     });
   };
 
@@ -50,7 +62,10 @@ describe('nx affected sets (nx.json inputs)', () => {
     ['Dockerfile', ['fleet']],
     ['.github/workflows/ci.yml', ['fleet']],
     ['apps/edge-gateway/src/main.ts', ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter-e2e']],
-    ['libs/status/src/index.ts', ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status', 'status-exporter', 'status-exporter-e2e']],
+    [
+      'libs/status/src/index.ts',
+      ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status', 'status-exporter', 'status-exporter-e2e'],
+    ],
     ['tools/bench/src/main.ts', ['bench']],
   ])('a change to %s affects %j', (file, expected) => {
     expect(affectedBy(file)).toEqual(expected);

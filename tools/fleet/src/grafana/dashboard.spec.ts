@@ -19,7 +19,11 @@ interface Panel {
   gridPos: { x: number; y: number; w: number; h: number };
   targets?: { refId: string; expr: string; datasource?: { uid: string } }[];
 }
-const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { uid: string; panels: Panel[]; templating: { list: { name: string; type: string }[] } };
+const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+  uid: string;
+  panels: Panel[];
+  templating: { list: { name: string; type: string }[] };
+};
 const queries = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
 
 /** Grafana's own variables, as Prometheus would see them after substitution. */
@@ -41,9 +45,11 @@ function analyse(expr: string): QueryUse {
     for (let c = n.firstChild; c; c = c.nextSibling) out.push(c);
     return out;
   };
-  const selectorsIn = (n: SyntaxNode): string[] => (n.name === 'VectorSelector' ? [slice(n.getChild('Identifier')!)] : children(n).flatMap(selectorsIn));
+  const selectorsIn = (n: SyntaxNode): string[] =>
+    n.name === 'VectorSelector' ? [slice(n.getChild('Identifier')!)] : children(n).flatMap(selectorsIn);
   const walk = (n: SyntaxNode) => {
-    if (n.type.isError) use.errors.push(`syntax error at ${n.from}: ${JSON.stringify(text.slice(n.from, n.from + 20))}`);
+    if (n.type.isError)
+      use.errors.push(`syntax error at ${n.from}: ${JSON.stringify(text.slice(n.from, n.from + 20))}`);
     if (n.name === 'VectorSelector') {
       const id = n.getChild('Identifier');
       const matchers = n.getChild('LabelMatchers');
@@ -59,7 +65,8 @@ function analyse(expr: string): QueryUse {
     }
     if (n.name === 'AggregateExpr') {
       const grouping = n.getChild('AggregateModifier')?.getChild('GroupingLabels');
-      if (grouping) use.groupings.push({ labels: grouping.getChildren('LabelName').map(slice), metrics: selectorsIn(n) });
+      if (grouping)
+        use.groupings.push({ labels: grouping.getChildren('LabelName').map(slice), metrics: selectorsIn(n) });
     }
     children(n).forEach(walk);
   };
@@ -71,7 +78,9 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
   it('is a dashboard of distinct panels, every query on the templated Prometheus datasource', () => {
     expect(dashboard.uid).toBe('iop-edge');
     expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
-    expect(dashboard.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource' }));
+    expect(dashboard.templating.list).toContainEqual(
+      expect.objectContaining({ name: 'datasource', type: 'datasource' }),
+    );
     expect(queries.length).toBeGreaterThan(10);
     for (const p of dashboard.panels.filter((p) => p.type !== 'row')) {
       expect({ panel: p.title, datasource: p.datasource?.uid, targets: (p.targets?.length ?? 0) > 0 }).toEqual({
@@ -155,7 +164,11 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
         const use = analyse(q.expr);
         expect(use.selectors.length).toBeGreaterThan(0);
         for (const s of use.selectors) {
-          expect({ ...q, metric: s.metric, exported: exported.has(s.metric) }).toEqual({ ...q, metric: s.metric, exported: true });
+          expect({ ...q, metric: s.metric, exported: exported.has(s.metric) }).toEqual({
+            ...q,
+            metric: s.metric,
+            exported: true,
+          });
           const missing = s.matchers.filter((l) => !exported.get(s.metric)!.has(l));
           expect({ ...q, metric: s.metric, missing }).toEqual({ ...q, metric: s.metric, missing: [] });
         }

@@ -9,7 +9,9 @@ import { WORKSPACE_ROOT } from '../local-fleet';
 import { copyFrom, parseStages, reproduceRuntimeStage, type RuntimeImage } from './runtime-stage';
 
 // dockerfilelint ships no types; `run(configDir, text)` returns its findings.
-const dockerfilelint = require('dockerfilelint') as { run(configDir: string, content: string): { line: number; title: string; description: string }[] };
+const dockerfilelint = require('dockerfilelint') as {
+  run(configDir: string, content: string): { line: number; title: string; description: string }[];
+};
 
 const DOCKERFILE = readFileSync(path.join(WORKSPACE_ROOT, 'Dockerfile'), 'utf8');
 const PACKAGE = JSON.parse(readFileSync(path.join(WORKSPACE_ROOT, 'package.json'), 'utf8')) as {
@@ -35,9 +37,11 @@ describe('Dockerfile', () => {
   });
 
   it('copies every npm workspace manifest into both stages, so npm ci matches the lock file', () => {
-    const workspaces = (JSON.parse(execFileSync('npm', ['query', '.workspace'], { cwd: WORKSPACE_ROOT, encoding: 'utf8' })) as { location: string }[]).map(
-      (w) => `${w.location}/package.json`,
-    );
+    const workspaces = (
+      JSON.parse(execFileSync('npm', ['query', '.workspace'], { cwd: WORKSPACE_ROOT, encoding: 'utf8' })) as {
+        location: string;
+      }[]
+    ).map((w) => `${w.location}/package.json`);
     expect(workspaces.length).toBeGreaterThan(0);
     for (const stage of stages) {
       const copied = args('COPY', stage)
@@ -91,7 +95,9 @@ describe('the image runtime stage, reproduced without Docker', () => {
     expect(image.aptPackages).toEqual(['tini']);
     expect(image.entrypoint).toEqual(['/usr/bin/tini', '--']);
     expect(image.cmd.slice(0, 1)).toEqual(['edge-gateway']);
-    expect(image.commands.filter((c) => c.reproduced).map((c) => c.command)).toEqual(['npm ci --omit=dev --no-audit --no-fund']);
+    expect(image.commands.filter((c) => c.reproduced).map((c) => c.command)).toEqual([
+      'npm ci --omit=dev --no-audit --no-fund',
+    ]);
   });
 
   it('holds the built dist/ and the production dependencies only: no devDependency, no source', () => {
@@ -113,7 +119,10 @@ describe('the image runtime stage, reproduced without Docker', () => {
 
   it('starts the gateway (CMD) and the exporter (second entrypoint) from the stage; they serve a pooled, a CLI and a status request, and drain on SIGTERM through tini', async () => {
     const tini = image.entrypoint[0];
-    if (!existsSync(tini)) throw new Error(`${tini} not found: install the Debian package tini (apt-get install -y tini), as the image does`);
+    if (!existsSync(tini))
+      throw new Error(
+        `${tini} not found: install the Debian package tini (apt-get install -y tini), as the image does`,
+      );
     const [upstreamPort, gatewayPort, exporterPort] = [await freePort(), await freePort(), await freePort()];
     // The image holds no upstream: a test fake stands in for the vLLM server next to it.
     upstream = await startFakeUpstream({ host: '127.0.0.1', port: upstreamPort, name: 'demo' });
@@ -139,7 +148,11 @@ describe('the image runtime stage, reproduced without Docker', () => {
       argv.map((a) => (a === '/etc/iop-edge/edge.yaml' ? config : a.replace(/^0\.0\.0\.0:\d+$/, `127.0.0.1:${port}`)));
     const env = { ...process.env, ...image.env, REDIS_URL: redis.url, LOG_LEVEL: 'warn' };
     const start = (argv: string[]) => {
-      const child = spawn(image.entrypoint[0], [...image.entrypoint.slice(1), ...argv], { cwd: image.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(image.entrypoint[0], [...image.entrypoint.slice(1), ...argv], {
+        cwd: image.dir,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.push(child);
       let output = '';
       child.stdout!.on('data', (c: Buffer) => (output += c));
@@ -147,7 +160,9 @@ describe('the image runtime stage, reproduced without Docker', () => {
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       const listening = new Promise<void>((resolve, reject) => {
         const timer = setInterval(() => /listening on/.test(output) && (clearInterval(timer), resolve()), 20);
-        void exited.then((code) => (clearInterval(timer), reject(new Error(`${argv[0]} exited with ${code}:\n${output}`))));
+        void exited.then(
+          (code) => (clearInterval(timer), reject(new Error(`${argv[0]} exited with ${code}:\n${output}`))),
+        );
       });
       return { child, exited, listening, output: () => output };
     };
@@ -155,7 +170,9 @@ describe('the image runtime stage, reproduced without Docker', () => {
     const gatewayArgv = retarget(image.cmd, gatewayPort);
     expect(gatewayArgv).toEqual(['edge-gateway', '--config', config, '--listen', `127.0.0.1:${gatewayPort}`]);
     const gateway = start(gatewayArgv);
-    const exporter = start(retarget(['status-exporter', '--config', '/etc/iop-edge/edge.yaml', '--listen', '0.0.0.0:9464'], exporterPort));
+    const exporter = start(
+      retarget(['status-exporter', '--config', '/etc/iop-edge/edge.yaml', '--listen', '0.0.0.0:9464'], exporterPort),
+    );
     await Promise.all([gateway.listening, exporter.listening]);
 
     const url = `http://127.0.0.1:${gatewayPort}`;
@@ -172,7 +189,11 @@ describe('the image runtime stage, reproduced without Docker', () => {
         text: ((await res.json()) as { choices?: { message: { content: string } }[] }).choices?.[0]?.message.content,
       };
     };
-    expect(await chat('m1')).toMatchObject({ status: 200, resource: 'gpu-1', text: expect.stringContaining('echo: from the image') });
+    expect(await chat('m1')).toMatchObject({
+      status: 200,
+      resource: 'gpu-1',
+      text: expect.stringContaining('echo: from the image'),
+    });
     expect(await chat('echo')).toEqual({ status: 200, resource: 'echo-1', text: 'echo: from the image' });
 
     const exporterUrl = `http://127.0.0.1:${exporterPort}`;

@@ -87,12 +87,25 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
         ?.getValue(),
     ]),
   );
-  const ignore = dockerignore().add(existsSync(path.join(root, '.dockerignore')) ? readFileSync(path.join(root, '.dockerignore'), 'utf8') : '');
-  const image: RuntimeImage = { dir, workdir: '/', env: {}, user: undefined, expose: [], entrypoint: [], cmd: [], aptPackages: [], commands: [] };
+  const ignore = dockerignore().add(
+    existsSync(path.join(root, '.dockerignore')) ? readFileSync(path.join(root, '.dockerignore'), 'utf8') : '',
+  );
+  const image: RuntimeImage = {
+    dir,
+    workdir: '/',
+    env: {},
+    user: undefined,
+    expose: [],
+    entrypoint: [],
+    cmd: [],
+    aptPackages: [],
+    commands: [],
+  };
   const fail = (i: Instruction, why: string): never => {
     throw new Error(`Dockerfile line ${i.getRange().start.line + 1} (${i.getKeyword()}): ${why}`);
   };
-  const inImage = (p: string) => (p.startsWith(image.workdir) ? path.join(dir, path.relative(image.workdir, p)) : path.resolve(dir, p));
+  const inImage = (p: string) =>
+    p.startsWith(image.workdir) ? path.join(dir, path.relative(image.workdir, p)) : path.resolve(dir, p);
   mkdirSync(dir, { recursive: true });
 
   for (const i of runtime.instructions) {
@@ -122,11 +135,15 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
         for (const src of args.slice(0, -1)) {
           if (from !== undefined) {
             const workdir = buildWorkdirs.get(from) ?? fail(i, `no earlier stage named ${from} with a WORKDIR`);
-            if (!src.startsWith(`${workdir}/`)) fail(i, `${src} is outside ${workdir}, the build stage's copy of the workspace`);
+            if (!src.startsWith(`${workdir}/`))
+              fail(i, `${src} is outside ${workdir}, the build stage's copy of the workspace`);
             const built = path.join(root, path.relative(workdir, src));
             if (!existsSync(built)) fail(i, `${built} is missing: build it first (the build stage's RUN)`);
             // A directory's contents go into dest; a file goes into dest/ or becomes dest.
-            const target = statSync(built).isDirectory() || !args.at(-1)!.endsWith('/') ? dest : path.join(dest, path.basename(built));
+            const target =
+              statSync(built).isDirectory() || !args.at(-1)!.endsWith('/')
+                ? dest
+                : path.join(dest, path.basename(built));
             mkdirSync(path.dirname(target), { recursive: true });
             cpSync(built, target, { recursive: true });
             continue;
@@ -136,7 +153,11 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
           if (files.length === 0) fail(i, `${src} is not in the build context (missing, or excluded by .dockerignore)`);
           const isDir = statSync(path.join(root, rel)).isDirectory();
           for (const file of files) {
-            const target = isDir ? path.join(dest, path.relative(rel, file)) : args.at(-1)!.endsWith('/') ? path.join(dest, path.basename(file)) : dest;
+            const target = isDir
+              ? path.join(dest, path.relative(rel, file))
+              : args.at(-1)!.endsWith('/')
+                ? path.join(dest, path.basename(file))
+                : dest;
             mkdirSync(path.dirname(target), { recursive: true });
             cpSync(path.join(root, file), target);
           }
@@ -152,7 +173,11 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
           if (words[0] === 'apt-get' && words[1] === 'install') {
             image.aptPackages.push(...words.slice(2).filter((w) => !w.startsWith('-')));
             image.commands.push({ command, reproduced: false });
-          } else if ((words[0] === 'apt-get' && words[1] === 'update') || command === 'rm -rf /var/lib/apt/lists/*' || command === 'npm cache clean --force') {
+          } else if (
+            (words[0] === 'apt-get' && words[1] === 'update') ||
+            command === 'rm -rf /var/lib/apt/lists/*' ||
+            command === 'npm cache clean --force'
+          ) {
             image.commands.push({ command, reproduced: false });
           } else if (words[0] === 'npm' && words[1] === 'ci') {
             execFileSync('npm', [...words.slice(1), '--prefer-offline'], {
@@ -175,7 +200,8 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
       case 'ENTRYPOINT':
       case 'CMD': {
         const json = i instanceof JSONInstruction ? i.getJSONStrings() : [];
-        if (json.length === 0) fail(i, 'only the exec (JSON) form is allowed: the shell form puts /bin/sh between tini and node');
+        if (json.length === 0)
+          fail(i, 'only the exec (JSON) form is allowed: the shell form puts /bin/sh between tini and node');
         image[i.getKeyword() === 'CMD' ? 'cmd' : 'entrypoint'] = json.map((s) => s.getJSONValue());
         break;
       }

@@ -10,20 +10,26 @@ import { loadKustomization, one, schemaProblems, type K8sObject, type Kustomizat
 
 const KUBE = path.join(WORKSPACE_ROOT, 'deploy/kubernetes');
 const base = loadKustomization(path.join(KUBE, 'base'));
-const overlays = readdirSync(path.join(KUBE, 'overlays')).map((name) => loadKustomization(path.join(KUBE, 'overlays', name)));
+const overlays = readdirSync(path.join(KUBE, 'overlays')).map((name) =>
+  loadKustomization(path.join(KUBE, 'overlays', name)),
+);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Container = Record<string, any>;
 const podSpec = (k: Kustomization) => one(k, 'Deployment').spec.template.spec;
-const container = (k: Kustomization, name: string): Container => podSpec(k).containers.find((c: Container) => c.name === name);
-const portOf = (c: Container, name: string): number => c.ports.find((p: { name: string }) => p.name === name)?.containerPort;
+const container = (k: Kustomization, name: string): Container =>
+  podSpec(k).containers.find((c: Container) => c.name === name);
+const portOf = (c: Container, name: string): number =>
+  c.ports.find((p: { name: string }) => p.name === name)?.containerPort;
 /** The port a container listens on, from its `--listen host:port` argument. */
 const listenPort = (c: Container) => Number(c.args[c.args.indexOf('--listen') + 1].split(':').pop());
 const env = (c: Container, name: string) => c.env?.find((e: { name: string }) => e.name === name)?.value;
 const matches = (selector: Record<string, string>, labels: Record<string, string> | undefined) =>
   Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 /** `${VAR}`s of an edge.yaml. */
-const variables = (text: string) => [...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]))];
+const variables = (text: string) => [
+  ...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1])),
+];
 
 describe('Kubernetes manifests (deploy/kubernetes)', () => {
   it.each([base, ...overlays].map((k) => [path.relative(WORKSPACE_ROOT, k.dir), k] as const))(
@@ -53,7 +59,8 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     // The image's entrypoints (Dockerfile: PATH=/app/bin, deploy/docker/bin).
     expect(container(base, 'gateway').args[0]).toBe('edge-gateway');
     expect(container(base, 'status-exporter').args[0]).toBe('status-exporter');
-    for (const c of podSpec(base).containers) expect(existsSync(path.join(WORKSPACE_ROOT, 'deploy/docker/bin', c.args[0]))).toBe(true);
+    for (const c of podSpec(base).containers)
+      expect(existsSync(path.join(WORKSPACE_ROOT, 'deploy/docker/bin', c.args[0]))).toBe(true);
     expect(deployment.spec.strategy.rollingUpdate).toEqual({ maxUnavailable: 0, maxSurge: 1 });
   });
 
@@ -93,7 +100,8 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     const configMap = one(base, 'ConfigMap', 'iop-edge-config');
     expect(Object.keys(configMap.data)).toEqual([path.posix.basename(configFile)]);
     expect(base.generators.get('iop-edge-config')?.options?.disableNameSuffixHash).toBe(true);
-    for (const overlay of overlays) expect(overlay.generators.get('iop-edge-config')?.options?.disableNameSuffixHash ?? true).toBe(true);
+    for (const overlay of overlays)
+      expect(overlay.generators.get('iop-edge-config')?.options?.disableNameSuffixHash ?? true).toBe(true);
   });
 
   it('keys come from the Secret iop-edge-secrets; each overlay that generates it provides REDIS_URL and every ${VAR} of its edge.yaml, and that edge.yaml is valid', () => {
@@ -101,11 +109,15 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     for (const k of [base, ...overlays]) {
       const text = one(k, 'ConfigMap', 'iop-edge-config').data['edge.yaml'] as string;
       const secret = k.generated.find((o) => o.kind === 'Secret' && o.metadata.name === 'iop-edge-secrets');
-      const provided: Record<string, string> = secret?.stringData ?? Object.fromEntries(['REDIS_URL', ...variables(text)].map((v) => [v, `value-of-${v}`]));
+      const provided: Record<string, string> =
+        secret?.stringData ?? Object.fromEntries(['REDIS_URL', ...variables(text)].map((v) => [v, `value-of-${v}`]));
       if (secret) expect(Object.keys(provided)).toEqual(expect.arrayContaining(['REDIS_URL', ...variables(text)]));
       const loaded = parseConfigText(
         text,
-        { ...provided, REDIS_URL: provided['REDIS_URL'].startsWith('redis') ? provided['REDIS_URL'] : 'redis://redis:6379' },
+        {
+          ...provided,
+          REDIS_URL: provided['REDIS_URL'].startsWith('redis') ? provided['REDIS_URL'] : 'redis://redis:6379',
+        },
         `${k.dir}/edge.yaml`,
       );
       expect(loaded.ok ? [] : loaded.problems).toEqual([]);
@@ -116,12 +128,18 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     const labels = one(base, 'Deployment').spec.template.metadata.labels;
     const service = one(base, 'Service');
     expect(matches(service.spec.selector, labels)).toBe(true);
-    const containerPorts = podSpec(base).containers.flatMap((c: Container) => c.ports.map((p: { name: string }) => p.name));
+    const containerPorts = podSpec(base).containers.flatMap((c: Container) =>
+      c.ports.map((p: { name: string }) => p.name),
+    );
     expect(service.spec.ports.map((p: { targetPort: string }) => p.targetPort).sort()).toEqual(containerPorts.sort());
     expect(matches(one(base, 'PodDisruptionBudget').spec.selector.matchLabels, labels)).toBe(true);
     expect(one(base, 'PodDisruptionBudget').spec.maxUnavailable).toBe(1);
     const hpa = one(base, 'HorizontalPodAutoscaler');
-    expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: one(base, 'Deployment').metadata.name });
+    expect(hpa.spec.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: one(base, 'Deployment').metadata.name,
+    });
     expect(hpa.spec.minReplicas).toBe(one(base, 'Deployment').spec.replicas);
     const monitor = one(base, 'ServiceMonitor');
     expect(matches(monitor.spec.selector.matchLabels, service.metadata.labels)).toBe(true);
@@ -134,7 +152,8 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     const overlay = overlays.find((k) => k.dir.endsWith('example'))!;
     expect(overlay.file['namespace']).toBe('iop-edge');
     expect(one(overlay, 'Namespace').metadata.name).toBe('iop-edge');
-    for (const o of overlay.objects.map((x) => x.object).filter((o) => o.kind !== 'Namespace')) expect(o.metadata.namespace).toBe('iop-edge');
+    for (const o of overlay.objects.map((x) => x.object).filter((o) => o.kind !== 'Namespace'))
+      expect(o.metadata.namespace).toBe('iop-edge');
     expect(overlay.images.get('iop-edge')).toMatch(/\/iop-edge:\d/);
     const redis = one(overlay, 'StatefulSet');
     const redisArgs = (redis.spec.template.spec.containers[0].args as string[]).join(' ');
@@ -193,7 +212,9 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
     for (const c of podSpec(base).containers as Container[]) {
       const port = await freePort();
       const argv = (c.args as string[]).map((a) =>
-        a === '/etc/iop-edge/edge.yaml' ? path.join(volume, 'edge.yaml') : a.replace(/^0\.0\.0\.0:\d+$/, `127.0.0.1:${port}`),
+        a === '/etc/iop-edge/edge.yaml'
+          ? path.join(volume, 'edge.yaml')
+          : a.replace(/^0\.0\.0\.0:\d+$/, `127.0.0.1:${port}`),
       );
       const main = path.join(WORKSPACE_ROOT, 'dist/apps', argv[0], 'main.js');
       const proc = new ManagedProcess({
@@ -232,14 +253,22 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
     const gatewayUrl = started.get('gateway')!.url;
     const exporterUrl = started.get('status-exporter')!.url;
     const models = async () =>
-      ((await (await fetch(`${gatewayUrl}/v1/models`, { headers: { authorization: 'Bearer k' } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+      (
+        (await (await fetch(`${gatewayUrl}/v1/models`, { headers: { authorization: 'Bearer k' } })).json()) as {
+          data: { id: string }[];
+        }
+      ).data.map((m) => m.id);
     const exporterProviders = async () => JSON.stringify(await (await fetch(`${exporterUrl}/status`)).json());
     expect(await models()).toEqual(['m1']);
 
     writeLikeKubelet(volume, { 'edge.yaml': edgeYaml(prefix, ['m1', 'm2']) });
     expect(readdirSync(volume).filter((n) => n.startsWith('..2'))).toHaveLength(1);
     await waitUntil(async () => (await models()).includes('m2'), 5000, 'the gateway to reload the swapped ConfigMap');
-    await waitUntil(async () => (await exporterProviders()).includes('"m2-p"'), 5000, 'the exporter to reload the swapped ConfigMap');
+    await waitUntil(
+      async () => (await exporterProviders()).includes('"m2-p"'),
+      5000,
+      'the exporter to reload the swapped ConfigMap',
+    );
     expect(readFileSync(path.join(volume, 'edge.yaml'), 'utf8')).toContain('m2');
   });
 });

@@ -40,7 +40,8 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
  */
 export function schemaProblems(object: K8sObject): string[] {
   const Model = MODELS[`${object.apiVersion}/${object.kind}`];
-  if (!Model) return [`${object.apiVersion} ${object.kind} has no schema here: add its kubernetes-models class to MODELS`];
+  if (!Model)
+    return [`${object.apiVersion} ${object.kind} has no schema here: add its kubernetes-models class to MODELS`];
   try {
     new Model(object).validate();
     return [];
@@ -50,7 +51,15 @@ export function schemaProblems(object: K8sObject): string[] {
 }
 
 /** The keys of kustomization.yaml this loader understands; any other one is reported (model it before using it). */
-const KNOWN_KEYS = new Set(['apiVersion', 'kind', 'namespace', 'resources', 'images', 'configMapGenerator', 'secretGenerator']);
+const KNOWN_KEYS = new Set([
+  'apiVersion',
+  'kind',
+  'namespace',
+  'resources',
+  'images',
+  'configMapGenerator',
+  'secretGenerator',
+]);
 
 interface Generator {
   name: string;
@@ -84,8 +93,17 @@ export interface Kustomization {
 export function loadKustomization(dir: string): Kustomization {
   const text = readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8');
   const file = parseAllDocuments(text)[0]?.toJSON() as Record<string, unknown>;
-  const k: Kustomization = { dir, file, objects: [], generated: [], generators: new Map(), images: new Map(), problems: [] };
-  for (const key of Object.keys(file)) if (!KNOWN_KEYS.has(key)) k.problems.push(`${dir}: kustomization key "${key}" is not modelled by the checks`);
+  const k: Kustomization = {
+    dir,
+    file,
+    objects: [],
+    generated: [],
+    generators: new Map(),
+    images: new Map(),
+    problems: [],
+  };
+  for (const key of Object.keys(file))
+    if (!KNOWN_KEYS.has(key)) k.problems.push(`${dir}: kustomization key "${key}" is not modelled by the checks`);
   if (file['apiVersion'] !== 'kustomize.config.k8s.io/v1beta1' || file['kind'] !== 'Kustomization')
     k.problems.push(`${dir}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
   const namespace = file['namespace'] as string | undefined;
@@ -120,10 +138,13 @@ export function loadKustomization(dir: string): Kustomization {
         if (!existsSync(source)) k.problems.push(`${dir}: ${kind} generator ${g.name}: ${f} does not exist`);
         else data[path.basename(f)] = readFileSync(source, 'utf8');
       }
-      for (const literal of g.literals ?? []) data[literal.slice(0, literal.indexOf('='))] = literal.slice(literal.indexOf('=') + 1);
+      for (const literal of g.literals ?? [])
+        data[literal.slice(0, literal.indexOf('='))] = literal.slice(literal.indexOf('=') + 1);
       const id = `${kind}/${g.name}`;
-      if ((g.behavior ?? 'create') === 'create' && generatedByName.has(id)) k.problems.push(`${dir}: ${id} is generated twice (use behavior: replace)`);
-      if (g.behavior === 'replace' && !generatedByName.has(id)) k.problems.push(`${dir}: ${id} has behavior replace but no base generates it`);
+      if ((g.behavior ?? 'create') === 'create' && generatedByName.has(id))
+        k.problems.push(`${dir}: ${id} is generated twice (use behavior: replace)`);
+      if (g.behavior === 'replace' && !generatedByName.has(id))
+        k.problems.push(`${dir}: ${id} has behavior replace but no base generates it`);
       const body = kind === 'Secret' ? { type: 'Opaque', stringData: data } : { data };
       generatedByName.set(id, { apiVersion: 'v1', kind, metadata: { name: g.name }, ...body });
       k.generators.set(g.name, g);
@@ -136,14 +157,18 @@ export function loadKustomization(dir: string): Kustomization {
     k.images.set(image.name, `${image.newName ?? image.name}${image.newTag ? `:${image.newTag}` : ''}`);
   }
   if (namespace) {
-    for (const o of [...k.objects.map((x) => x.object), ...k.generated]) if (o.kind !== 'Namespace') o.metadata.namespace = namespace;
+    for (const o of [...k.objects.map((x) => x.object), ...k.generated])
+      if (o.kind !== 'Namespace') o.metadata.namespace = namespace;
   }
   return k;
 }
 
 /** The one object of `kind` (and `name`, when given). @throws Error when there is not exactly one. */
 export function one(k: Kustomization, kind: string, name?: string): K8sObject {
-  const found = [...k.objects.map((o) => o.object), ...k.generated].filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
-  if (found.length !== 1) throw new Error(`${k.dir}: expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length}`);
+  const found = [...k.objects.map((o) => o.object), ...k.generated].filter(
+    (o) => o.kind === kind && (name === undefined || o.metadata.name === name),
+  );
+  if (found.length !== 1)
+    throw new Error(`${k.dir}: expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length}`);
   return found[0];
 }

@@ -101,7 +101,10 @@ const payloads = (frames: string[]) =>
     if (data === undefined) throw new Error(`not one data frame: ${JSON.stringify(frame)}`);
     return data === '[DONE]'
       ? data
-      : (JSON.parse(data) as { choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>; usage?: unknown });
+      : (JSON.parse(data) as {
+          choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>;
+          usage?: unknown;
+        });
   });
 
 /**
@@ -159,7 +162,10 @@ describe('CliAdapter', () => {
   });
 
   it('streams one chat.completion.chunk per stdout chunk, role first, then stop and [DONE]', async () => {
-    const res = await cliAdapter([NODE, ECHO_LLM]).chat(ask('hello streaming world', true, { stream_options: { include_usage: true } }), context());
+    const res = await cliAdapter([NODE, ECHO_LLM]).chat(
+      ask('hello streaming world', true, { stream_options: { include_usage: true } }),
+      context(),
+    );
     const { frames, error } = await readAll(sseBody(res));
     expect(error).toBeUndefined();
     const data = payloads(frames);
@@ -177,7 +183,10 @@ describe('CliAdapter', () => {
 
   it('streams a stdout chunk while the program is still running', async () => {
     const gate = join(dir, 'go');
-    const res = await cliAdapter(nodeScript(WAITS_FOR_FILE, gate, 'first', 'second', '0')).chat(ask('x', true), context());
+    const res = await cliAdapter(nodeScript(WAITS_FOR_FILE, gate, 'first', 'second', '0')).chat(
+      ask('x', true),
+      context(),
+    );
     const iterator = sseBody(res)[Symbol.asyncIterator]();
     const first = payloads([String((await iterator.next()).value)])[0];
     expect(first).toMatchObject({ choices: [{ delta: { role: 'assistant', content: 'first' } }] });
@@ -200,7 +209,19 @@ describe('CliAdapter', () => {
   });
 
   it('passes argv with spaces and shell metacharacters literally, never through a shell', async () => {
-    const args = ['two words', '$(touch pwned)', '; echo injected', '`id`', '*', '"quoted"', "it's", '|', '&& ls', '>out', '$HOME'];
+    const args = [
+      'two words',
+      '$(touch pwned)',
+      '; echo injected',
+      '`id`',
+      '*',
+      '"quoted"',
+      "it's",
+      '|',
+      '&& ls',
+      '>out',
+      '$HOME',
+    ];
     const command = nodeScript('process.stdout.write(JSON.stringify(process.argv.slice(1)))', ...args);
     const body = jsonBody(await cliAdapter(command).chat(ask('x'), context()));
     const content = (body.choices as Array<{ message: { content: string } }>)[0].message.content;
@@ -218,7 +239,9 @@ describe('CliAdapter', () => {
     });
 
     it('quotes only the end of a long stderr', async () => {
-      const noisy = nodeScript("process.stderr.write('x'.repeat(100) + '\\n'.repeat(1) + 'noise\\n'.repeat(2000) + 'LAST LINE\\n', () => process.exit(1))");
+      const noisy = nodeScript(
+        "process.stderr.write('x'.repeat(100) + '\\n'.repeat(1) + 'noise\\n'.repeat(2000) + 'LAST LINE\\n', () => process.exit(1))",
+      );
       const err = await cliAdapter(noisy)
         .chat(ask('x'), context())
         .catch((e: unknown) => e);
@@ -239,7 +262,9 @@ describe('CliAdapter', () => {
     it('answers 502 on a non-zero exit even after output when not streaming', async () => {
       const gate = join(dir, 'go');
       writeFileSync(gate, '');
-      await expect(cliAdapter(nodeScript(WAITS_FOR_FILE, gate, 'partial', '', '4')).chat(ask('x'), context())).rejects.toMatchObject({
+      await expect(
+        cliAdapter(nodeScript(WAITS_FOR_FILE, gate, 'partial', '', '4')).chat(ask('x'), context()),
+      ).rejects.toMatchObject({
         status: 502,
         message: expect.stringContaining('exited with code 4'),
       });
@@ -248,7 +273,10 @@ describe('CliAdapter', () => {
 
   it('ends the stream with an error, never [DONE], when the program fails after output started', async () => {
     const gate = join(dir, 'go');
-    const res = await cliAdapter(nodeScript(WAITS_FOR_FILE, gate, 'partial', ' more', '4')).chat(ask('x', true), context());
+    const res = await cliAdapter(nodeScript(WAITS_FOR_FILE, gate, 'partial', ' more', '4')).chat(
+      ask('x', true),
+      context(),
+    );
     const iterator = sseBody(res)[Symbol.asyncIterator]();
     expect(String((await iterator.next()).value)).toContain('"content":"partial"');
     writeFileSync(gate, '');
@@ -267,7 +295,9 @@ describe('CliAdapter', () => {
     it('kills the whole process group and answers 504', async () => {
       const pidFile = join(dir, 'pids');
       const started = Date.now();
-      await expect(cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile), 1000).chat(ask('x'), context())).rejects.toMatchObject({
+      await expect(
+        cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile), 1000).chat(ask('x'), context()),
+      ).rejects.toMatchObject({
         status: 504,
         code: 'upstream_timeout',
       });
@@ -277,7 +307,10 @@ describe('CliAdapter', () => {
 
     it('makes the stream throw a 504 when it passes mid-stream', async () => {
       const pidFile = join(dir, 'pids');
-      const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk'), 1000).chat(ask('x', true), context());
+      const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk'), 1000).chat(
+        ask('x', true),
+        context(),
+      );
       const { frames, error } = await readAll(sseBody(res));
       expect(frames).toHaveLength(1);
       expect(error).toMatchObject({ status: 504, code: 'upstream_timeout' });
@@ -289,7 +322,10 @@ describe('CliAdapter', () => {
     it('kills the process group at once when the signal aborts mid-stream', async () => {
       const pidFile = join(dir, 'pids');
       const controller = new AbortController();
-      const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk')).chat(ask('x', true), context(controller.signal));
+      const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk')).chat(
+        ask('x', true),
+        context(controller.signal),
+      );
       const iterator = sseBody(res)[Symbol.asyncIterator]();
       expect(String((await iterator.next()).value)).toContain('started');
       const pids = await readPids(pidFile);
@@ -325,7 +361,10 @@ describe('CliAdapter', () => {
       const controller = new AbortController();
       controller.abort(new Error('gone'));
       await expect(
-        cliAdapter(nodeScript("require('node:fs').writeFileSync(process.argv[1], '')", marker)).chat(ask('x'), context(controller.signal)),
+        cliAdapter(nodeScript("require('node:fs').writeFileSync(process.argv[1], '')", marker)).chat(
+          ask('x'),
+          context(controller.signal),
+        ),
       ).rejects.toThrow('gone');
       await new Promise((r) => setTimeout(r, 200));
       expect(existsSync(marker)).toBe(false);
@@ -337,7 +376,10 @@ describe('CliAdapter', () => {
     const adapter = cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile));
     const answer = adapter.chat(ask('x'), context());
     const pids = await readPids(pidFile);
-    const outcome = expect(answer).rejects.toMatchObject({ status: 502, message: expect.stringContaining('stopped by the gateway') });
+    const outcome = expect(answer).rejects.toMatchObject({
+      status: 502,
+      message: expect.stringContaining('stopped by the gateway'),
+    });
     await adapter.close();
     await outcome;
     await expectAllGone(pids);
@@ -350,7 +392,8 @@ describe('CliAdapter', () => {
         apiKey: 'test',
         baseURL: 'http://gateway.test/v1',
         maxRetries: 0,
-        fetch: async () => new Response(JSON.stringify(jsonBody(res)), { headers: { 'content-type': 'application/json' } }),
+        fetch: async () =>
+          new Response(JSON.stringify(jsonBody(res)), { headers: { 'content-type': 'application/json' } }),
       });
       const response = await client.responses.create({ model: 'public-echo', input: 'hi there' });
       expect(response.output_text).toBe('echo: hi there');
@@ -358,7 +401,10 @@ describe('CliAdapter', () => {
     });
 
     it('streams Responses events, one delta per stdout chunk', async () => {
-      const res = await cliAdapter([NODE, ECHO_LLM]).responses({ model: 'public-echo', input: 'hi there', stream: true }, context());
+      const res = await cliAdapter([NODE, ECHO_LLM]).responses(
+        { model: 'public-echo', input: 'hi there', stream: true },
+        context(),
+      );
       const { frames, error } = await readAll(sseBody(res));
       expect(error).toBeUndefined();
       const events = frames.map((f) => /^event: (\S+)/.exec(f)?.[1]);
@@ -369,7 +415,9 @@ describe('CliAdapter', () => {
 
     it('answers 502 for a failing program before any Responses event', async () => {
       const failing = ['/usr/bin/env', 'ECHO_LLM_FAIL=1', NODE, ECHO_LLM];
-      await expect(cliAdapter(failing).responses({ model: 'm', input: 'x', stream: true }, context())).rejects.toMatchObject({ status: 502 });
+      await expect(
+        cliAdapter(failing).responses({ model: 'm', input: 'x', stream: true }, context()),
+      ).rejects.toMatchObject({ status: 502 });
     });
   });
 
@@ -380,8 +428,16 @@ describe('CliAdapter', () => {
       process.env.UPSTREAM_SECRET_FOR_TEST = 'sk-upstream-secret';
       process.env.REDIS_URL_FOR_TEST = 'redis://:pw@h:6379';
       try {
-        const body = jsonBody(await cliAdapter(printEnv, 10_000, { env: { MY_LLM_MODE: 'fast', HOME: '/srv/llm' } }).chat(ask('x'), context()));
-        const env = JSON.parse((body.choices as Array<{ message: { content: string } }>)[0].message.content) as Record<string, string>;
+        const body = jsonBody(
+          await cliAdapter(printEnv, 10_000, { env: { MY_LLM_MODE: 'fast', HOME: '/srv/llm' } }).chat(
+            ask('x'),
+            context(),
+          ),
+        );
+        const env = JSON.parse((body.choices as Array<{ message: { content: string } }>)[0].message.content) as Record<
+          string,
+          string
+        >;
         const expected = Object.keys(cliEnvironment({ env: { MY_LLM_MODE: 'fast', HOME: '/srv/llm' } }));
         expect(Object.keys(env).sort()).toEqual([...expected, RUN_MARKER].sort());
         expect(env).toMatchObject({ MY_LLM_MODE: 'fast', HOME: '/srv/llm', PATH: process.env.PATH });
@@ -428,7 +484,11 @@ more();
       const err = await cliAdapter(writer, 60_000, { max_output_bytes: 1024 * 1024 })
         .chat(ask('x'), context())
         .catch((e: unknown) => e);
-      expect(err).toMatchObject({ status: 502, code: 'upstream_error', message: expect.stringContaining('max_output_bytes') });
+      expect(err).toMatchObject({
+        status: 502,
+        code: 'upstream_error',
+        message: expect.stringContaining('max_output_bytes'),
+      });
       expect(Date.now() - started).toBeLessThan(5000);
       const pid = Number(readFileSync(pidFile, 'utf8'));
       await waitUntil(() => isGone(pid), 'the program is killed');
@@ -436,7 +496,9 @@ more();
 
     it("honours the dispatcher's cap on non-streamed answers when it is smaller", async () => {
       const ctx = { ...context(), maxResponseBytes: 100_000 };
-      await expect(cliAdapter(nodeScript(WRITES, String(1024 * 1024)), 10_000).chat(ask('x'), ctx)).rejects.toMatchObject({ status: 502 });
+      await expect(
+        cliAdapter(nodeScript(WRITES, String(1024 * 1024)), 10_000).chat(ask('x'), ctx),
+      ).rejects.toMatchObject({ status: 502 });
     });
 
     it('streams far more than the cap, keeping only the length for usage', async () => {
@@ -461,9 +523,16 @@ more();
 
   it("names the adapter's timeout_ms, not gateway.request_timeout_ms, when a run times out mid-stream", async () => {
     const pidFile = join(dir, 'pids');
-    const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk'), 700).chat(ask('x', true), context());
+    const res = await cliAdapter(nodeScript(HANGS_WITH_GRANDCHILD, pidFile, 'talk'), 700).chat(
+      ask('x', true),
+      context(),
+    );
     const { error } = await readAll(sseBody(res));
-    expect(error).toMatchObject({ status: 504, code: 'upstream_timeout', message: expect.stringMatching(/timeout_ms \(700 ms, adapter "test-cli"\)/) });
+    expect(error).toMatchObject({
+      status: 504,
+      code: 'upstream_timeout',
+      message: expect.stringMatching(/timeout_ms \(700 ms, adapter "test-cli"\)/),
+    });
     expect((error as Error).message).not.toContain('request_timeout_ms');
   });
 
@@ -494,7 +563,10 @@ else { process.stdout.write('started'); setInterval(() => {}, 1000); }
     it('is killed when the client goes away', async () => {
       const pidFile = join(dir, 'pids');
       const controller = new AbortController();
-      const res = await cliAdapter(nodeScript(ESCAPES, pidFile, 'stay')).chat(ask('x', true), context(controller.signal));
+      const res = await cliAdapter(nodeScript(ESCAPES, pidFile, 'stay')).chat(
+        ask('x', true),
+        context(controller.signal),
+      );
       const iterator = sseBody(res)[Symbol.asyncIterator]();
       await iterator.next();
       const [program, grandchild] = await readPids(pidFile);

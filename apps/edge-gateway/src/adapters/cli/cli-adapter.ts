@@ -13,7 +13,10 @@ export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TZ'] as const;
  * (which wins). Nothing else of the gateway's environment — upstream keys, the Redis URL — is
  * passed on.
  */
-export function cliEnvironment(config: Pick<CliAdapterConfig, 'env'>, gatewayEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function cliEnvironment(
+  config: Pick<CliAdapterConfig, 'env'>,
+  gatewayEnv: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of BASE_ENV) {
     const value = gatewayEnv[name];
@@ -61,7 +64,8 @@ export class CliAdapter implements Adapter {
     if (config.command.length === 0 || config.command[0] === '') {
       throw new Error(`CLI adapter "${config.id}": command must name a program, e.g. ["my-llm", "--quiet"].`);
     }
-    if (!(config.timeout_ms > 0)) throw new Error(`CLI adapter "${config.id}": timeout_ms must be a positive number of milliseconds.`);
+    if (!(config.timeout_ms > 0))
+      throw new Error(`CLI adapter "${config.id}": timeout_ms must be a positive number of milliseconds.`);
     this.env = cliEnvironment(config);
   }
 
@@ -101,7 +105,14 @@ export class CliAdapter implements Adapter {
         object: 'chat.completion',
         created,
         model: req.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: text, refusal: null },
+            logprobs: null,
+            finish_reason: 'stop',
+          },
+        ],
         usage: usage(prompt.length, text.length),
       };
       return { kind: 'json', status: 200, body: JSON.stringify(completion) };
@@ -116,8 +127,15 @@ export class CliAdapter implements Adapter {
       throw err;
     }
     const options = req.stream_options;
-    const includeUsage = typeof options === 'object' && options !== null && (options as { include_usage?: unknown }).include_usage === true;
-    return { kind: 'sse', status: 200, body: chunkFrames(run, first, { id, created, model: req.model, prompt, includeUsage }) };
+    const includeUsage =
+      typeof options === 'object' &&
+      options !== null &&
+      (options as { include_usage?: unknown }).include_usage === true;
+    return {
+      kind: 'sse',
+      status: 200,
+      body: chunkFrames(run, first, { id, created, model: req.model, prompt, includeUsage }),
+    };
   }
 
   responses(req: ResponsesRequest, ctx: DispatchContext): Promise<UpstreamResponse> {
@@ -145,10 +163,19 @@ interface ChunkMeta {
  * the output's length is kept (for `usage`), never its text: memory stays flat however long the
  * program writes.
  */
-async function* chunkFrames(run: CliProcess, first: string | null, meta: ChunkMeta): AsyncGenerator<string, void, undefined> {
+async function* chunkFrames(
+  run: CliProcess,
+  first: string | null,
+  meta: ChunkMeta,
+): AsyncGenerator<string, void, undefined> {
   const frame = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     `data: ${JSON.stringify({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, choices, ...extra })}\n\n`;
-  const choice = (delta: Record<string, unknown>, finishReason: string | null = null) => ({ index: 0, delta, logprobs: null, finish_reason: finishReason });
+  const choice = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+    index: 0,
+    delta,
+    logprobs: null,
+    finish_reason: finishReason,
+  });
   let length = first?.length ?? 0;
   try {
     yield frame([choice({ role: 'assistant', content: first ?? '' })]);
@@ -165,8 +192,15 @@ async function* chunkFrames(run: CliProcess, first: string | null, meta: ChunkMe
 }
 
 /** Estimated usage from the prompt's and the answer's lengths in characters (see {@link estimateTokens}). */
-function usage(promptChars: number, textChars: number): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+function usage(
+  promptChars: number,
+  textChars: number,
+): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
   const promptTokens = Math.ceil(promptChars / 4);
   const completionTokens = Math.ceil(textChars / 4);
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
 }

@@ -83,7 +83,13 @@ export class CliProcess {
   constructor(private readonly options: CliProcessOptions) {
     const [program, ...args] = options.command;
     const env = { ...options.env, [RUN_MARKER]: this.marker };
-    this.child = spawn(program, args, { detached: true, env, stdio: ['pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    this.child = spawn(program, args, {
+      detached: true,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      shell: false,
+      windowsHide: true,
+    });
     this.pid = this.child.pid;
 
     this.child.stdout.setEncoding('utf8');

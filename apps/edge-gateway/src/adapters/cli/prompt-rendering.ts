@@ -29,7 +29,12 @@ export function escapeRoleLines(text: string): string {
   if (newline < 0) return text;
   return (
     text.slice(0, newline + 1) +
-    text.slice(newline + 1).replace(ROLE_LINE, (_m, blanks: string, slashes: string, label: string, colon: string) => `${blanks}\\${slashes}${label}${colon}`)
+    text
+      .slice(newline + 1)
+      .replace(
+        ROLE_LINE,
+        (_m, blanks: string, slashes: string, label: string, colon: string) => `${blanks}\\${slashes}${label}${colon}`,
+      )
   );
 }
 
@@ -56,7 +61,8 @@ export function escapeRoleLines(text: string): string {
 export function renderPrompt(messages: readonly ChatMessage[], format: PromptFormat = 'text'): string {
   const texts = messages.map((message, i) => messageText(message, i));
   messages.forEach((message, i) => checkRole(message.role, i));
-  if (format === 'jsonl') return messages.map((message, i) => `${JSON.stringify({ role: message.role, content: texts[i] })}\n`).join('');
+  if (format === 'jsonl')
+    return messages.map((message, i) => `${JSON.stringify({ role: message.role, content: texts[i] })}\n`).join('');
   if (messages.length === 1 && messages[0].role === 'user') return texts[0];
   return messages.map((message, i) => `${roleLabel(message.role)}: ${escapeRoleLines(texts[i])}`).join('\n\n');
 }

@@ -60,7 +60,9 @@ export const CLI_FIELDS: AdapterFieldTables = {
       background: { refuse: 'background responses need server-side state', neutral: [false] },
       top_logprobs: { refuse: 'a CLI program reports no log probabilities', neutral: [0] },
       text: { refuse: 'a CLI program cannot be held to a response format', neutral: [{ format: { type: 'text' } }] },
-      previous_response_id: { refuse: 'a CLI program keeps no conversation state; send the whole conversation in input' },
+      previous_response_id: {
+        refuse: 'a CLI program keeps no conversation state; send the whole conversation in input',
+      },
     },
     others: { refuse: NO_SAMPLING },
   },

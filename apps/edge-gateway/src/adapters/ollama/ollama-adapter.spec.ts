@@ -86,19 +86,26 @@ afterEach(async () => {
   ollama = undefined;
 });
 
-async function setUp(behaviour: Behaviour, baseUrlSuffix = '/v1'): Promise<{ adapter: OllamaAdapter; ollama: FakeOllama }> {
+async function setUp(
+  behaviour: Behaviour,
+  baseUrlSuffix = '/v1',
+): Promise<{ adapter: OllamaAdapter; ollama: FakeOllama }> {
   ollama = await startFakeOllama(behaviour);
   adapter = new OllamaAdapter({ id: 'ollama-0', type: 'ollama', base_url: ollama.url + baseUrlSuffix, enabled: true });
   return { adapter, ollama };
 }
 
-const ctx = (signal: AbortSignal = new AbortController().signal): DispatchContext => ({ upstreamModel: 'llama3.2:1b', signal });
+const ctx = (signal: AbortSignal = new AbortController().signal): DispatchContext => ({
+  upstreamModel: 'llama3.2:1b',
+  signal,
+});
 
 async function bodyText(res: UpstreamResponse): Promise<string> {
   if (res.kind === 'json') return typeof res.body === 'string' ? res.body : new TextDecoder().decode(res.body);
   let all = '';
   const decoder = new TextDecoder();
-  for await (const piece of res.body) all += typeof piece === 'string' ? piece : decoder.decode(piece, { stream: true });
+  for await (const piece of res.body)
+    all += typeof piece === 'string' ? piece : decoder.decode(piece, { stream: true });
   return all;
 }
 
@@ -130,12 +137,17 @@ describe('OllamaAdapter', () => {
     const res = await adapter.chat({ model: 'llama', messages: [{ role: 'user', content: 'hi' }] }, ctx());
     expect(res.kind).toBe('json');
     expect(JSON.parse(await bodyText(res))).toEqual(ollamaCompletion('llama3.2:1b', 'Hello'));
-    expect(ollama.requests).toEqual([{ path: '/v1/chat/completions', body: { model: 'llama3.2:1b', messages: [{ role: 'user', content: 'hi' }] } }]);
+    expect(ollama.requests).toEqual([
+      { path: '/v1/chat/completions', body: { model: 'llama3.2:1b', messages: [{ role: 'user', content: 'hi' }] } },
+    ]);
   });
 
   it('serves a non-streamed Responses call through chat, readable by the openai client', async () => {
     const { adapter, ollama } = await setUp(answering);
-    const res = await adapter.responses({ model: 'llama', input: 'hi', instructions: 'Be brief.', max_output_tokens: 20 }, ctx());
+    const res = await adapter.responses(
+      { model: 'llama', input: 'hi', instructions: 'Be brief.', max_output_tokens: 20 },
+      ctx(),
+    );
     expect(ollama.requests[0]).toEqual({
       path: '/v1/chat/completions',
       body: {
@@ -147,7 +159,10 @@ describe('OllamaAdapter', () => {
         max_tokens: 20,
       },
     });
-    const response = await clientReceiving(await bodyText(res), 'application/json').responses.create({ model: 'llama', input: 'hi' });
+    const response = await clientReceiving(await bodyText(res), 'application/json').responses.create({
+      model: 'llama',
+      input: 'hi',
+    });
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'llama', output_text: 'Hello' });
     expect(response.usage).toMatchObject({ input_tokens: 11, output_tokens: 3, total_tokens: 14 });
   });
@@ -184,23 +199,30 @@ describe('OllamaAdapter', () => {
       error = e;
     }
     // The upstream's own text goes to the log (detail), never to the client (README "Errors").
-    expect(error).toMatchObject({ status: 502, detail: expect.stringContaining('model runner has unexpectedly stopped') });
+    expect(error).toMatchObject({
+      status: 502,
+      detail: expect.stringContaining('model runner has unexpectedly stopped'),
+    });
     expect((error as Error).message).not.toContain('model runner');
     expect(seen.join('')).toContain('"delta":"Hel"');
     expect(seen.join('')).not.toContain('response.completed');
   });
 
   it('makes a streamed Responses call throw when Ollama closes the stream before [DONE]', async () => {
-    const { adapter } = await setUp((body, res) => streamPieces(res, [ollamaChunk(String(body.model), { content: 'Hel' })]));
+    const { adapter } = await setUp((body, res) =>
+      streamPieces(res, [ollamaChunk(String(body.model), { content: 'Hel' })]),
+    );
     const res = await adapter.responses({ model: 'llama', input: 'hi', stream: true }, ctx());
     await expect(bodyText(res)).rejects.toMatchObject({ status: 502, detail: expect.stringContaining('[DONE]') });
   });
 
   it("answers an Ollama 404 (model not pulled) as the operator's problem: 502, its text in the log only, not booked, fails over", async () => {
     const { adapter } = await setUp((_body, res) => {
-      res
-        .writeHead(404, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ error: { message: 'model "llama3.2:1b" not found, try pulling it first', type: 'api_error' } }));
+      res.writeHead(404, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          error: { message: 'model "llama3.2:1b" not found, try pulling it first', type: 'api_error' },
+        }),
+      );
     });
     await expect(adapter.responses({ model: 'llama', input: 'hi' }, ctx())).rejects.toMatchObject({
       status: 502,
@@ -213,7 +235,12 @@ describe('OllamaAdapter', () => {
 
   it('rejects a Responses call chat completions cannot express with a 400 and sends nothing', async () => {
     const { adapter, ollama } = await setUp(answering);
-    await expect(adapter.responses({ model: 'llama', input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] }, ctx())).rejects.toMatchObject({
+    await expect(
+      adapter.responses(
+        { model: 'llama', input: [{ type: 'function_call_output', call_id: 'c', output: '1' }] },
+        ctx(),
+      ),
+    ).rejects.toMatchObject({
       status: 400,
     });
     expect(ollama.requests).toHaveLength(0);

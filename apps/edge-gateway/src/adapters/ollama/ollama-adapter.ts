@@ -1,5 +1,12 @@
 import type { HttpAdapterConfig } from '@iop/validate';
-import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from '../adapter';
+import type {
+  Adapter,
+  ChatRequest,
+  DispatchContext,
+  EmbeddingsRequest,
+  ResponsesRequest,
+  UpstreamResponse,
+} from '../adapter';
 import { OpenAiCompatAdapter } from '../openai-compat/openai-compat-adapter';
 import { responsesViaChat } from '../responses-translation';
 
@@ -24,7 +31,8 @@ export class OllamaAdapter implements Adapter {
 
   /** @throws Error when `config.type` is not `ollama`. */
   constructor(readonly config: HttpAdapterConfig) {
-    if (config.type !== 'ollama') throw new Error(`OllamaAdapter got an adapter of type "${config.type}" (adapter "${config.id}").`);
+    if (config.type !== 'ollama')
+      throw new Error(`OllamaAdapter got an adapter of type "${config.type}" (adapter "${config.id}").`);
     this.upstream = new OpenAiCompatAdapter(config);
   }
 

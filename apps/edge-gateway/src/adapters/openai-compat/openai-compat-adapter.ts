@@ -1,7 +1,14 @@
 import { ERROR_CATALOG, redactUrl, type HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
 import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
-import type { Adapter, ChatRequest, DispatchContext, EmbeddingsRequest, ResponsesRequest, UpstreamResponse } from '../adapter';
+import type {
+  Adapter,
+  ChatRequest,
+  DispatchContext,
+  EmbeddingsRequest,
+  ResponsesRequest,
+  UpstreamResponse,
+} from '../adapter';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../adapter';
 import { normalizeEmbeddings } from '../embeddings';
 
@@ -111,17 +118,29 @@ export class OpenAiCompatAdapter implements Adapter {
    * vectors when the client asked for them and the upstream sent floats.
    * `opts.floatsUpstream` asks the upstream for floats whatever the client asked (Ollama).
    */
-  async embeddings(req: EmbeddingsRequest, ctx: DispatchContext, opts: { floatsUpstream?: boolean } = {}): Promise<UpstreamResponse> {
+  async embeddings(
+    req: EmbeddingsRequest,
+    ctx: DispatchContext,
+    opts: { floatsUpstream?: boolean } = {},
+  ): Promise<UpstreamResponse> {
     const body = { ...req, model: ctx.upstreamModel, ...(opts.floatsUpstream ? { encoding_format: 'float' } : {}) };
     const answer = await this.post('/embeddings', body, ctx);
     if (answer.kind !== 'json')
-      throw upstreamError('The upstream answered embeddings with a stream.', 502, { detail: `${this.target.forLog}: embeddings answered as SSE` });
+      throw upstreamError('The upstream answered embeddings with a stream.', 502, {
+        detail: `${this.target.forLog}: embeddings answered as SSE`,
+      });
     return { ...answer, body: normalizeEmbeddings(answer.body, req) };
   }
 
   /** GET `{server root}{path}` (default {@link probePath}) for health probes; resolves to the HTTP status, throws on a connection error. */
   async probe(signal: AbortSignal, path = this.probePath): Promise<number> {
-    const res = await this.dispatcher.request({ origin: this.target.origin, path: this.target.rootPath + path, method: 'GET', signal, headers: this.headers });
+    const res = await this.dispatcher.request({
+      origin: this.target.origin,
+      path: this.target.rootPath + path,
+      method: 'GET',
+      signal,
+      headers: this.headers,
+    });
     await res.body.dump();
     return res.statusCode;
   }
@@ -152,7 +171,9 @@ export class OpenAiCompatAdapter implements Adapter {
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       const why = describe(err);
-      throw upstreamError(`The upstream could not be reached (${why}).`, 502, { detail: `${where}: ${messageOf(err)}` });
+      throw upstreamError(`The upstream could not be reached (${why}).`, 502, {
+        detail: `${where}: ${messageOf(err)}`,
+      });
     }
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
@@ -175,17 +196,23 @@ export class OpenAiCompatAdapter implements Adapter {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       if (err instanceof UpstreamError) throw err;
       const why = describe(err);
-      throw upstreamError(`The upstream closed the connection before its answer was complete (${why}).`, 502, { detail: `${where}: ${messageOf(err)}` });
+      throw upstreamError(`The upstream closed the connection before its answer was complete (${why}).`, 502, {
+        detail: `${where}: ${messageOf(err)}`,
+      });
     }
   }
 }
 
 const tooLarge = (limit: number, where: string, what: string) =>
-  upstreamError(`The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`, 502, {
-    detail: `${where}: ${what}, over gateway.max_response_bytes ${limit}`,
-    counts: false,
-    failover: false,
-  });
+  upstreamError(
+    `The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`,
+    502,
+    {
+      detail: `${where}: ${what}, over gateway.max_response_bytes ${limit}`,
+      counts: false,
+      failover: false,
+    },
+  );
 
 /**
  * The whole body, at most `limit` bytes. @throws UpstreamError 502 (not booked) past `limit`, the
@@ -252,18 +279,29 @@ function serializeBody(body: unknown): string {
  * The upstream's SSE body, chunks passed on as they come; a read that fails (reset, socket closed)
  * becomes an UpstreamError 502, or the abort reason when `signal` fired. Stopping early closes the body.
  */
-async function* upstreamStream(body: AsyncIterable<Uint8Array>, signal: AbortSignal, where: string): AsyncGenerator<Uint8Array, void, undefined> {
+async function* upstreamStream(
+  body: AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+  where: string,
+): AsyncGenerator<Uint8Array, void, undefined> {
   try {
     yield* body;
   } catch (err) {
     if (signal.aborted) throw signal.reason ?? err;
     const why = describe(err);
-    throw upstreamError(`The upstream stream failed before it finished (${why}).`, 502, { detail: `${where}: stream failed: ${messageOf(err)}` });
+    throw upstreamError(`The upstream stream failed before it finished (${why}).`, 502, {
+      detail: `${where}: stream failed: ${messageOf(err)}`,
+    });
   }
 }
 
 /** The OpenAI error fields of an upstream's error body, when it is one (`{"error": {...}}` or `{"error": "..."}`). */
-export function parseErrorBody(text: string): { message?: string; type?: string; code?: string; param?: string | null } {
+export function parseErrorBody(text: string): {
+  message?: string;
+  type?: string;
+  code?: string;
+  param?: string | null;
+} {
   try {
     const parsed = JSON.parse(text) as { error?: unknown; message?: unknown };
     const error = parsed?.error;
@@ -297,7 +335,12 @@ export function parseRetryAfter(value: unknown, now = Date.now()): number | unde
 }
 
 /** The error for a non-2xx answer, per the table of {@link OpenAiCompatAdapter}. */
-function upstreamFailure(status: number, headers: Dispatcher.ResponseData['headers'], text: string, where: string): UpstreamError {
+function upstreamFailure(
+  status: number,
+  headers: Dispatcher.ResponseData['headers'],
+  text: string,
+  where: string,
+): UpstreamError {
   const parsed = parseErrorBody(text);
   const detail = `${where} answered ${status}: ${text.slice(0, ERROR_BODY_BYTES)}`;
   if (status === 429) {
@@ -317,24 +360,43 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
     );
   }
   if (status === 401 || status === 403) {
-    return upstreamError(`The provider refused the gateway's credentials (upstream ${status}); an operator must fix its api_key.`, 502, { detail });
+    return upstreamError(
+      `The provider refused the gateway's credentials (upstream ${status}); an operator must fix its api_key.`,
+      502,
+      { detail },
+    );
   }
   if (status === 404 || status === 405) {
-    return upstreamError(`The provider does not serve this endpoint or model (upstream ${status}); an operator must check its base_url and model names.`, 502, {
-      detail,
-      counts: false,
-      failover: true,
-    });
+    return upstreamError(
+      `The provider does not serve this endpoint or model (upstream ${status}); an operator must check its base_url and model names.`,
+      502,
+      {
+        detail,
+        counts: false,
+        failover: true,
+      },
+    );
   }
   if (status >= 400 && status < 500) {
     // A 4xx about the request itself (context length, a bad field): the client's answer, passed on.
     const message = parsed.message ?? (text.trim().slice(0, 500) || `The upstream answered ${status}.`);
-    return new UpstreamError(status, parsed.code ?? 'invalid_request_error', message, parsed.type ?? ERROR_CATALOG.invalid_request_error.type, {
-      detail,
-      param: parsed.param ?? null,
-    });
+    return new UpstreamError(
+      status,
+      parsed.code ?? 'invalid_request_error',
+      message,
+      parsed.type ?? ERROR_CATALOG.invalid_request_error.type,
+      {
+        detail,
+        param: parsed.param ?? null,
+      },
+    );
   }
-  const what = status >= 300 && status < 400 ? `a redirect (${status})` : status >= 500 ? String(status) : `an unexpected status (${status})`;
+  const what =
+    status >= 300 && status < 400
+      ? `a redirect (${status})`
+      : status >= 500
+        ? String(status)
+        : `an unexpected status (${status})`;
   return upstreamError(`The upstream answered ${what}.`, 502, {
     detail: status >= 300 && status < 400 ? `${detail} location=${String(headers.location ?? '')}` : detail,
   });
@@ -343,8 +405,14 @@ function upstreamFailure(status: number, headers: Dispatcher.ResponseData['heade
 /** An error code fit for a client's eyes (`ECONNREFUSED`, `UND_ERR_SOCKET`): never the message, which may name a host. */
 function describe(err: unknown): string {
   // Duck-typed: errors of node's own modules are not `instanceof Error` in every realm (jest's vm).
-  const e = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; cause?: { code?: unknown }; errors?: Array<{ code?: unknown }> };
-  const code = [e.code, e.cause?.code, e.errors?.[0]?.code].find((c) => typeof c === 'string' && /^[A-Z][A-Z0-9_]*$/.test(c));
+  const e = (typeof err === 'object' && err !== null ? err : {}) as {
+    code?: unknown;
+    cause?: { code?: unknown };
+    errors?: Array<{ code?: unknown }>;
+  };
+  const code = [e.code, e.cause?.code, e.errors?.[0]?.code].find(
+    (c) => typeof c === 'string' && /^[A-Z][A-Z0-9_]*$/.test(c),
+  );
   return (code as string | undefined) ?? 'connection error';
 }
 

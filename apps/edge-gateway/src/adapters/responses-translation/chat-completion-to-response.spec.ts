@@ -8,7 +8,8 @@ function clientAnswering(body: unknown): OpenAI {
     apiKey: 'test',
     baseURL: 'http://gateway.test/v1',
     maxRetries: 0,
-    fetch: async () => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } }),
+    fetch: async () =>
+      new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } }),
   });
 }
 
@@ -23,7 +24,10 @@ const completion = (content: string | null, finishReason = 'stop', usage?: Recor
 
 describe('chatCompletionToResponse', () => {
   it('builds a completed Response with one assistant message and mapped usage', () => {
-    const response = chatCompletionToResponse(completion('Hello!', 'stop', { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 }), 'public-name');
+    const response = chatCompletionToResponse(
+      completion('Hello!', 'stop', { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 }),
+      'public-name',
+    );
     expect(response).toMatchObject({
       object: 'response',
       created_at: 1_700_000_000,
@@ -31,7 +35,14 @@ describe('chatCompletionToResponse', () => {
       model: 'public-name',
       error: null,
       incomplete_details: null,
-      output: [{ type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello!', annotations: [] }] }],
+      output: [
+        {
+          type: 'message',
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: 'Hello!', annotations: [] }],
+        },
+      ],
       usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 },
     });
     expect(response.id).toMatch(/^resp_[0-9a-f]{48}$/);
@@ -63,7 +74,9 @@ describe('chatCompletionToResponse', () => {
     ['not an object', 'hello'],
   ])('rejects %s with a 502', (_name, body) => {
     expect(() => chatCompletionToResponse(body, 'm')).toThrow(UpstreamError);
-    expect(() => chatCompletionToResponse(body, 'm')).toThrow(expect.objectContaining({ status: 502, code: 'upstream_error' }));
+    expect(() => chatCompletionToResponse(body, 'm')).toThrow(
+      expect.objectContaining({ status: 502, code: 'upstream_error' }),
+    );
   });
 
   it('gives the openai client a working response.output_text', async () => {

@@ -1,6 +1,14 @@
 import { upstreamError } from '../../errors';
 import { inBandError } from './chat-stream-to-responses-stream';
-import { buildMessageItem, buildResponseObject, isRecord, newId, statusFromFinishReason, usageFromChat, type ResponseObject } from './response-object';
+import {
+  buildMessageItem,
+  buildResponseObject,
+  isRecord,
+  newId,
+  statusFromFinishReason,
+  usageFromChat,
+  type ResponseObject,
+} from './response-object';
 
 /**
  * Translates a non-streamed chat completion (`object: "chat.completion"`, already parsed from
@@ -20,7 +28,11 @@ export function chatCompletionToResponse(chatJson: unknown, model: string): Resp
   const choice = isRecord(chatJson) && Array.isArray(chatJson.choices) ? chatJson.choices[0] : undefined;
   if (!isRecord(choice) || !isRecord(choice.message)) {
     const detail = `not a chat completion: ${JSON.stringify(chatJson)?.slice(0, 300)}`;
-    throw upstreamError('The upstream answered with something other than a chat completion (no choices[0].message).', 502, { detail });
+    throw upstreamError(
+      'The upstream answered with something other than a chat completion (no choices[0].message).',
+      502,
+      { detail },
+    );
   }
   const content = choice.message.content;
   if (content != null && typeof content !== 'string') {
@@ -29,7 +41,8 @@ export function chatCompletionToResponse(chatJson: unknown, model: string): Resp
     });
   }
   const { status, incompleteReason } = statusFromFinishReason(choice.finish_reason);
-  const created = isRecord(chatJson) && typeof chatJson.created === 'number' ? chatJson.created : Math.floor(Date.now() / 1000);
+  const created =
+    isRecord(chatJson) && typeof chatJson.created === 'number' ? chatJson.created : Math.floor(Date.now() / 1000);
   return buildResponseObject({
     id: newId('resp_'),
     createdAt: created,

@@ -32,7 +32,8 @@ function parseFrame(frame: string): Frame {
 async function translate(pieces: Array<string | Uint8Array | Error>): Promise<{ frames: Frame[]; error?: unknown }> {
   const frames: Frame[] = [];
   try {
-    for await (const frame of chatStreamToResponsesStream(upstream(pieces), 'public-name')) frames.push(parseFrame(frame));
+    for await (const frame of chatStreamToResponsesStream(upstream(pieces), 'public-name'))
+      frames.push(parseFrame(frame));
   } catch (error) {
     return { frames, error };
   }
@@ -59,14 +60,24 @@ describe('chatStreamToResponsesStream', () => {
       expect(f.data.type).toBe(f.event);
       expect(f.data.sequence_number).toBe(i);
     });
-    expect(frames.filter((f) => f.event === 'response.output_text.delta').map((f) => f.data.delta)).toEqual(['Hel', 'lo']);
+    expect(frames.filter((f) => f.event === 'response.output_text.delta').map((f) => f.data.delta)).toEqual([
+      'Hel',
+      'lo',
+    ]);
     expect(frames[6].data).toMatchObject({ text: 'Hello', output_index: 0, content_index: 0 });
     const completed = frames[9].data.response as Record<string, unknown>;
     expect(completed).toMatchObject({
       object: 'response',
       status: 'completed',
       model: 'public-name',
-      output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [] }] }],
+      output: [
+        {
+          type: 'message',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: 'Hello', annotations: [] }],
+        },
+      ],
       usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 },
     });
     expect(completed.id).toBe((frames[0].data.response as { id: string }).id);
@@ -78,7 +89,10 @@ describe('chatStreamToResponsesStream', () => {
     const pieces = Array.from({ length: bytes.length }, (_, i) => bytes.subarray(i, i + 1));
     const { frames, error } = await translate(pieces);
     expect(error).toBeUndefined();
-    expect(frames.filter((f) => f.event === 'response.output_text.delta').map((f) => f.data.delta)).toEqual(['héllo ✓', '!']);
+    expect(frames.filter((f) => f.event === 'response.output_text.delta').map((f) => f.data.delta)).toEqual([
+      'héllo ✓',
+      '!',
+    ]);
   });
 
   it('emits each delta as soon as its chunk arrives, without coalescing', async () => {
@@ -105,7 +119,10 @@ describe('chatStreamToResponsesStream', () => {
     const { frames } = await translate([chunk('x'), stop('length'), DONE]);
     const last = frames.at(-1) as Frame;
     expect(last.event).toBe('response.incomplete');
-    expect(last.data.response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+    expect(last.data.response).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+    });
   });
 
   it('completes an empty answer', async () => {
@@ -116,7 +133,11 @@ describe('chatStreamToResponsesStream', () => {
   });
 
   const failures: Array<[string, Array<string | Error>, number]> = [
-    ['an in-band {"error"} payload mid-stream', [chunk('a'), `data: ${JSON.stringify({ error: { message: 'model crashed' } })}\n\n`, DONE], 5],
+    [
+      'an in-band {"error"} payload mid-stream',
+      [chunk('a'), `data: ${JSON.stringify({ error: { message: 'model crashed' } })}\n\n`, DONE],
+      5,
+    ],
     ['an error event', [chunk('a'), `event: error\ndata: ${JSON.stringify({ message: 'boom' })}\n\n`], 5],
     ['an upstream iterator that throws', [chunk('a'), new Error('socket reset')], 5],
     ['a stream that ends without [DONE]', [chunk('a'), stop()], 5],
@@ -131,8 +152,16 @@ describe('chatStreamToResponsesStream', () => {
   });
 
   it('keeps the upstream error message for the log (detail), not for the client', async () => {
-    const { error } = await translate([chunk('a'), `data: ${JSON.stringify({ error: { message: 'model crashed' } })}\n\n`]);
-    expect(error).toMatchObject({ status: 502, code: 'upstream_error', detail: expect.stringContaining('model crashed'), countsAgainstProvider: true });
+    const { error } = await translate([
+      chunk('a'),
+      `data: ${JSON.stringify({ error: { message: 'model crashed' } })}\n\n`,
+    ]);
+    expect(error).toMatchObject({
+      status: 502,
+      code: 'upstream_error',
+      detail: expect.stringContaining('model crashed'),
+      countsAgainstProvider: true,
+    });
     expect((error as Error).message).not.toContain('model crashed');
   });
 
@@ -140,7 +169,10 @@ describe('chatStreamToResponsesStream', () => {
     const { frames, error } = await translate([chunk('Hel'), chunk('lo'), stop(), 'data: [DONE]']);
     expect(error).toBeUndefined();
     expect(frames.at(-1)?.event).toBe('response.completed');
-    expect((frames.at(-1)?.data.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text).toBe('Hello');
+    expect(
+      (frames.at(-1)?.data.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0]
+        .text,
+    ).toBe('Hello');
   });
 
   it.each([
@@ -152,15 +184,26 @@ describe('chatStreamToResponsesStream', () => {
     ],
     [
       'a vLLM error with a numeric code',
-      { error: { object: 'error', message: 'context length exceeded', type: 'BadRequestError', param: null, code: 400 } },
+      {
+        error: { object: 'error', message: 'context length exceeded', type: 'BadRequestError', param: null, code: 400 },
+      },
       400,
       'invalid_request_error',
     ],
-  ])("passes %s as its first event on as the client's 4xx, not counted against the provider", async (_name, payload, status, code) => {
-    const { frames, error } = await translate([`data: ${JSON.stringify(payload)}\n\n`]);
-    expect(frames).toHaveLength(0);
-    expect(error).toMatchObject({ status, code, message: 'context length exceeded', countsAgainstProvider: false, failsOver: false });
-  });
+  ])(
+    "passes %s as its first event on as the client's 4xx, not counted against the provider",
+    async (_name, payload, status, code) => {
+      const { frames, error } = await translate([`data: ${JSON.stringify(payload)}\n\n`]);
+      expect(frames).toHaveLength(0);
+      expect(error).toMatchObject({
+        status,
+        code,
+        message: 'context length exceeded',
+        countsAgainstProvider: false,
+        failsOver: false,
+      });
+    },
+  );
 
   it('stops reading the upstream when its consumer stops', async () => {
     let finished = false;
@@ -179,13 +222,17 @@ describe('chatStreamToResponsesStream', () => {
 
   it('is read by the openai client stream helper into the whole text', async () => {
     const frames: string[] = [];
-    for await (const frame of chatStreamToResponsesStream(upstream([roleChunk, chunk('Hello, '), chunk('world'), stop(), DONE]), 'public-name'))
+    for await (const frame of chatStreamToResponsesStream(
+      upstream([roleChunk, chunk('Hello, '), chunk('world'), stop(), DONE]),
+      'public-name',
+    ))
       frames.push(frame);
     const client = new OpenAI({
       apiKey: 'test',
       baseURL: 'http://gateway.test/v1',
       maxRetries: 0,
-      fetch: async () => new Response(frames.join(''), { status: 200, headers: { 'content-type': 'text/event-stream' } }),
+      fetch: async () =>
+        new Response(frames.join(''), { status: 200, headers: { 'content-type': 'text/event-stream' } }),
     });
     const deltas: string[] = [];
     const stream = client.responses.stream({ model: 'public-name', input: 'hi' });

@@ -1,6 +1,14 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { UpstreamError, upstreamError } from '../../errors';
-import { buildMessageItem, buildResponseObject, isRecord, newId, statusFromFinishReason, usageFromChat, type ResponseUsage } from './response-object';
+import {
+  buildMessageItem,
+  buildResponseObject,
+  isRecord,
+  newId,
+  statusFromFinishReason,
+  usageFromChat,
+  type ResponseUsage,
+} from './response-object';
 
 /**
  * Translates a streamed chat completion (SSE `data: {chat.completion.chunk}` frames ending with
@@ -25,7 +33,10 @@ import { buildMessageItem, buildResponseObject, isRecord, newId, statusFromFinis
  *   an error thrown by `chatSse` itself is rethrown as it is. No completion frame follows a failure
  *   (docs/architecture.md, "HTTP surface": a failed stream never ends cleanly).
  */
-export async function* chatStreamToResponsesStream(chatSse: AsyncIterable<Uint8Array | string>, model: string): AsyncGenerator<string, void, undefined> {
+export async function* chatStreamToResponsesStream(
+  chatSse: AsyncIterable<Uint8Array | string>,
+  model: string,
+): AsyncGenerator<string, void, undefined> {
   const responseId = newId('resp_');
   const itemId = newId('msg_');
   const createdAt = Math.floor(Date.now() / 1000);
@@ -37,11 +48,24 @@ export async function* chatStreamToResponsesStream(chatSse: AsyncIterable<Uint8A
   let started = false;
   function* preamble(): Generator<string> {
     started = true;
-    const inProgress = buildResponseObject({ id: responseId, createdAt, model, status: 'in_progress', output: [], usage: null });
+    const inProgress = buildResponseObject({
+      id: responseId,
+      createdAt,
+      model,
+      status: 'in_progress',
+      output: [],
+      usage: null,
+    });
     yield frame('response.created', { response: inProgress });
     yield frame('response.in_progress', { response: inProgress });
-    yield frame('response.output_item.added', { output_index: 0, item: { ...buildMessageItem(itemId, '', 'in_progress'), content: [] } });
-    yield frame('response.content_part.added', { ...textPosition, part: { type: 'output_text', text: '', annotations: [] } });
+    yield frame('response.output_item.added', {
+      output_index: 0,
+      item: { ...buildMessageItem(itemId, '', 'in_progress'), content: [] },
+    });
+    yield frame('response.content_part.added', {
+      ...textPosition,
+      part: { type: 'output_text', text: '', annotations: [] },
+    });
   }
 
   const pending: EventSourceMessage[] = [];
@@ -98,7 +122,15 @@ export async function* chatStreamToResponsesStream(chatSse: AsyncIterable<Uint8A
   yield frame('response.output_text.done', { ...textPosition, text, logprobs: [] });
   yield frame('response.content_part.done', { ...textPosition, part });
   yield frame('response.output_item.done', { output_index: 0, item });
-  const response = buildResponseObject({ id: responseId, createdAt, model, status, incompleteReason, output: [item], usage });
+  const response = buildResponseObject({
+    id: responseId,
+    createdAt,
+    model,
+    status,
+    incompleteReason,
+    output: [item],
+    usage,
+  });
   yield frame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
 }
 
@@ -111,7 +143,9 @@ function parseEventData(event: EventSourceMessage): Record<string, unknown> {
   try {
     data = JSON.parse(event.data);
   } catch {
-    throw upstreamError('The upstream stream sent data that is not JSON.', 502, { detail: `stream data is not JSON: ${event.data.slice(0, 200)}` });
+    throw upstreamError('The upstream stream sent data that is not JSON.', 502, {
+      detail: `stream data is not JSON: ${event.data.slice(0, 200)}`,
+    });
   }
   if (event.event === 'error' || !isRecord(data) || data.error != null) throw inBandError(data);
   return data;
@@ -126,13 +160,23 @@ function parseEventData(event: EventSourceMessage): Record<string, unknown> {
 export function inBandError(data: unknown): UpstreamError {
   const message = errorMessage(data);
   const error = isRecord(data) && isRecord(data.error) ? data.error : isRecord(data) ? data : {};
-  const status = [error.status, error.code, isRecord(data) ? data.status : undefined].map(Number).find((n) => Number.isInteger(n) && n >= 400 && n < 600);
+  const status = [error.status, error.code, isRecord(data) ? data.status : undefined]
+    .map(Number)
+    .find((n) => Number.isInteger(n) && n >= 400 && n < 600);
   const type = typeof error.type === 'string' ? error.type : undefined;
-  const clientStatus = status !== undefined && status < 500 && status !== 429 ? status : type === 'invalid_request_error' ? 400 : undefined;
+  const clientStatus =
+    status !== undefined && status < 500 && status !== 429
+      ? status
+      : type === 'invalid_request_error'
+        ? 400
+        : undefined;
   if (clientStatus !== undefined) {
     const code = typeof error.code === 'string' ? error.code : 'invalid_request_error';
     const param = typeof error.param === 'string' ? error.param : null;
-    return new UpstreamError(clientStatus, code, message, type ?? 'invalid_request_error', { detail: `in-band error: ${message}`, param });
+    return new UpstreamError(clientStatus, code, message, type ?? 'invalid_request_error', {
+      detail: `in-band error: ${message}`,
+      param,
+    });
   }
   return upstreamError('The upstream reported an error in its answer.', 502, { detail: `in-band error: ${message}` });
 }

@@ -105,7 +105,9 @@ export function usageFromChat(usage: unknown): ResponseUsage | null {
   if (typeof input !== 'number' || typeof output !== 'number') return null;
   const total = typeof usage.total_tokens === 'number' ? usage.total_tokens : input + output;
   const cached =
-    isRecord(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number' ? usage.prompt_tokens_details.cached_tokens : 0;
+    isRecord(usage.prompt_tokens_details) && typeof usage.prompt_tokens_details.cached_tokens === 'number'
+      ? usage.prompt_tokens_details.cached_tokens
+      : 0;
   const reasoning =
     isRecord(usage.completion_tokens_details) && typeof usage.completion_tokens_details.reasoning_tokens === 'number'
       ? usage.completion_tokens_details.reasoning_tokens

@@ -4,7 +4,11 @@ import { responsesToChat } from './responses-to-chat';
 
 describe('responsesToChat', () => {
   const cases: Array<[string, ResponsesRequest, ChatRequest]> = [
-    ['turns a string input into one user message', { model: 'm', input: 'hi' }, { model: 'm', messages: [{ role: 'user', content: 'hi' }] }],
+    [
+      'turns a string input into one user message',
+      { model: 'm', input: 'hi' },
+      { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+    ],
     [
       'puts instructions first as a system message',
       { model: 'm', input: 'hi', instructions: 'Be brief.' },
@@ -46,17 +50,32 @@ describe('responsesToChat', () => {
     [
       'maps max_output_tokens to max_tokens and passes temperature, top_p and user',
       { model: 'm', input: 'x', max_output_tokens: 42, temperature: 0.2, top_p: 0.9, user: 'u1', store: true },
-      { model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 42, temperature: 0.2, top_p: 0.9, user: 'u1' },
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        max_tokens: 42,
+        temperature: 0.2,
+        top_p: 0.9,
+        user: 'u1',
+      },
     ],
     [
       'keeps stream and asks for usage in the stream',
       { model: 'm', input: 'x', stream: true },
       { model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } },
     ],
-    ['keeps stream: false', { model: 'm', input: 'x', stream: false }, { model: 'm', messages: [{ role: 'user', content: 'x' }], stream: false }],
+    [
+      'keeps stream: false',
+      { model: 'm', input: 'x', stream: false },
+      { model: 'm', messages: [{ role: 'user', content: 'x' }], stream: false },
+    ],
     [
       'maps a json_schema text format to response_format',
-      { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object' }, strict: true } } },
+      {
+        model: 'm',
+        input: 'x',
+        text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object' }, strict: true } },
+      },
       {
         model: 'm',
         messages: [{ role: 'user', content: 'x' }],
@@ -68,7 +87,11 @@ describe('responsesToChat', () => {
       { model: 'm', input: 'x', text: { format: { type: 'json_object' } } },
       { model: 'm', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } },
     ],
-    ['accepts an empty tools list', { model: 'm', input: 'x', tools: [] }, { model: 'm', messages: [{ role: 'user', content: 'x' }] }],
+    [
+      'accepts an empty tools list',
+      { model: 'm', input: 'x', tools: [] },
+      { model: 'm', messages: [{ role: 'user', content: 'x' }] },
+    ],
   ];
   it.each(cases)('%s', (_name, req, expected) => {
     expect(responsesToChat(req)).toEqual(expected);
@@ -78,11 +101,23 @@ describe('responsesToChat', () => {
     ['rejects a missing input', { model: 'm' }, 'input'],
     ['rejects an empty input', { model: 'm', input: '' }, 'input'],
     ['rejects an input that is neither string nor list', { model: 'm', input: 3 as unknown as string }, 'input'],
-    ['rejects function call items', { model: 'm', input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, 'input[0].type'],
+    [
+      'rejects function call items',
+      { model: 'm', input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] },
+      'input[0].type',
+    ],
     ['rejects an unknown role', { model: 'm', input: [{ role: 'wizard', content: 'x' }] }, 'input[0].role'],
-    ['rejects image parts', { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0]'],
+    [
+      'rejects image parts',
+      { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
+      'input[0].content[0]',
+    ],
     ['rejects tools', { model: 'm', input: 'x', tools: [{ type: 'function', name: 'f' }] }, 'tools'],
-    ['rejects previous_response_id', { model: 'm', input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
+    [
+      'rejects previous_response_id',
+      { model: 'm', input: 'x', previous_response_id: 'resp_1' },
+      'previous_response_id',
+    ],
   ];
   it.each(rejected)('%s with a 400 naming the param', (_name, req, param) => {
     let caught: unknown;

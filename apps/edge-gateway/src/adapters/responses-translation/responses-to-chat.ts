@@ -3,7 +3,12 @@ import type { ChatMessage, ChatRequest, ResponsesRequest } from '../adapter';
 import { isRecord } from './response-object';
 
 /** Input roles a Responses message item may carry; `developer` becomes `system` for chat-only servers. */
-const INPUT_ROLES: Record<string, string> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
+const INPUT_ROLES: Record<string, string> = {
+  user: 'user',
+  assistant: 'assistant',
+  system: 'system',
+  developer: 'system',
+};
 const TEXT_PART_TYPES = new Set(['input_text', 'output_text']);
 
 /** The request fields of the Responses API reference; any other field is an extension, passed on to chat. */
@@ -65,7 +70,10 @@ export function responsesToChat(req: ResponsesRequest): ChatRequest {
     );
   }
   if (Array.isArray(req.tools) && req.tools.length > 0) {
-    throw invalidRequest('tools are not supported for this model: its upstream is reached through chat completions without tool calling.', 'tools');
+    throw invalidRequest(
+      'tools are not supported for this model: its upstream is reached through chat completions without tool calling.',
+      'tools',
+    );
   }
   const messages: ChatMessage[] = [];
   if (typeof req.instructions === 'string' && req.instructions !== '') {
@@ -122,11 +130,19 @@ function contentToText(content: unknown, param: string): string {
   if (!Array.isArray(content)) throw invalidRequest(`${param} must be a string or a list of input_text parts.`, param);
   return content
     .map((part, j) => {
-      if (isRecord(part) && typeof part.type === 'string' && TEXT_PART_TYPES.has(part.type) && typeof part.text === 'string') {
+      if (
+        isRecord(part) &&
+        typeof part.type === 'string' &&
+        TEXT_PART_TYPES.has(part.type) &&
+        typeof part.text === 'string'
+      ) {
         return part.text;
       }
       const type = isRecord(part) ? String(part.type) : typeof part;
-      throw invalidRequest(`${param}[${j}] has type "${type}"; this model takes text only (input_text or output_text parts).`, `${param}[${j}]`);
+      throw invalidRequest(
+        `${param}[${j}] has type "${type}"; this model takes text only (input_text or output_text parts).`,
+        `${param}[${j}]`,
+      );
     })
     .join('\n');
 }

@@ -15,7 +15,10 @@ describe('responsesViaChat', () => {
     let sent: ChatRequest | undefined;
     const answer = await responsesViaChat({ model: 'pub', input: 'hi', instructions: 'sys' }, ctx, async (req) => {
       sent = req;
-      const completion = { object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'yo' }, finish_reason: 'stop' }] };
+      const completion = {
+        object: 'chat.completion',
+        choices: [{ message: { role: 'assistant', content: 'yo' }, finish_reason: 'stop' }],
+      };
       return { kind: 'json', status: 200, body: new TextEncoder().encode(JSON.stringify(completion)) };
     });
     expect(sent?.messages).toEqual([
@@ -45,11 +48,15 @@ describe('responsesViaChat', () => {
 
   it('passes an error of the chat call on unchanged', async () => {
     const failure = upstreamError('down');
-    await expect(responsesViaChat({ model: 'pub', input: 'hi' }, ctx, async () => Promise.reject(failure))).rejects.toBe(failure);
+    await expect(
+      responsesViaChat({ model: 'pub', input: 'hi' }, ctx, async () => Promise.reject(failure)),
+    ).rejects.toBe(failure);
   });
 
   it('answers 502 when the chat answer is not JSON', async () => {
-    await expect(responsesViaChat({ model: 'pub', input: 'hi' }, ctx, async () => ({ kind: 'json', status: 200, body: '<html>' }))).rejects.toMatchObject({
+    await expect(
+      responsesViaChat({ model: 'pub', input: 'hi' }, ctx, async () => ({ kind: 'json', status: 200, body: '<html>' })),
+    ).rejects.toMatchObject({
       status: 502,
     });
   });

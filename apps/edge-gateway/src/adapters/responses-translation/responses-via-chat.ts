@@ -15,7 +15,11 @@ export type ChatCall = (req: ChatRequest, ctx: DispatchContext) => Promise<Upstr
  * @throws ApiError 400 from the request translation; whatever `chat` throws, unchanged;
  *   UpstreamError 502 when the chat answer is not JSON or not a chat completion.
  */
-export async function responsesViaChat(req: ResponsesRequest, ctx: DispatchContext, chat: ChatCall): Promise<UpstreamResponse> {
+export async function responsesViaChat(
+  req: ResponsesRequest,
+  ctx: DispatchContext,
+  chat: ChatCall,
+): Promise<UpstreamResponse> {
   const upstream = await chat(responsesToChat(req), ctx);
   if (upstream.kind === 'sse') {
     return { kind: 'sse', status: upstream.status, body: chatStreamToResponsesStream(upstream.body, req.model) };
@@ -24,7 +28,9 @@ export async function responsesViaChat(req: ResponsesRequest, ctx: DispatchConte
   try {
     parsed = JSON.parse(typeof upstream.body === 'string' ? upstream.body : new TextDecoder().decode(upstream.body));
   } catch {
-    throw upstreamError('The upstream answered a chat completion that is not JSON.', 502, { detail: 'chat completion is not JSON' });
+    throw upstreamError('The upstream answered a chat completion that is not JSON.', 502, {
+      detail: 'chat completion is not JSON',
+    });
   }
   return { kind: 'json', status: upstream.status, body: JSON.stringify(chatCompletionToResponse(parsed, req.model)) };
 }
