@@ -83,7 +83,8 @@ export class LuaScript<S extends string> {
   /** Use `defineScript`. */
   constructor(
     readonly name: string,
-    sources: LuaSources,
+    /** Every `.lua` file of the script's folder (the script's own and its includes). */
+    readonly sources: LuaSources,
     readonly numberOfKeys: number,
     readonly statuses: readonly S[],
   ) {

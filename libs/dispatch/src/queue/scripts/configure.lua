@@ -3,12 +3,12 @@
   had no limits (a new deployment, or Redis lost its state) and barrierMs > 0, raises the barrier
   before anything is granted (docs/architecture.md, "Redis restarts").
 
-  KEYS[1]  seq            `<base>:seq`: not read, it routes the call to the tag's slot
-  ARGV[1]  base           key prefix of the tag, `<prefix>:{<shardTag>}`
-  ARGV[2]  ttlMs          lease lifetime of a grant made here, ms
-  ARGV[3]  channelPrefix  grant channels, `<prefix>:grant:`
-  ARGV[4]  barrierMs      lifetime of a barrier raised here, ms (0: none)
-  ARGV[5..]  limits       qname, max_concurrency, max_queued triples
+  KEYS[1]    seq            `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]    base           key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]    ttlMs          lease lifetime of a grant made here, ms
+  ARGV[3]    channelPrefix  grant channels, `<prefix>:grant:`
+  ARGV[4]    barrierMs      lifetime of a barrier raised here, ms (0: none)
+  ARGV[5..]  limits         qname, max_concurrency, max_queued triples
 
   Reply: {'configured'} every provider had limits | {'unconfigured'} some had none
 ]]

@@ -2,11 +2,11 @@
   The state of waiting jobs of one origin, after filling free slots of their providers: recovers a
   grant message that was lost, and makes grants that a barrier held back.
 
-  KEYS[1]  seq            `<base>:seq`: not read, it routes the call to the tag's slot
-  ARGV[1]  base           key prefix of the tag, `<prefix>:{<shardTag>}`
-  ARGV[2]  ttlMs          lease lifetime of a grant made here, ms
-  ARGV[3]  channelPrefix  grant channels, `<prefix>:grant:`
-  ARGV[4..]  waiters      qname, jobId pairs
+  KEYS[1]    seq            `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]    base           key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]    ttlMs          lease lifetime of a grant made here, ms
+  ARGV[3]    channelPrefix  grant channels, `<prefix>:grant:`
+  ARGV[4..]  waiters        qname, jobId pairs
 
   Reply: {'polled', state...}, one state per pair: 'g:<qname>' granted, 'w' waiting, 'x' gone
   (lost with Redis state)

@@ -3,11 +3,11 @@
   Redis no longer has is registered again while the barrier stands (Redis lost its state,
   docs/architecture.md, "Redis restarts"), else reported lost.
 
-  KEYS[1]  seq      `<base>:seq`: not read, it routes the call to the tag's slot
-  ARGV[1]  base     key prefix of the tag, `<prefix>:{<shardTag>}`
-  ARGV[2]  ttlMs    lease lifetime from now, ms
-  ARGV[3]  confirm  '1': also accept fresh grants (drop their `granted` entries); '0': renew only
-  ARGV[4..]  leases  qname, jobId pairs
+  KEYS[1]    seq      `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]    ttlMs    lease lifetime from now, ms
+  ARGV[3]    confirm  '1': also accept fresh grants (drop their `granted` entries); '0': renew only
+  ARGV[4..]  leases   qname, jobId pairs
 
   Reply: {'renewed', lostJobId...}
 ]]
