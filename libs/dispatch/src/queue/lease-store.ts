@@ -22,8 +22,8 @@ export type WaiterState = { kind: 'granted'; providerId: string } | { kind: 'wai
 
 /**
  * Every Redis command of the Redis `ProviderQueue` backend goes through this class (docs/architecture.md,
- * "Lease protocol"): the scripts of `scripts/` (`LEASE_SCRIPTS`), the one count reader, replica liveness and the
- * connection list. It holds no state of its own beyond the connection and the key layout.
+ * "Lease protocol"): the Lua scripts of `scripts/` (`LEASE_SCRIPTS`), the one count reader, replica
+ * liveness and the connection list. It holds no state of its own beyond the connection and the key layout.
  * Every method rejects with the Redis error (connection lost, command timeout) and never retries.
  */
 export class LeaseStore {
