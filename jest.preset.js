@@ -1,5 +1,6 @@
 // Shared jest settings: TypeScript through @swc/jest (no type-check at test time; `typecheck` does that),
-// workspace libraries mapped to their sources so tests never need a build of a lib.
+// `.lua` files as their text (as esbuild's `text` loader in the bundles), workspace libraries mapped to
+// their sources so tests never need a build of a lib.
 const path = require('node:path');
 
 const root = __dirname;
@@ -10,8 +11,9 @@ module.exports = {
       '@swc/jest',
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
     ],
+    '^.+\\.lua$': path.join(root, 'tools/jest/lua-transform.js'),
   },
-  moduleFileExtensions: ['ts', 'js', 'json'],
+  moduleFileExtensions: ['ts', 'js', 'json', 'lua'],
   moduleNameMapper: {
     '^@iop/validate$': path.join(root, 'libs/validate/src/index.ts'),
     '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),

@@ -12,4 +12,5 @@ export * from './queue/bullmq-options';
 export * from './queue/redis-connection';
 export * from './queue/bullmq-queue';
 export { readLeaseCounts, type StoredProvider } from './queue/lease-store';
+export { scriptCallCounts } from './lua/script-loader';
 export * from './affinity/response-affinity';

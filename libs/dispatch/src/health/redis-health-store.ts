@@ -9,22 +9,7 @@ import {
   type HealthTransitionListener,
   type ProviderHealth,
 } from './provider-health';
-
-/**
- * Compare-and-set of one health record: the hash `{v, rec, state}` (`rec` the JSON of a
- * `ProviderHealth`, `v` its version) is replaced only if its version is still `ARGV[1]`, so every
- * replica applies the one rule (`nextHealth`) to the record as it is and none overwrites another's
- * update. On a conflict the current version and record come back and the caller recomputes.
- * KEYS[1] record; ARGV expected version, new record JSON, its state, TTL ms.
- * Returns {1, new version} or {0, version, record JSON}.
- */
-const CAS_SCRIPT = `
-local v = redis.call('HGET', KEYS[1], 'v') or '0'
-if v ~= ARGV[1] then return {0, v, redis.call('HGET', KEYS[1], 'rec') or ''} end
-local nv = tostring(tonumber(v) + 1)
-redis.call('HSET', KEYS[1], 'v', nv, 'rec', ARGV[2], 'state', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {1, nv}`;
+import { HEALTH_SCRIPTS } from './scripts/health-scripts';
 
 /** Attempts of one update against concurrent writers before it is given up (and reported). */
 const MAX_CAS_ATTEMPTS = 32;
@@ -32,7 +17,7 @@ const MAX_CAS_ATTEMPTS = 32;
 /**
  * Provider health shared by every replica through Redis (README "Provider health": replicas agree;
  * health expires when no replica refreshes it). Keys: `LeaseKeys.healthKey` (hash, PX), all on one
- * cluster slot. Updates are compare-and-set (`CAS_SCRIPT`) of the record `nextHealth` computes, so the
+ * cluster slot. Updates are compare-and-set (`scripts/compare-and-set.lua`) of the record `nextHealth` computes, so the
  * transition rule lives in one place, and the replica whose write made a transition is the one that
  * reports it (one log line per transition for the whole fleet). A request that succeeds on a provider
  * whose cached record has nothing to reset writes nothing (no Redis command on the hot path).
@@ -117,24 +102,21 @@ export class RedisHealthStore extends CachedHealthStore {
         if (!changed && (event.kind === 'request' || event.kind === 'trial')) return { wrote: false };
         const ttl =
           this.ttlMs() + Math.max(0, ...[next.retryAt, next.trialUntil, next.backoffUntil].map((t) => (t ?? 0) - now));
-        const result = (await this.redis.eval(
-          CAS_SCRIPT,
-          1,
-          key,
-          version,
-          JSON.stringify(next),
-          next.state,
-          Math.ceil(ttl),
-        )) as [number, string, string?];
-        if (Number(result[0]) === 1) {
-          this.versions.set(providerId, String(result[1]));
+        const { status, values } = await HEALTH_SCRIPTS.compareAndSet.run(
+          this.redis,
+          [key],
+          [version, JSON.stringify(next), next.state, Math.ceil(ttl)],
+        );
+        const [currentVersion, currentJson] = values;
+        if (status === 'written') {
+          this.versions.set(providerId, currentVersion);
           this.cache.set(providerId, next);
           if (transition) this.onTransition(providerId, transition);
           return { wrote: changed };
         }
         // Another replica wrote first: take its record and decide again.
-        const current = parseRecord(result[2] ?? null);
-        this.versions.set(providerId, String(result[1]));
+        const current = parseRecord(currentJson ?? null);
+        this.versions.set(providerId, currentVersion);
         this.cache.set(providerId, current ?? undefined);
         if (!current) this.versions.delete(providerId);
       }

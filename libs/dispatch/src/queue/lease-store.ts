@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
-import { ADMIT, CONFIGURE, LEAVE, POLL, RELEASE, RENEW, SWEEP } from './lease-scripts';
+import type { LuaScript, ScriptReply } from '../lua/script-loader';
 import { LeaseKeys } from './lease-keys';
 import type { ProviderCounts, QueueProvider } from './provider-queue';
 import { masterNodes, type RedisClient } from './redis-connection';
+import { LEASE_SCRIPTS } from './scripts/lease-scripts';
 
 /** A provider as the lease store addresses it: its id and the shard tag its keys live under. */
 export interface StoredProvider {
@@ -20,30 +20,10 @@ export type AdmitResult =
 /** What a waiter's job became: granted (on which provider), still waiting, or gone with Redis state. */
 export type WaiterState = { kind: 'granted'; providerId: string } | { kind: 'waiting' } | { kind: 'gone' };
 
-class Script {
-  readonly sha: string;
-  constructor(
-    readonly name: string,
-    readonly lua: string,
-  ) {
-    this.sha = createHash('sha1').update(lua).digest('hex');
-  }
-}
-
-const SCRIPTS = {
-  admit: new Script('admit', ADMIT),
-  release: new Script('release', RELEASE),
-  leave: new Script('leave', LEAVE),
-  renew: new Script('renew', RENEW),
-  poll: new Script('poll', POLL),
-  sweep: new Script('sweep', SWEEP),
-  configure: new Script('configure', CONFIGURE),
-};
-
 /**
  * Every Redis command of the Redis `ProviderQueue` backend goes through this class (docs/architecture.md,
- * "Lease protocol"): the scripts of `lease-scripts.ts`, the one count reader, replica liveness and the
- * connection list. It holds no state of its own beyond the connection and the key layout.
+ * "Lease protocol"): the Lua scripts of `scripts/` (`LEASE_SCRIPTS`), the one count reader, replica
+ * liveness and the connection list. It holds no state of its own beyond the connection and the key layout.
  * Every method rejects with the Redis error (connection lost, command timeout) and never retries.
  */
 export class LeaseStore {
@@ -61,43 +41,39 @@ export class LeaseStore {
     this.keys = new LeaseKeys(prefix);
   }
 
-  /** One admission decision for `candidates` (all of one shard tag); see `ADMIT`. */
+  /** One admission decision for `candidates` (all of one shard tag); see `scripts/admit.lua`. */
   async admit(shardTag: string, candidateIds: readonly string[], jobId: string, data: string): Promise<AdmitResult> {
     const names = candidateIds.map((id) => this.keys.queueName(id));
-    const reply = (await this.run(SCRIPTS.admit, shardTag, [
+    const { status, values } = await this.run(LEASE_SCRIPTS.admit, shardTag, [
       String(this.leaseTtlMs),
       jobId,
       data,
       String(names.length),
       ...names,
-    ])) as string[];
-    const [kind, name] = reply;
-    if (kind === 'full') return { kind };
-    if (kind === 'granted' || kind === 'queued' || kind === 'unconfigured')
-      return { kind, providerId: this.keys.providerOf(name) };
-    throw new Error(`admission script answered ${String(kind)}`);
+    ]);
+    if (status === 'full') return { kind: status };
+    return { kind: status, providerId: this.keys.providerOf(values[0]) };
   }
 
   /** Ends a lease and hands its slot on. Resolves true when the lease still existed. */
   async release(p: StoredProvider, jobId: string): Promise<boolean> {
-    const n = await this.run(SCRIPTS.release, p.shardTag, [
+    const { status } = await this.run(LEASE_SCRIPTS.release, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
     ]);
-    return n === 1;
+    return status === 'released';
   }
 
   /** Takes a waiting job out of its queue; tells when it was granted meanwhile (use or release that lease). */
   async leave(p: StoredProvider, jobId: string): Promise<WaiterState | { kind: 'left' }> {
-    const [kind, name] = (await this.run(SCRIPTS.leave, p.shardTag, [
+    const { status, values } = await this.run(LEASE_SCRIPTS.leave, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
-    ])) as string[];
-    if (kind === 'left') return { kind };
-    if (kind === 'granted') return { kind, providerId: this.keys.providerOf(name) };
-    return { kind: 'gone' };
+    ]);
+    if (status === 'granted') return { kind: status, providerId: this.keys.providerOf(values[0]) };
+    return { kind: status };
   }
 
   /**
@@ -110,22 +86,23 @@ export class LeaseStore {
     confirm: boolean,
   ): Promise<string[]> {
     const args = leases.flatMap((l) => [this.keys.queueName(l.providerId), l.jobId]);
-    return (await this.run(SCRIPTS.renew, shardTag, [
+    const { values } = await this.run(LEASE_SCRIPTS.renew, shardTag, [
       String(this.leaseTtlMs),
       confirm ? '1' : '0',
       ...args,
-    ])) as string[];
+    ]);
+    return [...values];
   }
 
   /** States of waiting jobs of one shard tag, after filling free slots of their providers. */
   async poll(shardTag: string, waiting: readonly { providerId: string; jobId: string }[]): Promise<WaiterState[]> {
     const args = waiting.flatMap((w) => [this.keys.queueName(w.providerId), w.jobId]);
-    const reply = (await this.run(SCRIPTS.poll, shardTag, [
+    const { values } = await this.run(LEASE_SCRIPTS.poll, shardTag, [
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
       ...args,
-    ])) as string[];
-    return reply.map((s) =>
+    ]);
+    return values.map((s) =>
       s.startsWith('g:')
         ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) }
         : s === 'w'
@@ -137,14 +114,14 @@ export class LeaseStore {
   /** Frees the leases and waiting jobs of dead replicas on the given providers of one tag; resolves how many. */
   async sweep(shardTag: string, deadReplicaIds: readonly string[], providerIds: readonly string[]): Promise<number> {
     const names = providerIds.map((id) => this.keys.queueName(id));
-    const args = [
+    const { values } = await this.run(LEASE_SCRIPTS.sweep, shardTag, [
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
       String(deadReplicaIds.length),
       ...deadReplicaIds,
       ...names,
-    ];
-    return Number(await this.run(SCRIPTS.sweep, shardTag, args));
+    ]);
+    return Number(values[0]);
   }
 
   /**
@@ -158,13 +135,13 @@ export class LeaseStore {
       String(p.maxConcurrency),
       String(p.maxQueued),
     ]);
-    const missing = await this.run(SCRIPTS.configure, shardTag, [
+    const { status } = await this.run(LEASE_SCRIPTS.configure, shardTag, [
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
       String(barrierMs),
       ...args,
     ]);
-    return missing === 1;
+    return status === 'unconfigured';
   }
 
   /** Sets the restart barrier of a tag for `ms` unless one stands: no grants until it expires. */
@@ -238,15 +215,14 @@ export class LeaseStore {
       .join(',');
   }
 
-  private async run(script: Script, shardTag: string, args: string[]): Promise<unknown> {
+  /** Runs a lease script on the slot of `shardTag`: KEYS[1] `<base>:seq`, ARGV[1] the tag base, then `args`. */
+  private run<S extends string>(
+    script: LuaScript<S>,
+    shardTag: string,
+    args: readonly string[],
+  ): Promise<ScriptReply<S>> {
     const base = this.keys.tagBase(shardTag);
-    const keys = [`${base}:seq`];
-    try {
-      return await this.client.evalsha(script.sha, keys.length, ...keys, base, ...args);
-    } catch (e) {
-      if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-      return this.client.eval(script.lua, keys.length, ...keys, base, ...args);
-    }
+    return script.run(this.client, [`${base}:seq`], [base, ...args]);
   }
 }
 

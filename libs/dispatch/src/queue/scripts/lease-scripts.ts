@@ -1,0 +1,69 @@
+import { defineScript, type LuaSources } from '../../lua/script-loader';
+import addLease from './includes/add-lease.lua';
+import args from './includes/args.lua';
+import dropLease from './includes/drop-lease.lua';
+import dropWaiter from './includes/drop-waiter.lua';
+import grant from './includes/grant.lua';
+import nowMs from './includes/now-ms.lua';
+import ownerOf from './includes/owner-of.lua';
+import promote from './includes/promote.lua';
+import rcall from './includes/rcall.lua';
+import unwant from './includes/unwant.lua';
+import writeJob from './includes/write-job.lua';
+import admit from './admit.lua';
+import configure from './configure.lua';
+import leave from './leave.lua';
+import poll from './poll.lua';
+import release from './release.lua';
+import renew from './renew.lua';
+import sweep from './sweep.lua';
+
+/** Every `.lua` file of this folder, by path without `.lua`. */
+const SOURCES: LuaSources = {
+  admit,
+  configure,
+  leave,
+  poll,
+  release,
+  renew,
+  sweep,
+  'includes/add-lease': addLease,
+  'includes/args': args,
+  'includes/drop-lease': dropLease,
+  'includes/drop-waiter': dropWaiter,
+  'includes/grant': grant,
+  'includes/now-ms': nowMs,
+  'includes/owner-of': ownerOf,
+  'includes/promote': promote,
+  'includes/rcall': rcall,
+  'includes/unwant': unwant,
+  'includes/write-job': writeJob,
+};
+
+const ONE_KEY = 1;
+
+/**
+ * Lua scripts of the Redis lease store (docs/architecture.md, "Lease protocol" and "Lua scripts"),
+ * one `.lua` file each in this folder, whose header lists its KEYS, ARGV and reply. Every state
+ * change that reads then writes is one script, so admission, release, promotion and sweeping are
+ * atomic and cost one round trip. Every script takes KEYS[1] `<base>:seq` and ARGV[1] the tag base
+ * `<prefix>:{<tag>}`, and builds its other keys from that base, as BullMQ's own scripts build job
+ * keys, so every key a script touches shares the tag's slot.
+ *
+ * Waiting requests and leases are BullMQ jobs in BullMQ's own layout (`wait` and `active` lists, one
+ * hash per job written by `includes/write-job.lua`), so `Queue.getJobCounts()` reports exactly the
+ * `queued` and `in_flight` that admission decides on; `bullmq-queue.spec.ts` pins this against BullMQ.
+ * No BullMQ worker ever runs on these queues: grants are made by these scripts.
+ */
+export const LEASE_SCRIPTS = {
+  admit: defineScript('admit', SOURCES, {
+    numberOfKeys: ONE_KEY,
+    statuses: ['granted', 'queued', 'full', 'unconfigured'],
+  }),
+  release: defineScript('release', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['released', 'gone'] }),
+  leave: defineScript('leave', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['left', 'granted', 'gone'] }),
+  renew: defineScript('renew', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['renewed'] }),
+  poll: defineScript('poll', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['polled'] }),
+  sweep: defineScript('sweep', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['swept'] }),
+  configure: defineScript('configure', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['configured', 'unconfigured'] }),
+};

@@ -1,0 +1,23 @@
+--[[
+  Ends a lease and hands the freed slot on (docs/architecture.md, "Lease protocol"): own queue
+  first, then a sibling's waiter.
+
+  KEYS[1]  seq            `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]  base           key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]  qname          queue of the lease
+  ARGV[3]  jobId          the lease's job id
+  ARGV[4]  ttlMs          lease lifetime of a grant made here, ms
+  ARGV[5]  channelPrefix  grant channels, `<prefix>:grant:`
+
+  Reply: {'released'} the lease existed | {'gone'} it had expired and been swept
+]]
+--- @include "includes/now-ms"
+--- @include "includes/drop-lease"
+--- @include "includes/promote"
+
+local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+
+local n = dropLease(base, qname, jobId)
+promote(base, qname, nowMs(), ttl, channelPrefix)
+if n == 1 then return {'released'} end
+return {'gone'}

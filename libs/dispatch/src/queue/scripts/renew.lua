@@ -1,0 +1,41 @@
+--[[
+  Renews (or, with confirm, accepts) leases of one holder: each expiry becomes now + ttl. A lease
+  Redis no longer has is registered again while the barrier stands (Redis lost its state,
+  docs/architecture.md, "Redis restarts"), else reported lost.
+
+  KEYS[1]    seq      `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]    ttlMs    lease lifetime from now, ms
+  ARGV[3]    confirm  '1': also accept fresh grants (drop their `granted` entries); '0': renew only
+  ARGV[4..]  leases   qname, jobId pairs
+
+  Reply: {'renewed', lostJobId...}
+]]
+--- @include "includes/rcall"
+--- @include "includes/args"
+--- @include "includes/now-ms"
+--- @include "includes/write-job"
+--- @include "includes/add-lease"
+
+local base, ttl, confirm = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local leases = groupArgs(ARGV, 4, 2)
+
+local now = nowMs()
+local barrier = nil
+local reply = {'renewed'}
+for _, lease in ipairs(leases) do
+  local qname, jobId = lease[1], lease[2]
+  local q = base .. ':' .. qname .. ':'
+  local ok = rcall('ZADD', q .. 'leases', 'XX', 'CH', now + ttl, jobId) == 1 or rcall('ZSCORE', q .. 'leases', jobId)
+  if not ok then
+    if barrier == nil then barrier = rcall('EXISTS', base .. ':barrier') == 1 end
+    if barrier then
+      writeJob(q .. jobId, '{}', now, 'processedOn', now)
+      addLease(q, jobId, now, ttl)
+    else
+      reply[#reply + 1] = jobId
+    end
+  end
+  if confirm then rcall('HDEL', base .. ':granted', jobId) end
+end
+return reply
