@@ -1,7 +1,7 @@
 import type { ProviderQueue } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
-import type { DispatcherDeps } from './completion-dispatcher';
+import type { DispatcherDeps } from './dispatch/dispatcher-deps';
 import { notFound } from './errors';
 import { apiKeyAuth, statusKeyAuth } from './http/api-key-auth';
 import { completionBody } from './http/body-gates';

@@ -1,11 +1,8 @@
 import { listModels } from '@iop/dispatch';
 import { Router, type IRouter, type RequestHandler } from 'express';
-import {
-  dispatchCompletion,
-  type CompletionEndpoint,
-  type DispatcherDeps,
-  type DispatchOutcome,
-} from '../completion-dispatcher';
+import { dispatchCompletion } from '../dispatch/dispatch-completion';
+import type { CompletionEndpoint, DispatcherDeps } from '../dispatch/dispatcher-deps';
+import type { DispatchOutcome } from '../dispatch/outcome';
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { truncateForMessage } from '../http/body-gates';
 import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
