@@ -1,6 +1,6 @@
 import { entersQueue, type Lease, type PoolCandidate, type Route } from '@iop/dispatch';
 import { ApiError } from '../errors';
-import { admissionToApiError } from '../http/admission-errors';
+import { admissionToApiError } from '../http/answer/admission-errors';
 import type { CompletionRequest } from './completion-request';
 
 /**

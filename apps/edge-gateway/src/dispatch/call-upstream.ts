@@ -1,7 +1,7 @@
 import type { AdapterConfig } from '@iop/validate';
 import type { DispatchContext, UpstreamResponse } from '../adapters/adapter';
 import { ApiError, toClientError, upstreamTimeout } from '../errors';
-import { sendJson, sendUpstream, type SendResult } from '../http/send-upstream';
+import { sendJson, sendUpstream, type SendResult } from '../http/answer/send-upstream';
 import { callAdapter } from './call-adapter';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';

@@ -1,5 +1,5 @@
 import type { Lease } from '@iop/dispatch';
-import { admissionToApiError } from '../http/admission-errors';
+import { admissionToApiError } from '../http/answer/admission-errors';
 
 const NO_FENCE = () => undefined;
 

@@ -1,6 +1,6 @@
 import type { HealthEvent } from '@iop/dispatch';
 import { UpstreamError } from '../errors';
-import type { SendResult } from '../http/send-upstream';
+import type { SendResult } from '../http/answer/send-upstream';
 
 /**
  * One attempt on a pool provider, at each point where its result may be booked:

@@ -1,6 +1,6 @@
 import { ApiError, UpstreamError } from '../errors';
-import { requestLogger } from '../http/request-id';
-import type { SendResult } from '../http/send-upstream';
+import { requestLogger } from '../http/request/request-id';
+import type { SendResult } from '../http/answer/send-upstream';
 import type { CompletionRequest } from './completion-request';
 
 /**

@@ -1,7 +1,7 @@
 import { resolveRoute, type HealthStore } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import { ApiError, catalogError } from '../errors';
-import { admissionToApiError } from '../http/admission-errors';
+import { admissionToApiError } from '../http/answer/admission-errors';
 
 /** 503 `no_available_provider` with `Retry-After` (README "Errors"). */
 export function noAvailableProvider(model: string, retryAfterS: number): ApiError {

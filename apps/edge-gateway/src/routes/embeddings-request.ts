@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { EmbeddingsRequest } from '../adapters/adapter';
 import { invalidRequest } from '../errors';
-import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from '../http/json-depth';
+import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from '../http/request/json-depth';
 
 const tokens = z.array(z.number().int().nonnegative());
 

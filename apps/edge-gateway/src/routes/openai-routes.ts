@@ -4,8 +4,8 @@ import { dispatchCompletion } from '../dispatch/dispatch-completion';
 import type { CompletionEndpoint, DispatcherDeps } from '../dispatch/dispatcher-deps';
 import type { DispatchOutcome } from '../dispatch/outcome';
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
-import { truncateForMessage } from '../http/body-gates';
-import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
+import { truncateForMessage } from '../http/request/body-gates';
+import { parseChatRequest, parseResponsesRequest } from '../http/request/request-schemas';
 import { parseEmbeddingsRequest } from './embeddings-request';
 
 /** `GET /v1/models/{id}`: everything after this prefix is the model id. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { invalidRequest } from '../errors';
-import type { ChatRequest, ResponsesRequest } from '../adapters/adapter';
+import { invalidRequest } from '../../errors';
+import type { ChatRequest, ResponsesRequest } from '../../adapters/adapter';
 import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from './json-depth';
 
 /** Roles of a chat message: the closed OpenAI set (README "Errors"); anything else is a 400 naming the message. */
