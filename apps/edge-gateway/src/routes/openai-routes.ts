@@ -6,7 +6,7 @@ import type { DispatchOutcome } from '../dispatch/outcome';
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { truncateForMessage } from '../http/request/body-gates';
 import { parseChatRequest, parseResponsesRequest } from '../http/request/request-schemas';
-import { parseEmbeddingsRequest } from './embeddings-request';
+import { parseEmbeddingsRequest } from '../http/request/embeddings-request';
 
 /** `GET /v1/models/{id}`: everything after this prefix is the model id. */
 const MODEL_PREFIX = '/v1/models/';
