@@ -1,14 +1,14 @@
 import { LeaseKeys } from '../queue/lease-keys';
 import type { RedisClient } from '../queue/redis-connection';
+import { CachedHealthStore } from './cached-health-store';
 import {
-  CachedHealthStore,
   INITIAL_HEALTH,
   nextHealth,
   type HealthEvent,
   type HealthThresholds,
-  type HealthTransitionListener,
   type ProviderHealth,
-} from './provider-health';
+} from './health-record';
+import type { HealthTransitionListener } from './health-store';
 
 /**
  * Compare-and-set of one health record: the hash `{v, rec, state}` (`rec` the JSON of a
