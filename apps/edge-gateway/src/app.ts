@@ -1,17 +1,17 @@
 import type { ProviderQueue } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
-import type { DispatcherDeps } from './completion-dispatcher';
+import type { DispatcherDeps } from './dispatch/dispatcher-deps';
 import { notFound } from './errors';
-import { apiKeyAuth, statusKeyAuth } from './http/api-key-auth';
-import { completionBody } from './http/body-gates';
-import { errorMiddleware } from './http/error-middleware';
-import { GatewayMetrics } from './http/gateway-metrics';
-import { observeCompletions } from './http/request-observer';
-import { assignRequestId } from './http/request-id';
+import { apiKeyAuth, statusKeyAuth } from './http/access/api-key-auth';
+import { completionBody } from './http/request/body-gates';
+import { errorMiddleware } from './http/answer/error-middleware';
+import { GatewayMetrics } from './observability/gateway-metrics';
+import { observeCompletions } from './observability/request-observer';
+import { assignRequestId } from './http/request/request-id';
 import { completionRoutes, openAiRoutes } from './routes/openai-routes';
 import { statusRoutes } from './routes/status-routes';
-import { v1Edge } from './http/v1-edge';
+import { v1Edge } from './http/access/v1-edge';
 
 /** Everything the gateway's HTTP app needs; all I/O lives behind these (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface AppDeps extends DispatcherDeps {

@@ -40,9 +40,9 @@ import { AdapterRegistry } from './adapters/adapter-registry';
 import { createApp } from './app';
 import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
-import { GatewayMetrics } from './http/gateway-metrics';
+import { GatewayMetrics } from './observability/gateway-metrics';
 import { flushLogs } from '@iop/validate';
-import { answerContinue, applyServerLimits, SERVER_OPTIONS } from './http/server-limits';
+import { answerContinue, applyServerLimits, SERVER_OPTIONS } from './http/access/server-limits';
 
 /**
  * What the running gateway holds open (Redis, queue, adapters and their CLI processes, prober,

@@ -1,7 +1,7 @@
 import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import { parsePrometheusText, sampleValue, type PromSample } from '@iop/status/testing';
 import pino from 'pino';
-import { startTracing } from './http/tracing';
+import { startTracing } from './observability/tracing';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 const yaml = `

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { AdapterRegistry, createAdapter } from './adapters/adapter-registry';
 import { createApp } from './app';
-import { MAX_REQUEST_ID_CHARS, requestIdFrom } from './http/request-id';
+import { MAX_REQUEST_ID_CHARS, requestIdFrom } from './http/request/request-id';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,15 +1,12 @@
 import { listModels } from '@iop/dispatch';
 import { Router, type IRouter, type RequestHandler } from 'express';
-import {
-  dispatchCompletion,
-  type CompletionEndpoint,
-  type DispatcherDeps,
-  type DispatchOutcome,
-} from '../completion-dispatcher';
+import { dispatchCompletion } from '../dispatch/dispatch-completion';
+import type { CompletionEndpoint, DispatcherDeps } from '../dispatch/dispatcher-deps';
+import type { DispatchOutcome } from '../dispatch/outcome';
 import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
-import { truncateForMessage } from '../http/body-gates';
-import { parseChatRequest, parseResponsesRequest } from '../http/request-schemas';
-import { parseEmbeddingsRequest } from './embeddings-request';
+import { truncateForMessage } from '../http/request/body-gates';
+import { parseChatRequest, parseResponsesRequest } from '../http/request/request-schemas';
+import { parseEmbeddingsRequest } from '../http/request/embeddings-request';
 
 /** `GET /v1/models/{id}`: everything after this prefix is the model id. */
 const MODEL_PREFIX = '/v1/models/';

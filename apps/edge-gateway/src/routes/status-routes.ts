@@ -3,7 +3,7 @@ import { buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/sta
 import type { EdgeConfig } from '@iop/validate';
 import { Router, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { GatewayMetrics } from '../http/gateway-metrics';
+import { GatewayMetrics } from '../observability/gateway-metrics';
 
 /** What the status routes read; a subset of `AppDeps`. */
 export interface StatusRouteDeps {

@@ -1,4 +1,5 @@
-import type { HealthStore, HealthTransition } from './provider-health';
+import type { HealthTransition } from './health-record';
+import type { HealthStore } from './health-store';
 
 /** A pair of stores over one shared state (two replicas), and what each reported. */
 export interface HealthStorePair {

@@ -1,6 +1,7 @@
 import { collectTransitions, CONTRACT_SETTINGS, describeHealthStoreContract } from './health-store.contract';
 import { MemoryHealthStore } from './memory-health-store';
-import { healthView, INITIAL_HEALTH, nextHealth } from './provider-health';
+import { INITIAL_HEALTH, nextHealth } from './health-record';
+import { healthView } from './health-view';
 
 describeHealthStoreContract('memory', async () => {
   const seen: string[] = [];

@@ -1,11 +1,6 @@
-import {
-  CachedHealthStore,
-  INITIAL_HEALTH,
-  nextHealth,
-  type HealthEvent,
-  type HealthThresholds,
-  type HealthTransitionListener,
-} from './provider-health';
+import { CachedHealthStore } from './cached-health-store';
+import { INITIAL_HEALTH, nextHealth, type HealthEvent, type HealthThresholds } from './health-record';
+import type { HealthTransitionListener } from './health-store';
 
 /** Health of one process's providers, for the memory backend (one gateway). Same rule as every store: `nextHealth`. */
 export class MemoryHealthStore extends CachedHealthStore {

@@ -1,14 +1,14 @@
 import { LeaseKeys } from '../queue/lease-keys';
 import type { RedisClient } from '../queue/redis-connection';
+import { CachedHealthStore } from './cached-health-store';
 import {
-  CachedHealthStore,
   INITIAL_HEALTH,
   nextHealth,
   type HealthEvent,
   type HealthThresholds,
-  type HealthTransitionListener,
   type ProviderHealth,
-} from './provider-health';
+} from './health-record';
+import type { HealthTransitionListener } from './health-store';
 import { HEALTH_SCRIPTS } from './scripts/health-scripts';
 
 /** Attempts of one update against concurrent writers before it is given up (and reported). */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DispatchOutcome } from '../completion-dispatcher';
+import type { DispatchOutcome } from '../../dispatch/outcome';
 
 declare global {
   namespace Express {

@@ -1,17 +1,12 @@
 import { z } from 'zod';
-import type { EmbeddingsRequest } from '../adapters/adapter';
-import { invalidRequest } from '../errors';
-import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from '../http/json-depth';
+import type { EmbeddingsRequest } from '../../adapters/adapter';
+import { modelField, parseWith } from './request-schemas';
 
 const tokens = z.array(z.number().int().nonnegative());
 
 /** `POST /v1/embeddings` body (OpenAI API reference, "Create embeddings"): what the gateway reads; the rest passes through. */
 const embeddingsRequestSchema = z.looseObject({
-  model: z
-    .string({
-      error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string'),
-    })
-    .min(1, 'you must provide a model parameter'),
+  model: modelField,
   input: z.union([z.string(), z.array(z.string()).min(1), tokens.min(1), z.array(tokens.min(1)).min(1)], {
     error: (issue) =>
       issue.input === undefined
@@ -31,16 +26,5 @@ const embeddingsRequestSchema = z.looseObject({
  * with `model`, `input` and (when present) `encoding_format` and `dimensions` of the right shape.
  * @throws ApiError 400 `invalid_request_error` naming the first bad parameter.
  */
-export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body))
-    throw invalidRequest('The request body must be a JSON object.');
-  const tooDeep = findTooDeep(body, MAX_BODY_DEPTH);
-  if (tooDeep) throw invalidRequest(tooDeepMessage(tooDeep), tooDeep.field);
-  const parsed = embeddingsRequestSchema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const param =
-    issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') ||
-    (issue.code === 'invalid_union' ? 'input' : '');
-  throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
-}
+export const parseEmbeddingsRequest = (body: unknown): EmbeddingsRequest =>
+  parseWith(embeddingsRequestSchema, body, 'input');

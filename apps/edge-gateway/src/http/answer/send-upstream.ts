@@ -1,7 +1,7 @@
 import type { Response } from 'express';
-import type { UpstreamResponse } from '../adapters/adapter';
-import type { Endpoint } from '../adapters/request-fields';
-import { ApiError, streamIdle, upstreamError } from '../errors';
+import type { UpstreamResponse } from '../../adapters/adapter';
+import type { Endpoint } from '../../adapters/request-fields';
+import { ApiError, streamIdle, upstreamError } from '../../errors';
 
 /** The content type of a JSON answer, as express's `res.type('application/json')` writes it. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

@@ -2,7 +2,7 @@ import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer 
 import { redactUrl } from '@iop/validate';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { DispatchOutcome } from '../completion-dispatcher';
+import type { DispatchOutcome } from '../dispatch/outcome';
 import { GEN_AI_OPERATION } from './gateway-metrics';
 
 /** Set by {@link startTracing}; undefined = tracing off (no span is made). */

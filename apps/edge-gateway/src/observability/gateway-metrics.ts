@@ -2,7 +2,7 @@ import { listModels } from '@iop/dispatch';
 import { ResourceGauges, type StatusSnapshot } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { DispatchOutcome } from '../completion-dispatcher';
+import type { DispatchOutcome } from '../dispatch/outcome';
 
 /** Label for a model the config does not serve (or a request without a model): keeps cardinality bounded by the config. */
 export const OTHER_MODEL = 'other';

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { catalogError, clientClosed, invalidRequest, requestTooLarge } from '../errors';
+import { catalogError, clientClosed, invalidRequest, requestTooLarge } from '../../errors';
 
 /** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
 export const unsupportedMediaType = (got: string | undefined) =>

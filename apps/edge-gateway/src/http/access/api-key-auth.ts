@@ -1,6 +1,6 @@
 import { KeySet, presentedKey } from '@iop/validate';
 import type { RequestHandler } from 'express';
-import { catalogError, invalidApiKey } from '../errors';
+import { catalogError, invalidApiKey } from '../../errors';
 
 /** Keeps one {@link KeySet} per configured list, rebuilt when a config refresh changes it. */
 function keySets(apiKeys: () => readonly string[]): () => KeySet {

@@ -1,4 +1,5 @@
 import type { UpstreamResponse } from '../adapters/adapter';
+import { watchChunks } from './watch-chunks';
 
 /** Tokens an upstream reported in its `usage`: chat (`prompt_tokens`, `completion_tokens`) or Responses (`input_tokens`, `output_tokens`). */
 export interface TokenUsage {
@@ -49,20 +50,15 @@ export function watchUsage(upstream: UpstreamResponse, report: (usage: TokenUsag
     if (usage) report(usage);
     return upstream;
   }
-  const source = upstream.body;
-  return {
-    ...upstream,
-    body: (async function* () {
-      let usage: TokenUsage | undefined;
-      try {
-        for await (const chunk of source) {
-          const text = textWithUsage(chunk);
-          if (text !== undefined) usage = lastUsage(text) ?? usage;
-          yield chunk;
-        }
-      } finally {
-        if (usage) report(usage);
-      }
-    })(),
-  };
+  let usage: TokenUsage | undefined;
+  return watchChunks(
+    upstream,
+    (chunk) => {
+      const text = textWithUsage(chunk);
+      if (text !== undefined) usage = lastUsage(text) ?? usage;
+    },
+    () => {
+      if (usage) report(usage);
+    },
+  );
 }

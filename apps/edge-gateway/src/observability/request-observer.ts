@@ -3,8 +3,8 @@ import type { RequestHandler } from 'express';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './gateway-metrics';
-import { truncateForMessage } from './body-gates';
-import { requestIdFrom, requestIdOf, requestLogger } from './request-id';
+import { truncateForMessage } from '../http/request/body-gates';
+import { requestIdFrom, requestIdOf, requestLogger } from '../http/request/request-id';
 import { ensureTracing, flushOnClose, recordRequestSpans } from './tracing';
 
 /** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */

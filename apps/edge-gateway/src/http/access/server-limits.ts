@@ -1,8 +1,8 @@
 import type { GatewaySettings } from '@iop/validate';
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { requestTooLarge } from '../errors';
-import { requestIdFrom } from './request-id';
+import { requestTooLarge } from '../../errors';
+import { requestIdFrom } from '../request/request-id';
 
 /**
  * How often the server looks for connections past their header or body time, in ms. Node's

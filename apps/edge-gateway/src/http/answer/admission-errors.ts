@@ -1,6 +1,6 @@
 import { AdmissionError, type AdmissionErrorCode } from '@iop/dispatch';
 import type { ErrorCode } from '@iop/validate';
-import { ApiError, catalogError } from '../errors';
+import { ApiError, catalogError } from '../../errors';
 
 /** The catalog code each queue refusal is answered with (a waiter whose client left: `client_closed`, 499, no body). */
 const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {

@@ -1,6 +1,6 @@
 import type { GatewaySettings } from '@iop/validate';
 import type { RequestHandler, Response } from 'express';
-import { catalogError } from '../errors';
+import { catalogError } from '../../errors';
 
 /** Response headers that name the node and provider that served (README "Security": `gateway.topology_headers`). */
 export const TOPOLOGY_HEADERS: ReadonlySet<string> = new Set(['x-iop-node', 'x-iop-resource']);

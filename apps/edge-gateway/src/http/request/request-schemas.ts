@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { invalidRequest } from '../errors';
-import type { ChatRequest, ResponsesRequest } from '../adapters/adapter';
+import { invalidRequest } from '../../errors';
+import type { ChatRequest, ResponsesRequest } from '../../adapters/adapter';
 import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from './json-depth';
 
 /** Roles of a chat message: the closed OpenAI set (README "Errors"); anything else is a 400 naming the message. */
@@ -10,16 +10,16 @@ const RESPONSES_ROLES = ['system', 'developer', 'user', 'assistant'] as const;
 
 const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 
-/** `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through (OpenAI API reference). */
 /** `model`: a missing one and one of the wrong type get different messages. */
-const model = z
+export const modelField = z
   .string({
     error: (issue) => (issue.input === undefined ? 'you must provide a model parameter' : 'model must be a string'),
   })
   .min(1, 'you must provide a model parameter');
 
+/** `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through (OpenAI API reference). */
 const chatRequestSchema = z.looseObject({
-  model,
+  model: modelField,
   messages: z
     .array(
       z.looseObject({
@@ -40,7 +40,7 @@ const chatRequestSchema = z.looseObject({
 /** `POST /v1/responses` body (OpenAI API reference): `model` and `input` are what the gateway reads. */
 const responsesRequestSchema = z
   .looseObject({
-    model,
+    model: modelField,
     input: z
       .union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' })
       .optional(),
@@ -62,11 +62,15 @@ const responsesRequestSchema = z
   });
 
 /**
- * The schema's own output type (`z.infer`), checked against the request interface by the compiler
- * where a parser returns it: no cast joins the two, so a schema that stops matching its interface
- * fails the build.
+ * Checks a parsed body against `schema` (README "Errors"): a JSON object, nested at most
+ * `MAX_BODY_DEPTH` levels, then the schema. The schema's own output type (`z.infer`) is checked
+ * against the request interface by the compiler where a parser returns it: no cast joins the two,
+ * so a schema that stops matching its interface fails the build.
+ * @param unionParam the parameter named when the first issue is a union at the body's root.
+ * @throws ApiError 400 `invalid_request_error` naming the first bad parameter (for a body nested
+ *   too deep, the top-level field under which it goes past the limit).
  */
-function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
+export function parseWith<T>(schema: z.ZodType<T>, body: unknown, unionParam = ''): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidRequest('The request body must be a JSON object.');
   }
@@ -76,9 +80,9 @@ function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  const param = issue.path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-    .join('');
+  const param =
+    issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') ||
+    (issue.code === 'invalid_union' ? unionParam : '');
   throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
 }
 

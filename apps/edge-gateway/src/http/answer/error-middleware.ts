@@ -1,9 +1,9 @@
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ERROR_CATALOG, isCatalogCode } from '@iop/validate';
-import { ApiError, clientClosed, internalError, invalidRequest, requestTooLarge } from '../errors';
-import { requestLogger } from './request-id';
-import { lingerClose } from './server-limits';
+import { ApiError, clientClosed, internalError, invalidRequest, requestTooLarge } from '../../errors';
+import { requestLogger } from '../request/request-id';
+import { lingerClose } from '../access/server-limits';
 
 /**
  * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (docs/architecture.md, "Errors"),

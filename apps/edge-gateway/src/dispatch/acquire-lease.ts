@@ -1,0 +1,37 @@
+import { entersQueue, type Lease, type PoolCandidate, type Route } from '@iop/dispatch';
+import { ApiError } from '../errors';
+import { admissionToApiError } from '../http/answer/admission-errors';
+import type { CompletionRequest } from './completion-request';
+
+/**
+ * Takes a lease on one of `offered` when the admission rule says so (`entersQueue`,
+ * docs/architecture.md, "Request path"): a provider pool with a model group, and a queue. The wait
+ * is bounded by `queue.max_wait_ms` and by `signal` (the attempt's: the client leaving, the drain
+ * running out); `outcome.queuedAt` marks its start for the trace.
+ * @returns the lease (its `providerId` names the candidate granted), or undefined when the request
+ *   enters no queue.
+ * @throws ApiError the queue's refusal (`admissionToApiError`: 429 `queue_full`, 503 `queue_timeout`,
+ *   `queue_unavailable`, `no_available_provider`), or the abort's reason when the wait was aborted.
+ */
+export async function acquireLease(
+  req: CompletionRequest,
+  route: Route,
+  offered: PoolCandidate[],
+  signal: AbortSignal,
+): Promise<Lease | undefined> {
+  const queue = req.deps.queue;
+  if (!entersQueue(route, queue)) return undefined;
+  req.outcome.queuedAt = performance.now();
+  try {
+    return await queue.acquireLease({
+      modelGroupKey: route.modelGroupKey,
+      candidates: offered,
+      signal,
+      maxWaitMs: req.config.queue.max_wait_ms,
+    });
+  } catch (err) {
+    // Left the queue because the wait was aborted: the abort's reason (client gone, gateway shutting down) says why.
+    if (signal.aborted && signal.reason instanceof ApiError) throw signal.reason;
+    throw admissionToApiError(err);
+  }
+}

@@ -1,0 +1,30 @@
+import type { Route } from '@iop/dispatch';
+import { toClientError } from '../errors';
+import { carriedBody } from './carriable-fields';
+import { callUpstream } from './call-upstream';
+import type { CompletionRequest } from './completion-request';
+import { logStreamEnd, logUpstreamFailure } from './log-upstream';
+import { noAvailableProvider } from './pool-unavailable';
+
+/** A route that dispatches to one adapter, never queued. */
+export type DirectRoute = Extract<Route, { providerPool: false }>;
+
+/**
+ * Serves a direct route (README "Pooled and direct routes"): its one target, with the body its
+ * field table carries, called once. No lease, no failover, and nothing booked against any health.
+ * @throws ApiError 503 `no_available_provider` when the route's entry is disabled; 400 for a field
+ *   or endpoint the adapter cannot carry; the upstream's failure before the first byte, as the
+ *   client may see it (`toClientError`).
+ */
+export async function callDirect(req: CompletionRequest, route: DirectRoute, attempt: AbortController): Promise<void> {
+  req.outcome.routeKind = 'direct';
+  const { target } = route;
+  if (!target) throw noAvailableProvider(req.body.model, 5);
+  const sent = carriedBody(target.adapter, req.endpoint, req.body);
+  const resourceId = target.providerId ?? target.adapter.id;
+  const result = await callUpstream(req, sent, { ...target, resourceId }, attempt).catch((err: unknown) => {
+    logUpstreamFailure(req, resourceId, err, 'upstream failed');
+    throw toClientError(err, req.requestId);
+  });
+  logStreamEnd(req, resourceId, result);
+}

@@ -1,0 +1,93 @@
+import type { AdapterConfig } from '@iop/validate';
+import type { DispatchContext, UpstreamResponse } from '../adapters/adapter';
+import { ApiError, toClientError, upstreamTimeout } from '../errors';
+import { sendJson, sendUpstream, type SendResult } from '../http/answer/send-upstream';
+import { callAdapter } from './call-adapter';
+import type { CompletionRequest } from './completion-request';
+import type { DispatchBody } from './dispatcher-deps';
+import { rememberResponseId } from './remember-response-id';
+import { watchUsage } from './token-usage';
+
+/** A target the dispatcher calls: a pool candidate, or a direct route's adapter. */
+export interface CallTarget {
+  nodeId: string;
+  /** The provider id (or a legacy route's adapter id): the `x-iop-resource` header and the log's `provider`. */
+  resourceId: string;
+  adapter: AdapterConfig;
+  upstreamModel: string;
+}
+
+/**
+ * One attempt: calls `target` and writes its answer (README "Streaming"). `request_timeout_ms`
+ * bounds the time to the upstream's first byte, not a healthy stream (README "Configuration"); the
+ * answer is watched for its token usage and, for a pooled Responses request, its response id
+ * (affinity). `onFirstByte` fires when the upstream's first byte is in hand.
+ * @returns how the answer ended (mid-stream failures, stalled clients); throws only before the
+ *   first byte, with the abort's reason (client gone, first-byte timeout, lease lost) when there is
+ *   one, else the adapter's error.
+ */
+export async function callUpstream(
+  req: CompletionRequest,
+  body: DispatchBody,
+  target: CallTarget,
+  attempt: AbortController,
+  onFirstByte?: () => void,
+): Promise<SendResult> {
+  const { deps, endpoint, res, config, outcome } = req;
+  outcome.nodeId = target.nodeId;
+  outcome.resourceId = target.resourceId;
+  outcome.adapterType = target.adapter.type;
+  outcome.upstreamStartedAt = performance.now();
+  res.setHeader('x-iop-node', target.nodeId);
+  res.setHeader('x-iop-resource', target.resourceId);
+  const adapter = deps.adapters.get(target.nodeId, target.adapter);
+  const timeoutMs = config.gateway.request_timeout_ms;
+  const firstByteTimer = setTimeout(() => attempt.abort(upstreamTimeout(timeoutMs)), timeoutMs);
+  const { signal } = attempt;
+  const ctx: DispatchContext = {
+    upstreamModel: target.upstreamModel,
+    signal,
+    maxResponseBytes: config.gateway.max_response_bytes,
+  };
+  // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
+  const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
+  try {
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await callAdapter(adapter, target.adapter, endpoint, body, ctx);
+    } catch (err) {
+      throw explain(err);
+    }
+    upstream = watchUsage(upstream, (usage) => (outcome.usage = usage));
+    const affinity = deps.affinity;
+    if (endpoint === 'responses' && affinity && outcome.routeKind === 'pool') {
+      upstream = rememberResponseId(upstream, (id) => void affinity.set(id, target.resourceId));
+    }
+    if (upstream.kind === 'json') {
+      // Written in one go: no stream options, closures or promise for a non-streamed answer.
+      clearTimeout(firstByteTimer);
+      outcome.firstByteAt = performance.now();
+      onFirstByte?.();
+      try {
+        return sendJson(res, upstream);
+      } catch (err) {
+        throw explain(err);
+      }
+    }
+    return await sendUpstream(res, upstream, {
+      endpoint,
+      idleTimeoutMs: config.gateway.stream_idle_timeout_ms,
+      onFirstByte: () => {
+        clearTimeout(firstByteTimer);
+        outcome.firstByteAt = performance.now();
+        onFirstByte?.();
+      },
+      abortUpstream: (reason) => attempt.abort(reason),
+      clientError: (err) => toClientError(explain(err), req.requestId),
+    }).catch((err: unknown) => {
+      throw explain(err);
+    });
+  } finally {
+    clearTimeout(firstByteTimer);
+  }
+}

@@ -1,0 +1,85 @@
+import type { PoolCandidate, Route } from '@iop/dispatch';
+import { failsOver, toClientError, UpstreamError } from '../errors';
+import { acquireLease } from './acquire-lease';
+import type { AttemptSignals } from './attempt-signals';
+import { bookOutcome } from './book-outcome';
+import { callUpstream } from './call-upstream';
+import type { TrialPick } from './claim-trial';
+import type { CompletionRequest } from './completion-request';
+import type { DispatchBody } from './dispatcher-deps';
+import { fenceLease } from './fence-lease';
+import { logStreamEnd, logUpstreamFailure } from './log-upstream';
+import { poolUnavailable } from './pool-unavailable';
+
+/** A route over a provider pool. */
+export type PoolRoute = Extract<Route, { providerPool: true }>;
+
+/** The candidates a pooled request may go to, the trial it holds, and the body each adapter type sends. */
+export interface PoolPick extends TrialPick {
+  bodies: ReadonlyMap<string, DispatchBody>;
+}
+
+/**
+ * Serves a pooled request (README "Failover", "Provider health"). Each attempt: acquire a lease on
+ * the offered candidates ({@link acquireLease}; the trial alone first, when the request holds one),
+ * fence the call to it ({@link fenceLease}), call the granted provider ({@link callUpstream}), book
+ * what the upstream did ({@link bookOutcome}), and release the lease on every path. An attempt that
+ * fails before any byte reached the client, in a way that fails over (unreachable, reset, 5xx, 429,
+ * no first byte in time), is followed by one more on the candidates left, minus the provider that
+ * failed and any now out of health; the first lease is released before the second is asked for,
+ * so a retry never holds two slots.
+ * @throws ApiError 503 `no_available_provider` (or 429 when every provider backs off) when no
+ *   candidate is left; the queue's refusal; the upstream's failure as the client may see it
+ *   (`toClientError`); any other error as it was raised.
+ */
+export async function callWithFailover(
+  req: CompletionRequest,
+  route: PoolRoute,
+  pick: PoolPick,
+  attempts: AttemptSignals,
+): Promise<void> {
+  const { deps, res, outcome, body, requestId } = req;
+  let candidates: PoolCandidate[] = pick.candidates;
+  for (let tries = 0; ; tries++) {
+    const offered = tries === 0 && pick.trial ? [pick.trial] : candidates;
+    if (offered.length === 0) throw poolUnavailable(deps.health, req.config, body.model);
+    const attempt = attempts.current;
+    const lease = await acquireLease(req, route, offered, attempt.signal);
+    const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
+    const providerId = candidate.providerId;
+    const unfence = fenceLease(lease, attempt);
+    try {
+      if (lease) {
+        outcome.queueWaitMs = lease.queueWaitMs;
+        res.setHeader('x-iop-queue-wait-ms', String(lease.queueWaitMs));
+      }
+      const trial = candidate === pick.trial;
+      const sent = pick.bodies.get(candidate.adapter.type) ?? body;
+      const result = await callUpstream(req, sent, { ...candidate, resourceId: providerId }, attempt, () => {
+        void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
+      });
+      logStreamEnd(req, providerId, result);
+      void bookOutcome(deps.health, providerId, { at: 'ended', trial, result });
+      return;
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      await bookOutcome(deps.health, providerId, { at: 'failed', error: err });
+      const retry = failsOver(err) && tries === 0 && !res.headersSent && !attempts.clientGone;
+      logUpstreamFailure(
+        req,
+        providerId,
+        err,
+        retry ? 'upstream failed before the first byte; retrying on another provider' : 'upstream failed',
+      );
+      if (!retry) throw toClientError(err, requestId);
+      outcome.failedOver = [...(outcome.failedOver ?? []), providerId];
+      const excluded = deps.health?.unhealthy();
+      candidates = candidates.filter((c) => c.providerId !== providerId && !excluded?.has(c.providerId));
+      if (candidates.length === 0) throw toClientError(err, requestId);
+      attempts.next();
+    } finally {
+      unfence();
+      await lease?.release();
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import type { HealthStore, ProviderQueue, ResponseAffinity } from '@iop/dispatch';
+import type { EdgeConfig } from '@iop/validate';
+import type { Logger } from 'pino';
+import type { ChatRequest, EmbeddingsRequest, ResponsesRequest } from '../adapters/adapter';
+import type { AdapterRegistry } from '../adapters/adapter-registry';
+import type { Endpoint } from '../adapters/request-fields';
+
+/** The OpenAI endpoint a request came in on; picks the adapter method and its field table. */
+export type CompletionEndpoint = Endpoint;
+
+/** A request body as its route parsed it. */
+export type DispatchBody = ChatRequest | ResponsesRequest | EmbeddingsRequest;
+
+/** What a dispatch needs from the running gateway; `config()` is read once per request. */
+export interface DispatcherDeps {
+  config(): EdgeConfig;
+  queue?: ProviderQueue;
+  adapters: AdapterRegistry;
+  logger: Logger;
+  /** Provider health (README "Provider health"): providers out of it are not candidates; request results are recorded. */
+  health?: HealthStore;
+  /** `previous_response_id` affinity for `/v1/responses` (README "Affinity"). */
+  affinity?: ResponseAffinity;
+  /**
+   * Aborted when the drain after SIGTERM runs out: every running request's upstream call is aborted
+   * with `shuttingDown()`, so its client gets a 503 or the stream's error event before the
+   * connection closes. The signal must allow one listener per running request (`setMaxListeners(0, …)`).
+   */
+  shutdown?: AbortSignal;
+}

@@ -1,0 +1,92 @@
+import {
+  catalogUpstreamError,
+  clientClosed,
+  internalError,
+  invalidRequest,
+  shuttingDown,
+  streamIdle,
+  upstreamError,
+  upstreamTimeout,
+} from '../errors';
+import { healthEventOf, type AttemptOutcome } from './health-event';
+
+const unreachable = upstreamError('The upstream could not be reached (ECONNREFUSED).', 502, { detail: 'ECONNREFUSED' });
+const rateLimited = catalogUpstreamError('rate_limit_exceeded', 'Rate limited.', { status: 429, retryAfterS: 7 });
+const passedOn400 = upstreamError('This model maximum context length is 8 tokens.', 400, { detail: 'context' });
+const notCounted5xx = upstreamError('Shown as is.', 503, { detail: 'x', counts: false });
+
+const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> = [
+  ['a trial at its first byte is a success', { at: 'first_byte', trial: true }, { kind: 'request', ok: true }],
+  ['any other request books nothing at its first byte', { at: 'first_byte', trial: false }, undefined],
+  [
+    'an answer that ended is a success',
+    { at: 'ended', trial: false, result: { outcome: 'done' } },
+    { kind: 'request', ok: true },
+  ],
+  [
+    'a trial that ended was booked at its first byte',
+    { at: 'ended', trial: true, result: { outcome: 'done' } },
+    undefined,
+  ],
+  [
+    'a client that stalled or left leaves the upstream a success',
+    { at: 'ended', trial: false, result: { outcome: 'client_stalled' } },
+    { kind: 'request', ok: true },
+  ],
+  [
+    'a stream gone silent mid-stream is a failure, trial or not',
+    { at: 'ended', trial: true, result: { outcome: 'upstream_failed', error: streamIdle(100) } },
+    { kind: 'request', ok: false, reason: 'upstream_timeout' },
+  ],
+  [
+    'a stream cut mid-stream is a failure',
+    { at: 'ended', trial: false, result: { outcome: 'upstream_failed', error: unreachable } },
+    { kind: 'request', ok: false, reason: 'upstream_error 502' },
+  ],
+  [
+    "an upstream's 4xx in-band mid-stream books nothing",
+    { at: 'ended', trial: false, result: { outcome: 'upstream_failed', error: passedOn400 } },
+    undefined,
+  ],
+  [
+    'the drain running out mid-stream books nothing',
+    { at: 'ended', trial: false, result: { outcome: 'upstream_failed', error: shuttingDown() } },
+    undefined,
+  ],
+  [
+    'an unreachable upstream before the first byte is a failure',
+    { at: 'failed', error: unreachable },
+    { kind: 'request', ok: false, reason: 'upstream_error 502' },
+  ],
+  [
+    'no first byte in time is a failure',
+    { at: 'failed', error: upstreamTimeout(100) },
+    { kind: 'request', ok: false, reason: 'upstream_timeout' },
+  ],
+  [
+    'a 429 backs the provider off for its Retry-After',
+    { at: 'failed', error: rateLimited },
+    { kind: 'backoff', seconds: 7, reason: 'upstream 429 rate_limit_exceeded' },
+  ],
+  [
+    "an upstream's 4xx about the request is the client's answer: a success",
+    { at: 'failed', error: passedOn400 },
+    { kind: 'request', ok: true },
+  ],
+  ['a 5xx that says it does not count books nothing', { at: 'failed', error: notCounted5xx }, undefined],
+  ["the gateway's own fault books nothing", { at: 'failed', error: internalError() }, undefined],
+  [
+    'a bug thrown on the way to the upstream books nothing',
+    { at: 'failed', error: new RangeError('stack') },
+    undefined,
+  ],
+  ["the client's own 4xx books nothing", { at: 'failed', error: invalidRequest('bad', 'n') }, undefined],
+  ['the client leaving books nothing', { at: 'failed', error: clientClosed() }, undefined],
+  ['the drain running out books nothing', { at: 'failed', error: shuttingDown() }, undefined],
+];
+
+describe('healthEventOf: only what an upstream did counts against its provider', () => {
+  it.each(cases)('%s', (_rule, attempt, event) => {
+    expect(healthEventOf(attempt)).toEqual(event);
+  });
+});

@@ -1,0 +1,66 @@
+import type { HealthEvent } from '@iop/dispatch';
+import { UpstreamError } from '../errors';
+import type { SendResult } from '../http/answer/send-upstream';
+
+/**
+ * One attempt on a pool provider, at each point where its result may be booked:
+ * - `first_byte`: the upstream's first byte is in hand;
+ * - `ended`: the answer was written, whole or cut (`result`, from `sendUpstream`);
+ * - `failed`: the attempt threw before any byte reached the client.
+ * `trial` marks the trial request of a half-open provider (README "Provider health").
+ */
+export type AttemptOutcome =
+  | { at: 'first_byte'; trial: boolean }
+  | { at: 'ended'; trial: boolean; result: SendResult }
+  | { at: 'failed'; error: unknown };
+
+const SUCCESS: HealthEvent = Object.freeze({ kind: 'request', ok: true });
+
+/** A failure's reason in a few words, for health records and `/status` (never a URL). */
+function describeFailure(err: UpstreamError): string {
+  return err.code === 'upstream_error' ? `upstream_error ${err.status}` : err.code;
+}
+
+/** The booking of an upstream's failure: a failed request, or a back-off for a 429's `Retry-After` (1 s when absent). */
+function failureEvent(err: UpstreamError): HealthEvent | undefined {
+  if (err.countsAgainstProvider) return { kind: 'request', ok: false, reason: describeFailure(err) };
+  if (err.status === 429)
+    return { kind: 'backoff', seconds: err.retryAfterS ?? 1, reason: `upstream 429${err.code ? ` ${err.code}` : ''}` };
+  return undefined;
+}
+
+/**
+ * What an attempt books against its provider's health: the one rule every booking asks
+ * (docs/architecture.md, "Request path"; README "Provider health"). Only what the upstream did
+ * counts:
+ * - a failure that counts against the provider (`UpstreamError.countsAgainstProvider`: unreachable,
+ *   reset, no first byte in time, 5xx, a stream gone silent or cut) is a failed request, before the
+ *   first byte or after it;
+ * - an upstream 429 before the first byte backs the provider off for its `Retry-After`;
+ * - an answer is a success: booked at its end, or at its first byte for a trial (so a half-open
+ *   provider is back as soon as it answers); an upstream 4xx passed on before the first byte is the
+ *   client's answer, so a success too;
+ * - anything else books nothing: errors the gateway raised itself (a bug, the client leaving, the
+ *   drain running out, a lease lost), the client's own 4xx, a mid-stream failure that does not count.
+ * @returns the event for the health store, or undefined when nothing is booked.
+ */
+export function healthEventOf(attempt: AttemptOutcome): HealthEvent | undefined {
+  switch (attempt.at) {
+    case 'first_byte':
+      return attempt.trial ? SUCCESS : undefined;
+    case 'ended': {
+      const { result } = attempt;
+      if (result.outcome === 'upstream_failed') {
+        const err = result.error;
+        return err instanceof UpstreamError && err.countsAgainstProvider ? failureEvent(err) : undefined;
+      }
+      // A trial's success was booked at its first byte.
+      return attempt.trial ? undefined : SUCCESS;
+    }
+    case 'failed': {
+      const err = attempt.error;
+      if (!(err instanceof UpstreamError)) return undefined;
+      return failureEvent(err) ?? (err.status < 500 ? SUCCESS : undefined);
+    }
+  }
+}

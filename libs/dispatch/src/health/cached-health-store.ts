@@ -1,0 +1,47 @@
+import { HealthCache } from './health-cache';
+import type { HealthEvent } from './health-record';
+import type { HealthStore } from './health-store';
+import type { HealthView } from './health-view';
+
+/**
+ * What every `HealthStore` shares: the writes become `HealthEvent`s for the store's `apply`
+ * (in-process, or compare-and-set in Redis) and the reads come from its `HealthCache`, so the
+ * request path never waits on I/O.
+ */
+export abstract class CachedHealthStore implements HealthStore {
+  protected readonly cache = new HealthCache();
+
+  /** Applies one event to a provider's record and updates the cache; never throws. @returns whether this call wrote a change. */
+  protected abstract apply(providerId: string, event: HealthEvent): Promise<boolean>;
+
+  abstract refresh(providerIds: readonly string[]): Promise<void>;
+
+  async record(providerId: string, ok: boolean, reason?: string): Promise<void> {
+    await this.apply(providerId, { kind: 'probe', ok, reason });
+  }
+
+  async recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void> {
+    await this.apply(providerId, { kind: 'request', ok, reason });
+  }
+
+  async backOff(providerId: string, seconds: number, reason: string): Promise<void> {
+    await this.apply(providerId, { kind: 'backoff', seconds, reason });
+  }
+
+  async claimTrial(providerId: string, holdMs: number): Promise<boolean> {
+    if (!this.cache.trialsDue().has(providerId)) return false;
+    return this.apply(providerId, { kind: 'trial', holdMs });
+  }
+
+  unhealthy(): ReadonlySet<string> {
+    return this.cache.unhealthy();
+  }
+
+  trialsDue(): ReadonlySet<string> {
+    return this.cache.trialsDue();
+  }
+
+  views(): ReadonlyMap<string, HealthView> {
+    return this.cache.views();
+  }
+}

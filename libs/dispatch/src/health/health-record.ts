@@ -1,0 +1,157 @@
+import type { HealthSettings } from '@iop/validate';
+import { healthView, type HealthViewState } from './health-view';
+
+/** `healthy` or `unhealthy`, as stored; `half_open` and `backoff` are derived from the times in the record ({@link healthView}). */
+export type HealthState = 'healthy' | 'unhealthy';
+
+/**
+ * One provider's health record (README "Provider health"). Probes and real traffic keep separate
+ * runs, so a probe that passes never wipes out failures seen on requests.
+ */
+export interface ProviderHealth {
+  state: HealthState;
+  /** What turned it unhealthy: its probe, or failing requests (then it returns through a trial request). */
+  cause?: 'probe' | 'requests';
+  /** Why, in words, for `/status` and the log (e.g. `3 requests failed: upstream_timeout`). */
+  reason?: string;
+  /** Epoch ms of the last change of `state`. */
+  since?: number;
+  /** Consecutive probe failures (reset by a probe success). */
+  failures: number;
+  /** Consecutive probe successes (reset by a probe failure). */
+  successes: number;
+  /** Consecutive failed requests (reset by a request that succeeds, never by a probe). */
+  requestFailures: number;
+  /** Epoch ms from which a provider turned unhealthy by requests may take its trial request (after `cooldown_ms`). */
+  retryAt?: number;
+  /** Epoch ms until which a trial request is out (half-open): nobody else tries meanwhile. */
+  trialUntil?: number;
+  /** Epoch ms until which the provider is backing off (an upstream 429's `Retry-After`). */
+  backoffUntil?: number;
+  /** Why it backs off. */
+  backoffReason?: string;
+}
+
+/** The record of a provider nothing has been seen of yet: healthy, no runs. */
+export const INITIAL_HEALTH: ProviderHealth = { state: 'healthy', failures: 0, successes: 0, requestFailures: 0 };
+
+/** One observation of a provider. */
+export type HealthEvent =
+  /** An active probe's result. */
+  | { kind: 'probe'; ok: boolean; reason?: string }
+  /** A request's result: `ok` when the upstream answered properly, else what it did (README "Provider health"). */
+  | { kind: 'request'; ok: boolean; reason?: string }
+  /** An upstream 429: the provider takes no request for `seconds`. */
+  | { kind: 'backoff'; seconds: number; reason: string }
+  /** A request claims the trial of a half-open provider, holding it for `holdMs`. */
+  | { kind: 'trial'; holdMs: number };
+
+/** The thresholds the transitions use; `cooldown_ms` defaults to 30000. */
+export type HealthThresholds = Pick<HealthSettings, 'unhealthy_after' | 'healthy_after'> & { cooldown_ms?: number };
+
+/** `health.cooldown_ms` when unset: how long a provider out for failing requests waits for its trial, in ms. */
+export const DEFAULT_COOLDOWN_MS = 30_000;
+
+/** A change worth one log line: from → to, and why. */
+export interface HealthTransition {
+  from: HealthViewState;
+  to: HealthViewState;
+  reason?: string;
+}
+
+/**
+ * The health transition of one event (README "Provider health"). Pure: every store runs this one
+ * rule (the Redis store applies its result with a compare-and-set, so replicas agree).
+ * - probes: `unhealthy_after` consecutive failures turn a healthy provider unhealthy (`cause:
+ *   probe`); `healthy_after` consecutive successes bring back a provider the probe took out, and
+ *   only such a provider;
+ * - requests: `unhealthy_after` consecutive failed requests turn it unhealthy (`cause: requests`)
+ *   even while its probe passes; after `cooldown_ms` it is half-open: one request may claim the
+ *   trial; a success brings it back, a failure starts another cooldown;
+ * - a 429 backs it off until its `Retry-After` has passed, without touching its health.
+ * @returns the next record, `changed` false when it equals `prev` (nothing to write), and the
+ *   transition to log, if any.
+ */
+export function nextHealth(
+  prev: ProviderHealth,
+  event: HealthEvent,
+  settings: HealthThresholds,
+  now: number,
+): { next: ProviderHealth; changed: boolean; transition?: HealthTransition } {
+  // The hot path: a request that succeeds on a healthy provider with no failed request to forget.
+  if (event.kind === 'request' && event.ok && prev.state === 'healthy' && prev.requestFailures === 0)
+    return { next: prev, changed: false };
+  const before = healthView(prev, now).state;
+  const next: ProviderHealth = { ...prev };
+  const cooldown = settings.cooldown_ms ?? DEFAULT_COOLDOWN_MS;
+  const turn = (state: HealthState, cause: ProviderHealth['cause'], reason: string | undefined) => {
+    next.state = state;
+    next.since = now;
+    next.cause = cause;
+    next.reason = reason;
+  };
+  switch (event.kind) {
+    case 'probe':
+      if (event.ok) {
+        next.successes = Math.min(prev.successes + 1, settings.healthy_after);
+        next.failures = 0;
+        if (prev.state === 'unhealthy' && prev.cause !== 'requests' && next.successes >= settings.healthy_after) {
+          turn('healthy', undefined, undefined);
+          next.requestFailures = 0;
+        }
+      } else {
+        next.failures = prev.failures + 1;
+        next.successes = 0;
+        if (prev.state === 'healthy' && next.failures >= settings.unhealthy_after) {
+          turn('unhealthy', 'probe', `${next.failures} probes failed${event.reason ? `: ${event.reason}` : ''}`);
+        }
+      }
+      break;
+    case 'request':
+      if (event.ok) {
+        next.requestFailures = 0;
+        if (prev.state === 'unhealthy' && prev.cause === 'requests') {
+          turn('healthy', undefined, undefined);
+          delete next.retryAt;
+          delete next.trialUntil;
+          next.failures = 0;
+        }
+      } else {
+        next.requestFailures = prev.requestFailures + 1;
+        const why = event.reason ? `: ${event.reason}` : '';
+        if (prev.state === 'healthy' && next.requestFailures >= settings.unhealthy_after) {
+          turn('unhealthy', 'requests', `${next.requestFailures} requests failed${why}`);
+          next.retryAt = now + cooldown;
+        } else if (
+          prev.state === 'unhealthy' &&
+          prev.cause === 'requests' &&
+          prev.retryAt !== undefined &&
+          now >= prev.retryAt
+        ) {
+          // The trial (or a request that ran into the half-open window) failed: another cooldown.
+          turn('unhealthy', 'requests', `trial request failed${why}`);
+          next.retryAt = now + cooldown;
+          delete next.trialUntil;
+        }
+      }
+      break;
+    case 'backoff': {
+      const until = now + Math.max(0, event.seconds) * 1000;
+      if ((prev.backoffUntil ?? 0) < until) {
+        next.backoffUntil = until;
+        next.backoffReason = event.reason;
+      }
+      break;
+    }
+    case 'trial':
+      if (healthView(prev, now).state === 'half_open' && !((prev.trialUntil ?? 0) > now)) {
+        next.trialUntil = now + event.holdMs;
+      }
+      break;
+  }
+  const after = healthView(next, now);
+  const changed = JSON.stringify(next) !== JSON.stringify(prev);
+  const transition =
+    after.state !== before ? { from: before, to: after.state, reason: after.reason ?? undefined } : undefined;
+  return { next, changed, transition };
+}

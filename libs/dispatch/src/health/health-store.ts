@@ -1,0 +1,31 @@
+import type { HealthTransition } from './health-record';
+import type { HealthView } from './health-view';
+
+/** A transition as the store reports it, once, by the writer that made it. */
+export type HealthTransitionListener = (providerId: string, transition: HealthTransition) => void;
+
+/**
+ * Where providers' health lives: in-process (`MemoryHealthStore`) or shared by every replica through
+ * Redis (`RedisHealthStore`), so replicas agree. Reads are synchronous and cached so the request
+ * path never waits on I/O; `refresh()` reloads the cache. Writes never throw (a store outage is
+ * reported, not raised).
+ * Stores hold no connection or timer of their own (the Redis store borrows one), so there is nothing to close.
+ */
+export interface HealthStore {
+  /** Records one probe result (`reason`: why it failed). */
+  record(providerId: string, ok: boolean, reason?: string): Promise<void>;
+  /** Records one request's result on real traffic: a success, or what the upstream did. */
+  recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void>;
+  /** Backs a provider off for `seconds` (an upstream 429). */
+  backOff(providerId: string, seconds: number, reason: string): Promise<void>;
+  /** Claims the trial request of a half-open provider; true for the one caller that got it. */
+  claimTrial(providerId: string, holdMs: number): Promise<boolean>;
+  /** Ids of the providers that are not candidates now: unhealthy, half-open, on trial, backing off (cached). */
+  unhealthy(): ReadonlySet<string>;
+  /** Ids of the half-open providers whose trial nobody holds (cached): a request may claim one. */
+  trialsDue(): ReadonlySet<string>;
+  /** Every provider with a record, as `/status` shows it (cached). */
+  views(): ReadonlyMap<string, HealthView>;
+  /** Reloads the cache from the store, keeping only `providerIds`. Never throws. */
+  refresh(providerIds: readonly string[]): Promise<void>;
+}
