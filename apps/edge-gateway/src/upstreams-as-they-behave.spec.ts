@@ -185,7 +185,11 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
           expect(all.at(-1)).toMatchObject({ event: 'error', data: { type: 'error', code: 'upstream_timeout' } });
           expect(res.text).not.toContain('response.completed');
         }
-        expect(await inFlight(gateway, provider)).toBe(0);
+        await waitUntil(
+          async () => (await inFlight(gateway, provider)) === 0,
+          1000,
+          'the lease to be released after the settle delay',
+        );
         await waitUntil(() => up.stats().aborted === 1, 2000, 'the upstream call to be aborted');
         await waitUntil(() => health.unhealthy().has(provider), 1000, 'the stall to be booked against the provider');
       },

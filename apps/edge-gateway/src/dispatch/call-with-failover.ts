@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { PoolCandidate, Route } from '@iop/dispatch';
 import { failsOver, toClientError, UpstreamError } from '../errors';
 import { acquireLease } from './acquire-lease';
@@ -10,6 +11,14 @@ import type { DispatchBody } from './dispatcher-deps';
 import { fenceLease } from './fence-lease';
 import { logStreamEnd, logUpstreamFailure } from './log-upstream';
 import { poolUnavailable } from './pool-unavailable';
+
+/**
+ * How long a lease outlives an upstream call the gateway cut, in ms (docs/architecture.md,
+ * "Invariants": a call holds its slot, as the model server sees it, until the server has seen the
+ * connection close). The close (FIN) leaves at once, but a busy server may read the next caller's
+ * request in the same event-loop turn before it reads the close: this covers that turn.
+ */
+export const CUT_CALL_SETTLE_MS = 100;
 
 /** A route over a provider pool. */
 export type PoolRoute = Extract<Route, { providerPool: true }>;
@@ -79,6 +88,9 @@ export async function callWithFailover(
       attempts.next();
     } finally {
       unfence();
+      // A call the gateway cut (client gone, timeout, fence, drain) keeps its slot a moment longer, so
+      // the upstream sees the connection close before the next caller's request reaches it.
+      if (lease && attempt.signal.aborted) await delay(CUT_CALL_SETTLE_MS);
       await lease?.release();
     }
   }

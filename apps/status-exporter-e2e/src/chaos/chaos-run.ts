@@ -39,8 +39,6 @@ export interface ChaosOptions {
   redisRestart?: boolean;
   /** Share of requests the client drops at a random point. @defaultValue 0.15 */
   dropShare?: number;
-  /** Count {@link ChaosReport.abortCloseOverlaps} as breaches too. @defaultValue false */
-  strictAbortClose?: boolean;
   /** Progress lines (a kill, the Redis restart); silent when absent. */
   log?: (line: string) => void;
 }
@@ -64,16 +62,13 @@ export interface ChaosReport {
   /** Kills, the Redis restart and any moment over a limit, in ms from the start. */
   events?: string[];
   /**
-   * Overlaps over a limit that lasted at most ABORT_CLOSE_MS and ended when the connection of a call
-   * the gateway had stopped (client gone) closed: the gateway hands the slot on before that
-   * connection is closed. Breaches when `strictAbortClose`.
-   */
-  abortCloseOverlaps: Overlap[];
-  /**
    * Per provider: the most calls at once as the fake upstream itself counts them (a call ends there
-   * only once its socket is closed, so this can exceed the meter's count by calls already stopped).
+   * once its socket is closed, one loop turn after the meter sees the close). Over the limit is a
+   * breach too: a call the gateway cut keeps its slot until the upstream has seen the close.
    */
   fakeUpstreamMax: Record<string, number>;
+  /** Per replica (its URL): its warn and error log lines, the last 40 of each, to explain any breach. */
+  replicaWarnings: Record<string, string[]>;
 }
 
 const PROVIDERS = [
@@ -317,8 +312,6 @@ const KINDS: Kind[] = [
   },
 ];
 const TOTAL_WEIGHT = KINDS.reduce((n, k) => n + k.weight, 0);
-/** Longest an excess over a limit may last, ended by an aborted call's close, to count as such (ms). */
-const ABORT_CLOSE_MS = 20;
 /** Share of requests the client drops at a random point (queued, before the first byte, mid-stream). */
 const DROP_SHARE = 0.15;
 
@@ -406,7 +399,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     redisRestart: undefined,
     concurrency: {},
     fakeUpstreamMax: {},
-    abortCloseOverlaps: [],
+    replicaWarnings: {},
     leftAfterDrain: { inFlight: -1, queued: -1, jobKeys: -1, drainMs: -1 },
     violations,
   };
@@ -597,22 +590,23 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       report.fakeUpstreamMax[p.id] = fakeStats.byModel[p.upstream]?.max ?? 0;
       report.concurrency[p.id] = { max, limit: p.limit };
     }
-    // Over a limit: a breach, unless the excess was a call the gateway had already stopped whose
-    // connection closed within ABORT_CLOSE_MS of the next call's arrival (`abortCloseOverlaps`).
-    for (const o of upstream.overlaps) {
-      const closing = o.endedBy === 'abort' && o.durationMs <= ABORT_CLOSE_MS;
-      if (closing) report.abortCloseOverlaps.push(o);
-      if (!closing || opts.strictAbortClose)
+    // Over a limit at the meter or at the fake upstream: a breach, whatever ended it (no excuse).
+    for (const o of upstream.overlaps)
+      violations.push(
+        `provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`,
+      );
+    for (const p of PROVIDERS)
+      if (report.fakeUpstreamMax[p.id] > p.limit)
         violations.push(
-          `provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`,
+          `provider ${p.id}: the fake upstream saw ${report.fakeUpstreamMax[p.id]} at once (limit ${p.limit})`,
         );
-    }
     for (const r of live())
       if (r.process.child.exitCode !== null)
         violations.push(`replica ${r.url} died on its own:\n${r.process.output().slice(-1000)}`);
   } finally {
     clearInterval(watch);
     report.events = events;
+    for (const r of all) report.replicaWarnings[r.url] = warnLines(r.process.output());
     reader.disconnect();
     await Promise.all(all.map((r) => (r.killedAt === undefined ? r.process.stop() : Promise.resolve(null))));
     await exporter.stop();
@@ -621,6 +615,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await redis.stop();
   }
   return report;
+}
+
+/** The warn (40) and error (50+) lines of a replica's pino output, the last 40. */
+function warnLines(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => /"level":(4|5|6)\d/.test(line))
+    .slice(-40);
 }
 
 /** The report as a few readable lines. */
@@ -641,7 +643,7 @@ export function formatChaosReport(r: ChaosReport): string {
       .join(', ')}; the fake upstream's own max: ${Object.entries(r.fakeUpstreamMax)
       .map(([id, m]) => `${id} ${m}`)
       .join(', ')}`,
-    `  over a limit while an aborted call's connection was closing: ${r.abortCloseOverlaps.length}${r.abortCloseOverlaps.length ? ` (longest ${Math.max(...r.abortCloseOverlaps.map((o) => o.durationMs))} ms)` : ''}`,
+    `  replicas' warn lines: ${Object.values(r.replicaWarnings).reduce((n, l) => n + l.length, 0)} (in report.json)`,
     `  left after drain (${r.leftAfterDrain.drainMs} ms): in_flight ${r.leftAfterDrain.inFlight}, queued ${r.leftAfterDrain.queued}, job keys ${r.leftAfterDrain.jobKeys}`,
     `  events: ${(r.events ?? []).join('; ')}`,
     `  violations: ${r.violations.length === 0 ? 'none' : `\n    ${r.violations.slice(0, 20).join('\n    ')}`}`,

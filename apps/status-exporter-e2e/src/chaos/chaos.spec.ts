@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { formatChaosReport, runChaos } from './chaos-run';
 
 /**
- * The chaos suite (README "Tests"): a short run in `npm test` (about a minute); `npm run chaos`
- * runs it longer (`CHAOS_SECONDS`, default 120 there). `CHAOS_SEED` replays a run, `CHAOS_CLIENTS`
+ * The chaos suite (README "Tests"): 120 s in `npm test` (a 35 s run missed a breach a 240 s run
+ * caught); `npm run chaos` takes `CHAOS_SECONDS`. `CHAOS_SEED` replays a run, `CHAOS_CLIENTS`
  * sets the concurrent clients. The report is printed and written to `tmp/chaos/report.json`.
  */
-const SECONDS = Number(process.env.CHAOS_SECONDS ?? 35);
+const SECONDS = Number(process.env.CHAOS_SECONDS ?? 120);
 const CLIENTS = Number(process.env.CHAOS_CLIENTS ?? 16);
 const SEED = Number(process.env.CHAOS_SEED ?? 20261201);
 
@@ -21,7 +21,6 @@ describe('chaos: 3 replicas, the exporter and Redis under mixed load, SIGKILLs a
         killEveryMs: Number(process.env.CHAOS_KILL_EVERY_MS ?? 4000),
         redisRestart: process.env.CHAOS_REDIS_RESTART !== '0',
         dropShare: process.env.CHAOS_DROP_SHARE === undefined ? undefined : Number(process.env.CHAOS_DROP_SHARE),
-        strictAbortClose: process.env.CHAOS_STRICT_ABORT_CLOSE === '1',
         seed: SEED,
         log: (line) => process.stdout.write(`${line}\n`),
       });
