@@ -7,6 +7,7 @@ import {
   type ProviderQueue,
   type ResponseAffinity,
 } from '@iop/dispatch';
+import { ERROR_CATALOG } from '@iop/errors';
 import type { AdapterConfig, EdgeConfig } from '@iop/validate';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
@@ -23,7 +24,6 @@ import { ADAPTER_LABEL, FIELD_TABLES, type AdapterRegistry } from './adapters/ad
 import { applyFieldTable, endpointNotServed, type Endpoint } from './adapters/request-fields';
 import {
   ApiError,
-  catalogError,
   clientClosed,
   failsOver,
   modelNotFound,
@@ -149,7 +149,7 @@ export async function dispatchCompletion(
     if (!route.providerPool) {
       outcome.routeKind = 'direct';
       const { target } = route;
-      if (!target) throw noAvailableProvider(body.model, 5);
+      if (!target) throw new ApiError({ code: 'no_available_provider', fields: { model: body.model } });
       const sent = carry(target.adapter, endpoint, body);
       const resourceId = target.providerId ?? target.adapter.id;
       const result = await callUpstream(call, sent, { ...target, resourceId }, attempt).catch((err: unknown) => {
@@ -285,19 +285,10 @@ function carriable(
   return { candidates: able, bodies };
 }
 
-/** 503 `no_available_provider` with `Retry-After` (README "Errors"). */
-function noAvailableProvider(model: string, retryAfterS: number): ApiError {
-  return admissionToApiError({
-    code: 'no_available_provider',
-    message: `No healthy provider can serve model "${model}" right now.`,
-    retryAfterS,
-  });
-}
-
 /**
  * The answer when no candidate is left: a 429 when every provider of the model is backing off
  * after an upstream 429 (with the soonest end of those back-offs), else 503 `no_available_provider`
- * with `Retry-After` the soonest time one of them may be tried again (5 s when unknown).
+ * with `Retry-After` the soonest time one of them may be tried again (the catalog's default when unknown).
  */
 function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string): ApiError {
   const all = resolveRoute(config, model);
@@ -308,17 +299,11 @@ function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string
     const at = views?.get(id)?.retryAt;
     return at == null ? [] : [Math.max(1, Math.ceil((at - now) / 1000))];
   });
-  const retryAfterS = waits.length > 0 ? Math.min(...waits) : 5;
+  const retryAfterS = waits.length > 0 ? Math.min(...waits) : ERROR_CATALOG.no_available_provider.retryAfterS;
   if (ids.length > 0 && ids.every((id) => views?.get(id)?.state === 'backoff')) {
-    return catalogError(
-      'rate_limit_exceeded',
-      `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`,
-      {
-        retryAfterS,
-      },
-    );
+    return new ApiError({ code: 'rate_limit_exceeded', fields: { model, retryAfterS }, retryAfterS });
   }
-  return noAvailableProvider(model, retryAfterS);
+  return new ApiError({ code: 'no_available_provider', fields: { model }, retryAfterS });
 }
 
 /** A `/v1/responses` follow-up goes to the provider that produced `previous_response_id`, while it is a healthy candidate. */
@@ -386,7 +371,10 @@ async function callUpstream(
   const adapter = deps.adapters.get(target.nodeId, target.adapter);
   // request_timeout_ms bounds the time to the upstream's first byte, not a healthy stream (README "Configuration").
   const timeoutMs = config.gateway.request_timeout_ms;
-  const firstByteTimer = setTimeout(() => attempt.abort(upstreamTimeout(timeoutMs)), timeoutMs);
+  const firstByteTimer = setTimeout(
+    () => attempt.abort(upstreamTimeout({ wait: 'first_byte', ms: timeoutMs })),
+    timeoutMs,
+  );
   const { signal } = attempt;
   const ctx: DispatchContext = {
     upstreamModel: target.upstreamModel,

@@ -1,4 +1,4 @@
-import { AdmissionError } from '../admission-error';
+import { leaseLost } from '../admission-errors';
 import type { QueueLogger } from './redis-queue-options';
 import type { LeaseStore, StoredProvider } from '../lease-store';
 import type { Lease } from '../provider-queue';
@@ -166,13 +166,7 @@ export class LeaseHolder {
       { job_id: lease.jobId, provider: lease.provider.providerId, reason },
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
-    lease.controller.abort(
-      new AdmissionError(
-        'queue_unavailable',
-        `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`,
-        1,
-      ),
-    );
+    lease.controller.abort(leaseLost(lease.provider.providerId));
     void this.release(lease.jobId, lease.provider);
   }
 }

@@ -2,10 +2,11 @@ import type { AdmissionError } from '../admission-error';
 import {
   clientAborted,
   noAvailableProvider,
+  queueClosing,
   queueFull,
   queueTimeout,
   queueUnavailable,
-  shuttingDown,
+  redisSilent,
 } from '../admission-errors';
 import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import type { LeaseStore } from '../lease-store';
@@ -125,7 +126,7 @@ export class LeaseWaiters {
     const leaving: Promise<unknown>[] = [];
     for (const waiter of [...this.waiters.values()]) {
       const { jobId, provider } = waiter;
-      waiter.fail(shuttingDown());
+      waiter.fail(queueClosing());
       if (jobId === '') continue;
       leaving.push(
         store.leave(provider, jobId).then(async (outcome) => {
@@ -202,14 +203,13 @@ export class LeaseWaiters {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
       await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
     }
-    const model = waiter.request.modelGroupKey;
-    const silentMs = Math.round(watch.silentMs());
+    const { modelGroupKey, maxWaitMs } = waiter.request;
     waiter.fail(
       why === 'abort'
         ? clientAborted()
         : why === 'outage'
-          ? queueUnavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
-          : queueTimeout(model, waiter.request.maxWaitMs),
+          ? redisSilent(Math.round(watch.silentMs()))
+          : queueTimeout(modelGroupKey, maxWaitMs),
     );
   }
 

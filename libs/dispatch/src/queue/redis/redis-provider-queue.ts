@@ -1,4 +1,4 @@
-import { clientAborted, noAvailableProvider, queueUnavailable, shuttingDown } from '../admission-errors';
+import { clientAborted, noAvailableProvider, queueUnavailable, queueClosing } from '../admission-errors';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from '../lease-keys';
 import { LeaseStore } from '../lease-store';
 import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from '../provider-queue';
@@ -98,7 +98,7 @@ export class RedisProviderQueue implements ProviderQueue {
   }
 
   async configure(providers: readonly QueueProvider[]): Promise<void> {
-    if (this.closed) throw shuttingDown();
+    if (this.closed) throw queueClosing();
     await this.watch.waitForFirstConnection();
     const kept = this.slots.apply(providers);
     try {
@@ -110,7 +110,7 @@ export class RedisProviderQueue implements ProviderQueue {
   }
 
   async acquireLease(request: LeaseRequest): Promise<Lease> {
-    if (this.closed) throw shuttingDown();
+    if (this.closed) throw queueClosing();
     if (request.signal?.aborted) throw clientAborted();
     const usable = this.slots.usable(request.candidates.map((c) => c.providerId));
     if (usable.length === 0) throw noAvailableProvider(request.modelGroupKey);
@@ -158,7 +158,7 @@ export class RedisProviderQueue implements ProviderQueue {
       for (const timer of this.timers) clearInterval(timer);
       this.producer.disconnect();
       this.subscriber.disconnect();
-      this.waiters.failAll(shuttingDown());
+      this.waiters.failAll(queueClosing());
       this.holder.abandon();
     })();
     return this.closing;
