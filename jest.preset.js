@@ -15,6 +15,7 @@ module.exports = {
   },
   moduleFileExtensions: ['ts', 'js', 'json', 'lua'],
   moduleNameMapper: {
+    '^@iop/errors$': path.join(root, 'libs/errors/src/index.ts'),
     '^@iop/validate$': path.join(root, 'libs/validate/src/index.ts'),
     '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),
     '^@iop/dispatch/testing$': path.join(root, 'libs/dispatch/src/testing/index.ts'),

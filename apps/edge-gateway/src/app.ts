@@ -72,7 +72,7 @@ export function createApp(deps: AppDeps): Express {
   );
   // Unknown /v1 paths still ask for the key first, so the surface is not probed without one.
   app.use('/v1', auth);
-  app.use((req, _res, next) => next(notFound(`${req.method} ${req.path}`)));
+  app.use((req, _res, next) => next(notFound(req.method, req.path)));
   app.use(errorMiddleware(deps.logger, () => deps.config().gateway.max_body_bytes));
   return app;
 }

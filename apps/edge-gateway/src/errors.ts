@@ -1,23 +1,47 @@
-import { ERROR_CATALOG, type ErrorCatalogEntry, type ErrorCode } from '@iop/validate';
+import {
+  ERROR_CATALOG,
+  catalogMessage,
+  resolveError,
+  type ErrorCatalogEntry,
+  type ErrorCode,
+  type ErrorParts,
+  type ErrorSpec,
+  type UpstreamTimeoutFields,
+} from '@iop/errors';
+
+/**
+ * What an {@link ApiError} is made from: a catalog code with its named fields (`ErrorSpec`, the
+ * message from the code's template in `ERROR_CATALOG`), or an error written elsewhere (`ErrorParts`):
+ * an upstream's own error passed on (README "Errors"), a queue's refusal (made from the catalog in
+ * `@iop/dispatch`), or an error re-worded for the client ({@link toClientError}).
+ */
+export type ApiErrorInit<C extends ErrorCode = ErrorCode> = ErrorSpec<C> | ErrorParts;
 
 /**
  * Every error the gateway answers with, as a value with an HTTP status and an OpenAI error
  * `code` (docs/architecture.md, "Errors"). Routes throw these; `errorMiddleware` turns them into the body
  * `{"error": {"message", "type", "param", "code"}}`. No route builds an error body by hand.
+ * `new ApiError({ code: 'model_not_found', fields: { model }, param: 'model' })`.
  */
-export class ApiError extends Error {
+export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'ApiError';
+  readonly status: number;
+  readonly code: string;
+  /** OpenAI error `type`. */
+  readonly type: string;
+  /** OpenAI `param`: the request field the error is about, or null. */
+  readonly param: string | null;
+  /** Seconds for the `Retry-After` header, when retrying can help (a catalog code's default when not given). */
+  readonly retryAfterS?: number;
 
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly type: string = status >= 500 ? 'server_error' : 'invalid_request_error',
-    readonly param: string | null = null,
-    /** Seconds for the `Retry-After` header, when retrying can help. */
-    readonly retryAfterS?: number,
-  ) {
-    super(message);
+  constructor(init: ApiErrorInit<C>) {
+    const parts: ErrorParts = 'message' in init ? init : resolveError(init);
+    super(parts.message);
+    this.status = parts.status;
+    this.code = parts.code;
+    this.type = parts.type;
+    this.param = parts.param ?? null;
+    this.retryAfterS = parts.retryAfterS;
   }
 
   /** The OpenAI-shaped body of this error. */
@@ -36,15 +60,14 @@ export interface UpstreamErrorOptions {
    * command lines).
    */
   detail?: string;
-  /** Seconds for `Retry-After`, e.g. the upstream's own on a 429. */
-  retryAfterS?: number;
   /** Overrides {@link UpstreamError.countsAgainstProvider} (default: a 5xx-class failure). */
   counts?: boolean;
   /** Overrides {@link UpstreamError.failsOver} (default: counts against the provider, or a 429). */
   failover?: boolean;
-  /** OpenAI `param`, for an upstream 4xx about one field. */
-  param?: string | null;
 }
+
+/** The catalog codes of what an upstream did. */
+export type UpstreamErrorCode = 'upstream_error' | 'upstream_timeout' | 'rate_limit_exceeded';
 
 /**
  * Something an upstream did, and nothing else: it could not be reached, reset the connection, sent
@@ -55,20 +78,15 @@ export interface UpstreamErrorOptions {
  * the client's 4xx, is not an UpstreamError, so it never counts against a provider's health and never
  * fails over (README "Provider health").
  */
-export class UpstreamError extends ApiError {
+export class UpstreamError<C extends UpstreamErrorCode = UpstreamErrorCode> extends ApiError<C> {
   /** Log-only account of the failure (see {@link UpstreamErrorOptions.detail}); undefined when `message` is log-only itself. */
   readonly detail?: string;
   private readonly counts?: boolean;
   private readonly failover?: boolean;
 
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-    type: string = status >= 500 ? 'server_error' : 'invalid_request_error',
-    opts: UpstreamErrorOptions = {},
-  ) {
-    super(status, code, message, type, opts.param ?? null, opts.retryAfterS);
+  /** `init`: a catalog code of an upstream failure with its fields, or the upstream's own error passed on. */
+  constructor(init: ApiErrorInit<C>, opts: UpstreamErrorOptions = {}) {
+    super(init);
     this.detail = opts.detail;
     this.counts = opts.counts;
     this.failover = opts.failover;
@@ -104,87 +122,40 @@ export const countsAgainstProvider = (err: unknown): err is UpstreamError =>
 /** True for an {@link UpstreamError} after which a pooled request may fail over (see `failsOver`). */
 export const failsOver = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.failsOver;
 
-/**
- * The gateway's own error for a catalog `code`: status, OpenAI `type` and `Retry-After` default come
- * from `ERROR_CATALOG` (`@iop/validate`, the one map of codes; README "Errors"). `opts.retryAfterS`
- * overrides the catalog's default.
- */
-export function catalogError(
-  code: ErrorCode,
-  message: string,
-  opts: { param?: string | null; retryAfterS?: number } = {},
-): ApiError {
-  const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
-  return new ApiError(
-    entry.status,
-    code,
-    message,
-    entry.type,
-    opts.param ?? null,
-    opts.retryAfterS ?? entry.retryAfterS,
-  );
-}
-
-/**
- * An {@link UpstreamError} with a catalog `code` (`upstream_error`, `upstream_timeout`,
- * `rate_limit_exceeded`): status, type and `Retry-After` default from `ERROR_CATALOG`; `status`
- * overrides the catalog's (e.g. a 502-class failure answered with another 5xx).
- */
-export function catalogUpstreamError(
-  code: 'upstream_error' | 'upstream_timeout' | 'rate_limit_exceeded',
-  message: string,
-  opts: UpstreamErrorOptions & { status?: number } = {},
-): UpstreamError {
-  const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
-  return new UpstreamError(opts.status ?? entry.status, code, message, entry.type, {
-    ...opts,
-    retryAfterS: opts.retryAfterS ?? entry.retryAfterS,
-  });
-}
-
-export const invalidRequest = (message: string, param: string | null = null) =>
-  catalogError('invalid_request_error', message, { param });
-export const invalidApiKey = () =>
-  catalogError('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
+/** 400 `invalid_request_error`: `problem` says what is wrong and how to fix it; `param` names the field. */
+export const invalidRequest = (problem: string, param: string | null = null) =>
+  new ApiError({ code: 'invalid_request_error', fields: { problem }, param });
+/** 401 of `/v1` (`gateway.api_keys`). */
+export const invalidApiKey = () => new ApiError({ code: 'invalid_api_key', fields: { keys: 'gateway.api_keys' } });
 export const modelNotFound = (model: string) =>
-  catalogError(
-    'model_not_found',
-    `The model "${model}" does not exist on this gateway. GET /v1/models lists the models it serves.`,
-    { param: 'model' },
-  );
-export const notFound = (path: string) =>
-  catalogError(
-    'not_found',
-    `No route for ${path}. This gateway serves /v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings.`,
-  );
-export const methodNotAllowed = (method: string, path: string, allow: string) =>
-  catalogError('method_not_allowed', `${method} is not allowed on ${path}; use ${allow}.`);
+  new ApiError({ code: 'model_not_found', fields: { model }, param: 'model' });
+export const notFound = (method: string, path: string) =>
+  new ApiError({
+    code: 'not_found',
+    fields: { method, path, served: '/v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings' },
+  });
+export const methodNotAllowed = (f: { method: string; path: string; allow: string }) =>
+  new ApiError({ code: 'method_not_allowed', fields: f });
 export const requestTooLarge = (limitBytes: number) =>
-  catalogError(
-    'request_too_large',
-    `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`,
-  );
+  new ApiError({ code: 'request_too_large', fields: { limitBytes } });
 /** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
-export const clientClosed = () => catalogError('client_closed', 'The client closed the connection.');
+export const clientClosed = () => new ApiError({ code: 'client_closed' });
 /**
- * A 5xx-class upstream failure (502 by default). `message` is shown to the client only when
- * `opts.detail` carries the log-only account; otherwise `message` itself goes to the log and the
+ * A 5xx-class upstream failure (502 `upstream_error`). `problem` is shown to the client only when
+ * `opts.detail` carries the log-only account; otherwise `problem` itself goes to the log and the
  * client gets a generic message with the request id (see {@link UpstreamErrorOptions.detail}).
  */
-export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) =>
-  catalogUpstreamError('upstream_error', message, { ...opts, status });
-export const upstreamTimeout = (ms: number) => {
-  const message = `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`;
-  return catalogUpstreamError('upstream_timeout', message, { detail: message });
-};
-/** No byte moved either way for `ms` in a stream (README "Streaming"), on the upstream's side. */
-export const streamIdle = (ms: number) => {
-  const message = `The upstream sent nothing for ${ms} ms mid-stream (gateway.stream_idle_timeout_ms).`;
-  return catalogUpstreamError('upstream_timeout', message, { detail: message });
-};
+export const upstreamError = (problem: string, opts: UpstreamErrorOptions = {}) =>
+  new UpstreamError({ code: 'upstream_error', fields: { problem } }, opts);
+/**
+ * 504 `upstream_timeout`: no first byte within `gateway.request_timeout_ms`, nothing for
+ * `gateway.stream_idle_timeout_ms` mid-stream (README "Streaming"), or a CLI run past its adapter's
+ * `timeout_ms`. The message names only the setting (and the adapter id), so the client sees it as it is.
+ */
+export const upstreamTimeout = (fields: UpstreamTimeoutFields) =>
+  new UpstreamError({ code: 'upstream_timeout', fields }, { detail: catalogMessage('upstream_timeout', fields) });
 /** The gateway's own fault (a bug): a fixed message, never the error's text or stack; the cause goes to the log. */
-export const internalError = () =>
-  catalogError('internal_error', 'The gateway failed to handle the request; see its logs.');
+export const internalError = () => new ApiError({ code: 'internal_error' });
 
 /**
  * The error as the client may see it (README "Errors"): an {@link UpstreamError} whose message is
@@ -198,13 +169,11 @@ export function toClientError(err: unknown, requestId: string): unknown {
   const message = err.messageIsPublic
     ? `${err.message} (request id ${requestId})`
     : `The model's upstream failed (${err.status === 504 ? 'timed out' : 'error'}); the gateway's log has the details under request id ${requestId}.`;
-  return new UpstreamError(err.status, err.code, message, err.type, {
-    detail: err.detail ?? err.message,
-    retryAfterS: err.retryAfterS,
-    param: err.param,
-    counts: err.countsAgainstProvider,
-    failover: err.failsOver,
-  });
+  const { status, code, type, retryAfterS, param } = err;
+  return new UpstreamError(
+    { status, code, type, message, retryAfterS, param },
+    { detail: err.detail ?? err.message, counts: err.countsAgainstProvider, failover: err.failsOver },
+  );
 }
 
 /**
@@ -212,8 +181,19 @@ export function toClientError(err: unknown, requestId: string): unknown {
  * request still ran: its upstream call is aborted with this, so the client gets a 503 before the
  * first byte or the stream's error event after it, never a bare cut connection.
  */
-export const shuttingDown = () =>
-  catalogError(
-    'shutting_down',
-    'The gateway is shutting down and its drain time ran out before this request finished; retry it.',
-  );
+export const shuttingDown = () => new ApiError({ code: 'shutting_down' });
+
+/**
+ * An error with a catalog `code` whose message was already made from the catalog elsewhere (a queue's
+ * refusal): status, type and `Retry-After` default of the code, `message` as it is.
+ */
+export function catalogCodeError(code: ErrorCode, message: string, retryAfterS?: number): ApiError {
+  const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
+  return new ApiError({
+    status: entry.status,
+    code,
+    type: entry.type,
+    message,
+    retryAfterS: retryAfterS ?? entry.retryAfterS,
+  });
+}

@@ -1,6 +1,7 @@
 import type { HealthView, ProviderCounts } from '@iop/dispatch';
 import { buildSnapshot, ResourceGauges, trackedProviderIds, type StatusSnapshot } from '@iop/status';
-import { catalogAnswer, KeySet, presentedKey, type EdgeConfig, type ErrorCode } from '@iop/validate';
+import { catalogAnswer, resolveError, type ErrorCode, type ErrorSpec } from '@iop/errors';
+import { KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
 import express, { type Express, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
@@ -111,7 +112,10 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
     res.type('html').send(DASHBOARD_HTML);
   });
   app.use((req, res) => {
-    sendError(res, 'not_found', `${req.method} ${req.path} is not served here: try /status, /metrics, /healthz or /`);
+    sendError(res, {
+      code: 'not_found',
+      fields: { method: req.method, path: req.path, served: '/status, /metrics, /healthz and /' },
+    });
   });
   return app;
 }
@@ -124,17 +128,13 @@ function statusKeys(apiKeys: () => readonly string[]): RequestHandler {
     if (configured !== keys.keys) keys = new KeySet(configured);
     if (keys.open || keys.matches(presentedKey(req.headers.authorization))) return next();
     res.setHeader('www-authenticate', 'Basic realm="iop-edge status", charset="UTF-8"');
-    sendError(
-      res,
-      'invalid_api_key',
-      'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.',
-    );
+    sendError(res, { code: 'invalid_api_key', fields: { keys: 'status.api_keys' } });
   };
 }
 
-/** Answers an OpenAI-shaped error whose status, type and `Retry-After` come from `ERROR_CATALOG` (`@iop/validate`; README "Errors"). */
-function sendError(res: Response, code: ErrorCode, message: string): void {
-  const answer = catalogAnswer(code, message);
+/** Answers an OpenAI-shaped error whose status, type, message and `Retry-After` come from `ERROR_CATALOG` (`@iop/errors`; README "Errors"). */
+function sendError<C extends ErrorCode>(res: Response, spec: ErrorSpec<C>): void {
+  const answer = catalogAnswer(spec.code, resolveError(spec).message);
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
   res.status(answer.status).json(answer.body);
 }

@@ -32,13 +32,5 @@ export {
   exporterEnvironmentSchema,
   readEnvironment,
 } from './environment';
-export {
-  type ErrorCatalogEntry,
-  type ErrorCode,
-  type OpenAiErrorBody,
-  ERROR_CATALOG,
-  isCatalogCode,
-  catalogAnswer,
-} from './error-catalog';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
 export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';

@@ -21,13 +21,13 @@ export function normalizeEmbeddings(
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'));
   } catch {
-    throw upstreamError('The upstream answered embeddings that are not JSON.', 502, {
+    throw upstreamError('The upstream answered embeddings that are not JSON.', {
       detail: 'embeddings answer is not JSON',
     });
   }
   const answer = parsed as Record<string, unknown> | null;
   if (typeof answer !== 'object' || answer === null || !Array.isArray(answer.data)) {
-    throw upstreamError('The upstream answered something other than embeddings (no data list).', 502, {
+    throw upstreamError('The upstream answered something other than embeddings (no data list).', {
       detail: `embeddings answer without data: ${JSON.stringify(parsed).slice(0, 300)}`,
     });
   }
@@ -37,7 +37,7 @@ export function normalizeEmbeddings(
     let embedding = entry.embedding;
     if (base64 && Array.isArray(embedding)) embedding = floatsToBase64(embedding as number[]);
     else if (!Array.isArray(embedding) && typeof embedding !== 'string') {
-      throw upstreamError('The upstream answered an embedding that is not a vector.', 502, {
+      throw upstreamError('The upstream answered an embedding that is not a vector.', {
         detail: `embeddings answer data[${i}] has no vector`,
       });
     }

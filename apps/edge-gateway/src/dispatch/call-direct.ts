@@ -1,10 +1,9 @@
 import type { Route } from '@iop/dispatch';
-import { toClientError } from '../errors';
+import { ApiError, toClientError } from '../errors';
 import { carriedBody } from './carriable-fields';
 import { callUpstream } from './call-upstream';
 import type { CompletionRequest } from './completion-request';
 import { logStreamEnd, logUpstreamFailure } from './log-upstream';
-import { noAvailableProvider } from './pool-unavailable';
 
 /** A route that dispatches to one adapter, never queued. */
 export type DirectRoute = Extract<Route, { providerPool: false }>;
@@ -19,7 +18,7 @@ export type DirectRoute = Extract<Route, { providerPool: false }>;
 export async function callDirect(req: CompletionRequest, route: DirectRoute, attempt: AbortController): Promise<void> {
   req.outcome.routeKind = 'direct';
   const { target } = route;
-  if (!target) throw noAvailableProvider(req.body.model, 5);
+  if (!target) throw new ApiError({ code: 'no_available_provider', fields: { model: req.body.model } });
   const sent = carriedBody(target.adapter, req.endpoint, req.body);
   const resourceId = target.providerId ?? target.adapter.id;
   const result = await callUpstream(req, sent, { ...target, resourceId }, attempt).catch((err: unknown) => {

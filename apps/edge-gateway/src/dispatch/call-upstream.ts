@@ -42,7 +42,10 @@ export async function callUpstream(
   res.setHeader('x-iop-resource', target.resourceId);
   const adapter = deps.adapters.get(target.nodeId, target.adapter);
   const timeoutMs = config.gateway.request_timeout_ms;
-  const firstByteTimer = setTimeout(() => attempt.abort(upstreamTimeout(timeoutMs)), timeoutMs);
+  const firstByteTimer = setTimeout(
+    () => attempt.abort(upstreamTimeout({ wait: 'first_byte', ms: timeoutMs })),
+    timeoutMs,
+  );
   const { signal } = attempt;
   const ctx: DispatchContext = {
     upstreamModel: target.upstreamModel,

@@ -1,19 +1,24 @@
 import {
-  catalogUpstreamError,
   clientClosed,
   internalError,
   invalidRequest,
   shuttingDown,
-  streamIdle,
+  UpstreamError,
   upstreamError,
   upstreamTimeout,
 } from '../errors';
 import { healthEventOf, type AttemptOutcome } from './health-event';
 
-const unreachable = upstreamError('The upstream could not be reached (ECONNREFUSED).', 502, { detail: 'ECONNREFUSED' });
-const rateLimited = catalogUpstreamError('rate_limit_exceeded', 'Rate limited.', { status: 429, retryAfterS: 7 });
-const passedOn400 = upstreamError('This model maximum context length is 8 tokens.', 400, { detail: 'context' });
-const notCounted5xx = upstreamError('Shown as is.', 503, { detail: 'x', counts: false });
+const unreachable = upstreamError('The upstream could not be reached (ECONNREFUSED).', { detail: 'ECONNREFUSED' });
+const rateLimited = new UpstreamError({ code: 'rate_limit_exceeded', fields: { retryAfterS: 7 }, retryAfterS: 7 });
+const passedOn400 = new UpstreamError(
+  { status: 400, code: 'invalid_request_error', type: 'invalid_request_error', message: 'Max context is 8 tokens.' },
+  { detail: 'context' },
+);
+const notCounted5xx = new UpstreamError(
+  { status: 503, code: 'upstream_error', type: 'server_error', message: 'Shown as is.' },
+  { detail: 'x', counts: false },
+);
 
 const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> = [
   ['a trial at its first byte is a success', { at: 'first_byte', trial: true }, { kind: 'request', ok: true }],
@@ -35,7 +40,11 @@ const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> =
   ],
   [
     'a stream gone silent mid-stream is a failure, trial or not',
-    { at: 'ended', trial: true, result: { outcome: 'upstream_failed', error: streamIdle(100) } },
+    {
+      at: 'ended',
+      trial: true,
+      result: { outcome: 'upstream_failed', error: upstreamTimeout({ wait: 'stream_idle', ms: 100 }) },
+    },
     { kind: 'request', ok: false, reason: 'upstream_timeout' },
   ],
   [
@@ -60,7 +69,7 @@ const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> =
   ],
   [
     'no first byte in time is a failure',
-    { at: 'failed', error: upstreamTimeout(100) },
+    { at: 'failed', error: upstreamTimeout({ wait: 'first_byte', ms: 100 }) },
     { kind: 'request', ok: false, reason: 'upstream_timeout' },
   ],
   [

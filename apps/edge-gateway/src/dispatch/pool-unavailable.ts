@@ -1,22 +1,13 @@
 import { resolveRoute, type HealthStore } from '@iop/dispatch';
+import { ERROR_CATALOG } from '@iop/errors';
 import type { EdgeConfig } from '@iop/validate';
-import { ApiError, catalogError } from '../errors';
-import { admissionToApiError } from '../http/answer/admission-errors';
-
-/** 503 `no_available_provider` with `Retry-After` (README "Errors"). */
-export function noAvailableProvider(model: string, retryAfterS: number): ApiError {
-  return admissionToApiError({
-    code: 'no_available_provider',
-    message: `No healthy provider can serve model "${model}" right now.`,
-    retryAfterS,
-  });
-}
+import { ApiError } from '../errors';
 
 /**
  * The answer when no candidate is left (README "Provider health"): a 429 when every provider of the
  * model is backing off after an upstream 429 (with the soonest end of those back-offs), else 503
- * `no_available_provider` with `Retry-After` the soonest time one of them may be tried again (5 s
- * when unknown).
+ * `no_available_provider` with `Retry-After` the soonest time one of them may be tried again (the
+ * catalog's default when unknown).
  */
 export function poolUnavailable(health: HealthStore | undefined, config: EdgeConfig, model: string): ApiError {
   const all = resolveRoute(config, model);
@@ -27,15 +18,9 @@ export function poolUnavailable(health: HealthStore | undefined, config: EdgeCon
     const at = views?.get(id)?.retryAt;
     return at == null ? [] : [Math.max(1, Math.ceil((at - now) / 1000))];
   });
-  const retryAfterS = waits.length > 0 ? Math.min(...waits) : 5;
+  const retryAfterS = waits.length > 0 ? Math.min(...waits) : ERROR_CATALOG.no_available_provider.retryAfterS;
   if (ids.length > 0 && ids.every((id) => views?.get(id)?.state === 'backoff')) {
-    return catalogError(
-      'rate_limit_exceeded',
-      `Every provider of model "${model}" is rate limited by its upstream; retry after ${retryAfterS} s.`,
-      {
-        retryAfterS,
-      },
-    );
+    return new ApiError({ code: 'rate_limit_exceeded', fields: { model, retryAfterS }, retryAfterS });
   }
-  return noAvailableProvider(model, retryAfterS);
+  return new ApiError({ code: 'no_available_provider', fields: { model }, retryAfterS });
 }

@@ -101,7 +101,7 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
   ] as const) {
     router.all(path, gates.auth, (req, res, next) => {
       res.setHeader('allow', allow);
-      next(methodNotAllowed(req.method, path, allow));
+      next(methodNotAllowed({ method: req.method, path, allow }));
     });
   }
   return router;

@@ -1,15 +1,17 @@
 /**
  * Why a lease was not granted (docs/architecture.md, "Admission", "Errors"). The gateway maps each
- * code to its HTTP status in one place; `retryAfterS` feeds the `Retry-After` header.
+ * code to its HTTP status in one place; `retryAfterS` feeds the `Retry-After` header. Both backends
+ * make these through `admission-errors.ts`, whose messages come from the error catalog.
  * - `queue_full` (429): the chosen provider already holds `max_queued` waiting requests;
  * - `queue_timeout` (503): no lease within `max_wait_ms`; the waiting job was removed;
- * - `queue_unavailable` (503): the queue backend (Redis) cannot be reached;
+ * - `queue_unavailable` (503): the queue backend (Redis) cannot be reached, a held lease was lost, or the queue is closing;
  * - `no_available_provider` (503): the pool has no usable candidate (all disabled, invalid or removed);
  * - `client_aborted`: the caller's AbortSignal fired while waiting; nothing is left queued.
  */
 export type AdmissionErrorCode =
   'queue_full' | 'queue_timeout' | 'queue_unavailable' | 'no_available_provider' | 'client_aborted';
 
+/** A queue's refusal: a code above, the catalog's message and `Retry-After` for it. */
 export class AdmissionError extends Error {
   override readonly name = 'AdmissionError';
 

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
-import { AdmissionError } from './admission-error';
+import type { AdmissionError } from './admission-error';
+import { clientAborted, noAvailableProvider, queueClosing, queueFull, queueTimeout } from './admission-errors';
 import {
   chooseProvider,
   type Lease,
@@ -10,6 +11,7 @@ import {
 } from './provider-queue';
 
 interface Waiter {
+  readonly modelGroupKey: string;
   readonly candidateIds: readonly string[];
   readonly startedAt: number;
   providerId: string;
@@ -56,10 +58,10 @@ export class MemoryProviderQueue implements ProviderQueue {
   }
 
   acquireLease(request: LeaseRequest): Promise<Lease> {
-    if (this.closed) return Promise.reject(new AdmissionError('queue_unavailable', 'The queue is shutting down.', 1));
-    if (request.signal?.aborted) return Promise.reject(abortedError());
+    if (this.closed) return Promise.reject(queueClosing());
+    if (request.signal?.aborted) return Promise.reject(clientAborted());
     const usable = this.usable(request.candidates.map((c) => c.providerId));
-    if (usable.length === 0) return Promise.reject(noProviderError(request.modelGroupKey));
+    if (usable.length === 0) return Promise.reject(noAvailableProvider(request.modelGroupKey));
     const free = chooseProvider(usable, this.countMap());
     const freeState = free && this.providers.get(free.providerId);
     if (freeState && freeState.inFlight < freeState.limits.maxConcurrency) {
@@ -68,11 +70,7 @@ export class MemoryProviderQueue implements ProviderQueue {
     }
     const withRoom = usable.filter((p) => this.providers.get(p.providerId)!.waiting.length < p.maxQueued);
     const target = chooseProvider(withRoom, this.countMap());
-    if (!target) {
-      return Promise.reject(
-        new AdmissionError('queue_full', `Every provider of model "${request.modelGroupKey}" has a full queue.`, 1),
-      );
-    }
+    if (!target) return Promise.reject(queueFull(request.modelGroupKey));
     return new Promise<Lease>((resolve, reject) => {
       const startedAt = Date.now();
       const finish = () => {
@@ -80,6 +78,7 @@ export class MemoryProviderQueue implements ProviderQueue {
         request.signal?.removeEventListener('abort', onAbort);
       };
       const waiter: Waiter = {
+        modelGroupKey: request.modelGroupKey,
         candidateIds: request.candidates.map((c) => c.providerId),
         startedAt,
         providerId: target.providerId,
@@ -98,18 +97,8 @@ export class MemoryProviderQueue implements ProviderQueue {
         if (at >= 0) queue!.splice(at, 1);
         waiter.fail(error);
       };
-      const onAbort = () => leave(abortedError());
-      const timer = setTimeout(
-        () =>
-          leave(
-            new AdmissionError(
-              'queue_timeout',
-              `No provider of model "${request.modelGroupKey}" freed a slot within ${request.maxWaitMs} ms.`,
-              1,
-            ),
-          ),
-        request.maxWaitMs,
-      );
+      const onAbort = () => leave(clientAborted());
+      const timer = setTimeout(() => leave(queueTimeout(request.modelGroupKey, request.maxWaitMs)), request.maxWaitMs);
       request.signal?.addEventListener('abort', onAbort, { once: true });
       this.providers.get(target.providerId)!.waiting.push(waiter);
     });
@@ -132,9 +121,7 @@ export class MemoryProviderQueue implements ProviderQueue {
   async close(): Promise<void> {
     this.closed = true;
     for (const state of this.providers.values()) {
-      for (const waiter of state.waiting.splice(0)) {
-        waiter.fail(new AdmissionError('queue_unavailable', 'The gateway is shutting down.', 1));
-      }
+      for (const waiter of state.waiting.splice(0)) waiter.fail(queueClosing());
     }
   }
 
@@ -203,7 +190,7 @@ export class MemoryProviderQueue implements ProviderQueue {
   private requeue(waiter: Waiter): void {
     const target = chooseProvider(this.usable(waiter.candidateIds), this.countMap());
     if (!target) {
-      waiter.fail(noProviderError());
+      waiter.fail(noAvailableProvider(waiter.modelGroupKey));
       return;
     }
     waiter.providerId = target.providerId;
@@ -218,12 +205,3 @@ export class MemoryProviderQueue implements ProviderQueue {
  */
 const NEVER_ABORTED = new AbortController().signal;
 setMaxListeners(0, NEVER_ABORTED);
-
-function abortedError(): AdmissionError {
-  return new AdmissionError('client_aborted', 'The client closed the request while it waited for a provider.');
-}
-
-function noProviderError(model?: string): AdmissionError {
-  const what = model ? `model "${model}"` : 'this model';
-  return new AdmissionError('no_available_provider', `No enabled provider can serve ${what} right now.`, 5);
-}

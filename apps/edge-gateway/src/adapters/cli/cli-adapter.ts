@@ -94,7 +94,7 @@ export class CliAdapter implements Adapter {
         bytes += Buffer.byteLength(chunk);
         if (bytes > cap) {
           const message = `The CLI model wrote more than ${cap} bytes for a non-streamed answer (max_output_bytes of adapter "${this.config.id}", gateway.max_response_bytes); it was stopped. Ask with stream: true for longer answers.`;
-          const tooLong = upstreamError(message, 502, { detail: message });
+          const tooLong = upstreamError(message, { detail: message });
           run.fail(tooLong);
           throw tooLong;
         }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
-import { catalogUpstreamError, UpstreamError, upstreamError } from '../../errors';
+import { UpstreamError, upstreamError, upstreamTimeout } from '../../errors';
 import { killMarkedProcesses } from './escaped-processes';
 
 /** How much of the end of stderr is kept for the error message of a failed run, in bytes. */
@@ -47,8 +47,7 @@ export const RUN_MARKER = 'IOP_EDGE_CLI_RUN';
  * only the setting and the adapter id, so it is shown to the client as it is (with `detail`).
  */
 export function cliTimeout(adapterId: string, ms: number): UpstreamError {
-  const message = `The CLI model ran longer than its adapter's timeout_ms (${ms} ms, adapter "${adapterId}") and was stopped.`;
-  return catalogUpstreamError('upstream_timeout', message, { detail: message });
+  return upstreamTimeout({ wait: 'cli_run', ms, adapter: adapterId });
 }
 
 /**

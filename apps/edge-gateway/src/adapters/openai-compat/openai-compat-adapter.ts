@@ -1,4 +1,5 @@
-import { ERROR_CATALOG, redactUrl, type HttpAdapterConfig } from '@iop/validate';
+import { ERROR_CATALOG, catalogMessage } from '@iop/errors';
+import { redactUrl, type HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
 import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type {
@@ -126,7 +127,7 @@ export class OpenAiCompatAdapter implements Adapter {
     const body = { ...req, model: ctx.upstreamModel, ...(opts.floatsUpstream ? { encoding_format: 'float' } : {}) };
     const answer = await this.post('/embeddings', body, ctx);
     if (answer.kind !== 'json')
-      throw upstreamError('The upstream answered embeddings with a stream.', 502, {
+      throw upstreamError('The upstream answered embeddings with a stream.', {
         detail: `${this.target.forLog}: embeddings answered as SSE`,
       });
     return { ...answer, body: normalizeEmbeddings(answer.body, req) };
@@ -171,7 +172,7 @@ export class OpenAiCompatAdapter implements Adapter {
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       const why = describe(err);
-      throw upstreamError(`The upstream could not be reached (${why}).`, 502, {
+      throw upstreamError(`The upstream could not be reached (${why}).`, {
         detail: `${where}: ${messageOf(err)}`,
       });
     }
@@ -196,7 +197,7 @@ export class OpenAiCompatAdapter implements Adapter {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       if (err instanceof UpstreamError) throw err;
       const why = describe(err);
-      throw upstreamError(`The upstream closed the connection before its answer was complete (${why}).`, 502, {
+      throw upstreamError(`The upstream closed the connection before its answer was complete (${why}).`, {
         detail: `${where}: ${messageOf(err)}`,
       });
     }
@@ -206,7 +207,6 @@ export class OpenAiCompatAdapter implements Adapter {
 const tooLarge = (limit: number, where: string, what: string) =>
   upstreamError(
     `The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`,
-    502,
     {
       detail: `${where}: ${what}, over gateway.max_response_bytes ${limit}`,
       counts: false,
@@ -289,7 +289,7 @@ async function* upstreamStream(
   } catch (err) {
     if (signal.aborted) throw signal.reason ?? err;
     const why = describe(err);
-    throw upstreamError(`The upstream stream failed before it finished (${why}).`, 502, {
+    throw upstreamError(`The upstream stream failed before it finished (${why}).`, {
       detail: `${where}: stream failed: ${messageOf(err)}`,
     });
   }
@@ -347,29 +347,20 @@ function upstreamFailure(
     const retryAfterS = parseRetryAfter(headers['retry-after']) ?? DEFAULT_RETRY_AFTER_S;
     // The upstream's own code, type and message when it sent them (README "Errors"); else the catalog's `rate_limit_exceeded`.
     const { status: limited, type } = ERROR_CATALOG.rate_limit_exceeded;
-    return new UpstreamError(
-      limited,
-      parsed.code ?? 'rate_limit_exceeded',
-      parsed.message ?? 'The upstream is rate limiting requests; retry later.',
-      parsed.type ?? type,
-      {
-        detail,
-        retryAfterS,
-        param: parsed.param ?? null,
-      },
-    );
+    const message = parsed.message ?? catalogMessage('rate_limit_exceeded', { retryAfterS });
+    const code = parsed.code ?? 'rate_limit_exceeded';
+    const passedOn = { status: limited, code, type: parsed.type ?? type, message, retryAfterS, param: parsed.param };
+    return new UpstreamError(passedOn, { detail });
   }
   if (status === 401 || status === 403) {
     return upstreamError(
       `The provider refused the gateway's credentials (upstream ${status}); an operator must fix its api_key.`,
-      502,
       { detail },
     );
   }
   if (status === 404 || status === 405) {
     return upstreamError(
       `The provider does not serve this endpoint or model (upstream ${status}); an operator must check its base_url and model names.`,
-      502,
       {
         detail,
         counts: false,
@@ -380,16 +371,9 @@ function upstreamFailure(
   if (status >= 400 && status < 500) {
     // A 4xx about the request itself (context length, a bad field): the client's answer, passed on.
     const message = parsed.message ?? (text.trim().slice(0, 500) || `The upstream answered ${status}.`);
-    return new UpstreamError(
-      status,
-      parsed.code ?? 'invalid_request_error',
-      message,
-      parsed.type ?? ERROR_CATALOG.invalid_request_error.type,
-      {
-        detail,
-        param: parsed.param ?? null,
-      },
-    );
+    const code = parsed.code ?? 'invalid_request_error';
+    const passedOn = { status, code, type: parsed.type ?? ERROR_CATALOG.invalid_request_error.type, message };
+    return new UpstreamError({ ...passedOn, param: parsed.param }, { detail });
   }
   const what =
     status >= 300 && status < 400
@@ -397,7 +381,7 @@ function upstreamFailure(
       : status >= 500
         ? String(status)
         : `an unexpected status (${status})`;
-  return upstreamError(`The upstream answered ${what}.`, 502, {
+  return upstreamError(`The upstream answered ${what}.`, {
     detail: status >= 300 && status < 400 ? `${detail} location=${String(headers.location ?? '')}` : detail,
   });
 }

@@ -28,15 +28,13 @@ export function chatCompletionToResponse(chatJson: unknown, model: string): Resp
   const choice = isRecord(chatJson) && Array.isArray(chatJson.choices) ? chatJson.choices[0] : undefined;
   if (!isRecord(choice) || !isRecord(choice.message)) {
     const detail = `not a chat completion: ${JSON.stringify(chatJson)?.slice(0, 300)}`;
-    throw upstreamError(
-      'The upstream answered with something other than a chat completion (no choices[0].message).',
-      502,
-      { detail },
-    );
+    throw upstreamError('The upstream answered with something other than a chat completion (no choices[0].message).', {
+      detail,
+    });
   }
   const content = choice.message.content;
   if (content != null && typeof content !== 'string') {
-    throw upstreamError('The upstream answered a chat completion whose choices[0].message.content is not text.', 502, {
+    throw upstreamError('The upstream answered a chat completion whose choices[0].message.content is not text.', {
       detail: 'chat completion content is not text',
     });
   }

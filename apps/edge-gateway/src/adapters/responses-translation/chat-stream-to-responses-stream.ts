@@ -111,7 +111,7 @@ export async function* chatStreamToResponsesStream(
     yield* drain();
   }
   if (!sawDone)
-    throw upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', 502, {
+    throw upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', {
       detail: 'translated chat stream ended without data: [DONE]',
     });
 
@@ -143,7 +143,7 @@ function parseEventData(event: EventSourceMessage): Record<string, unknown> {
   try {
     data = JSON.parse(event.data);
   } catch {
-    throw upstreamError('The upstream stream sent data that is not JSON.', 502, {
+    throw upstreamError('The upstream stream sent data that is not JSON.', {
       detail: `stream data is not JSON: ${event.data.slice(0, 200)}`,
     });
   }
@@ -173,12 +173,10 @@ export function inBandError(data: unknown): UpstreamError {
   if (clientStatus !== undefined) {
     const code = typeof error.code === 'string' ? error.code : 'invalid_request_error';
     const param = typeof error.param === 'string' ? error.param : null;
-    return new UpstreamError(clientStatus, code, message, type ?? 'invalid_request_error', {
-      detail: `in-band error: ${message}`,
-      param,
-    });
+    const passedOn = { status: clientStatus, code, type: type ?? 'invalid_request_error', message, param };
+    return new UpstreamError(passedOn, { detail: `in-band error: ${message}` });
   }
-  return upstreamError('The upstream reported an error in its answer.', 502, { detail: `in-band error: ${message}` });
+  return upstreamError('The upstream reported an error in its answer.', { detail: `in-band error: ${message}` });
 }
 
 function errorMessage(data: unknown): string {

@@ -28,7 +28,7 @@ export async function responsesViaChat(
   try {
     parsed = JSON.parse(typeof upstream.body === 'string' ? upstream.body : new TextDecoder().decode(upstream.body));
   } catch {
-    throw upstreamError('The upstream answered a chat completion that is not JSON.', 502, {
+    throw upstreamError('The upstream answered a chat completion that is not JSON.', {
       detail: 'chat completion is not JSON',
     });
   }

@@ -1,6 +1,6 @@
 import { KeySet, presentedKey } from '@iop/validate';
 import type { RequestHandler } from 'express';
-import { catalogError, invalidApiKey } from '../../errors';
+import { ApiError, invalidApiKey } from '../../errors';
 
 /** Keeps one {@link KeySet} per configured list, rebuilt when a config refresh changes it. */
 function keySets(apiKeys: () => readonly string[]): () => KeySet {
@@ -34,11 +34,7 @@ export function apiKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
 }
 
 /** 401 of the status routes: the answer names the setting, never a key. */
-export const invalidStatusKey = () =>
-  catalogError(
-    'invalid_api_key',
-    'This page needs a status key (status.api_keys): send "Authorization: Bearer <key>", or the key as the password of HTTP Basic auth.',
-  );
+export const invalidStatusKey = () => new ApiError({ code: 'invalid_api_key', fields: { keys: 'status.api_keys' } });
 
 /**
  * Auth of `/status` and `/metrics` (README "Security", `status.api_keys`): `Bearer <key>` or HTTP

@@ -1,6 +1,6 @@
 import type { GatewaySettings } from '@iop/validate';
 import type { RequestHandler, Response } from 'express';
-import { catalogError } from '../../errors';
+import { ApiError } from '../../errors';
 
 /** Response headers that name the node and provider that served (README "Security": `gateway.topology_headers`). */
 export const TOPOLOGY_HEADERS: ReadonlySet<string> = new Set(['x-iop-node', 'x-iop-resource']);
@@ -14,11 +14,7 @@ const PREFLIGHT_MAX_AGE_S = 600;
 /** A comma-separated list of header names, as `Access-Control-Request-Headers` carries it. */
 const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/;
 
-export const originNotAllowed = () =>
-  catalogError(
-    'origin_not_allowed',
-    'Cross-origin requests from this origin are not allowed (gateway.cors.allowed_origins).',
-  );
+export const originNotAllowed = () => new ApiError({ code: 'origin_not_allowed' });
 
 /**
  * What every `/v1` request passes first (README "Security"):

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { ERROR_CATALOG, isCatalogCode } from '@iop/validate';
+import { ERROR_CATALOG, catalogRetryAfterS, isCatalogCode } from '@iop/errors';
 import { ApiError, clientClosed, internalError, invalidRequest, requestTooLarge } from '../../errors';
 import { requestLogger } from '../request/request-id';
 import { lingerClose } from '../access/server-limits';
@@ -8,7 +8,7 @@ import { lingerClose } from '../access/server-limits';
 /**
  * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (docs/architecture.md, "Errors"),
  * adding `Retry-After` where retrying helps: the error's own seconds, else the default of its code
- * in `ERROR_CATALOG` (`@iop/validate`, where the gateway's codes get their status and type too).
+ * in `ERROR_CATALOG` (`@iop/errors`, where the gateway's codes get their status, type and message too).
  * Body-parser failures map to 400 (invalid JSON) and 413 (over `max_body_bytes`). Unknown errors are logged and answered 500 without a stack trace.
  * When the headers are already sent (mid-stream), the connection is ended instead. An error
  * answered before the request's body was read to its end (a 413, a 415, a 401 on a large upload)
@@ -29,10 +29,7 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
       return;
     }
     const retryAfterS =
-      apiError.retryAfterS ??
-      (isCatalogCode(apiError.code)
-        ? (ERROR_CATALOG[apiError.code] as { retryAfterS?: number }).retryAfterS
-        : undefined);
+      apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? catalogRetryAfterS(apiError.code) : undefined);
     if (retryAfterS !== undefined) res.setHeader('retry-after', String(retryAfterS));
     if (!req.complete) lingerClose(req, res);
     res.status(apiError.status).json(apiError.toBody());

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import type { UpstreamResponse } from '../../adapters/adapter';
 import type { Endpoint } from '../../adapters/request-fields';
-import { ApiError, streamIdle, upstreamError } from '../../errors';
+import { ApiError, upstreamError, upstreamTimeout } from '../../errors';
 
 /** The content type of a JSON answer, as express's `res.type('application/json')` writes it. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -40,7 +40,12 @@ export type SendResult =
 /** The client accepted no byte for the idle timeout (README "Streaming"); never booked against a provider. */
 export class ClientStalledError extends ApiError {
   constructor(ms: number) {
-    super(499, 'client_stalled', `The client accepted no byte for ${ms} ms (gateway.stream_idle_timeout_ms).`);
+    super({
+      status: 499,
+      code: 'client_stalled',
+      type: 'invalid_request_error',
+      message: `The client accepted no byte for ${ms} ms (gateway.stream_idle_timeout_ms).`,
+    });
   }
 }
 
@@ -86,7 +91,7 @@ export async function sendUpstream(res: Response, upstream: UpstreamResponse, op
       opts.abortUpstream(new ClientStalledError(opts.idleTimeoutMs));
       res.destroy();
     } else {
-      opts.abortUpstream(streamIdle(opts.idleTimeoutMs));
+      opts.abortUpstream(upstreamTimeout({ wait: 'stream_idle', ms: opts.idleTimeoutMs }));
     }
   });
   let started = false;
@@ -114,13 +119,9 @@ export async function sendUpstream(res: Response, upstream: UpstreamResponse, op
       res.writeHead(upstream.status, SSE_HEADERS);
     }
     if (!res.destroyed && !tail.finished()) {
-      failure = upstreamError(
-        'The upstream stream ended before it finished (its end-of-stream marker never came).',
-        502,
-        {
-          detail: 'stream ended without data: [DONE]',
-        },
-      );
+      failure = upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', {
+        detail: 'stream ended without data: [DONE]',
+      });
     }
   } catch (err) {
     if (!started) throw err;

@@ -2,14 +2,14 @@ import type { RequestHandler } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { catalogError, clientClosed, invalidRequest, requestTooLarge } from '../../errors';
+import { ApiError, clientClosed, invalidRequest, requestTooLarge } from '../../errors';
 
 /** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
 export const unsupportedMediaType = (got: string | undefined) =>
-  catalogError(
-    'unsupported_media_type',
-    `The request body must be JSON sent with Content-Type: application/json${got ? ` (got ${truncateForMessage(got, 100)})` : ' (none was sent)'}.`,
-  );
+  new ApiError({
+    code: 'unsupported_media_type',
+    fields: { contentType: got ? truncateForMessage(got, 100) : undefined },
+  });
 
 /** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
 function isJson(contentType: string | undefined): boolean {

@@ -52,7 +52,7 @@ const ONE_KEY = 1;
  *
  * Waiting requests and leases are BullMQ jobs in BullMQ's own layout (`wait` and `active` lists, one
  * hash per job written by `includes/write-job.lua`), so `Queue.getJobCounts()` reports exactly the
- * `queued` and `in_flight` that admission decides on; `bullmq-queue.spec.ts` pins this against BullMQ.
+ * `queued` and `in_flight` that admission decides on; `redis-provider-queue.spec.ts` pins this against BullMQ.
  * No BullMQ worker ever runs on these queues: grants are made by these scripts.
  */
 export const LEASE_SCRIPTS = {

@@ -1,7 +1,7 @@
-import { AdmissionError } from './admission-error';
-import type { QueueLogger } from './bullmq-options';
-import type { LeaseStore, StoredProvider } from './lease-store';
-import type { Lease } from './provider-queue';
+import { leaseLost } from '../admission-errors';
+import type { QueueLogger } from './redis-queue-options';
+import type { LeaseStore, StoredProvider } from '../lease-store';
+import type { Lease } from '../provider-queue';
 
 /** A lease this replica holds for one of its requests. */
 interface HeldLease {
@@ -14,7 +14,7 @@ interface HeldLease {
   released: boolean;
 }
 
-/** Timing of the holder side, in ms (see `BullmqProviderQueueOptions`). */
+/** Timing of the holder side, in ms (see `RedisProviderQueueOptions`). */
 export interface LeaseHolderTiming {
   readonly leaseTtlMs: number;
   readonly fenceMarginMs: number;
@@ -166,13 +166,7 @@ export class LeaseHolder {
       { job_id: lease.jobId, provider: lease.provider.providerId, reason },
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
-    lease.controller.abort(
-      new AdmissionError(
-        'queue_unavailable',
-        `The lease on provider "${lease.provider.providerId}" could not be renewed; the request was stopped to keep the provider's limit.`,
-        1,
-      ),
-    );
+    lease.controller.abort(leaseLost(lease.provider.providerId));
     void this.release(lease.jobId, lease.provider);
   }
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ERROR_CATALOG, catalogAnswer, isCatalogCode } from './error-catalog';
+import { catalogAnswer } from './error-answer';
+import { ERROR_CATALOG, isCatalogCode } from './error-catalog';
 
 /**
  * The README's "Errors" table as rows of (status, code): the first table under `## Errors`; a code

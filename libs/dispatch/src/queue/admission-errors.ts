@@ -1,0 +1,60 @@
+import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs } from '@iop/errors';
+import { AdmissionError, type AdmissionErrorCode } from './admission-error';
+
+/**
+ * The refusals of both `ProviderQueue` backends, made in this one module so the memory and the Redis
+ * backend answer the same situation with the same words (docs/architecture.md, "Errors"). Each message
+ * and `Retry-After` is the catalog's (`ERROR_CATALOG`, `@iop/errors`) for the code.
+ */
+function refusal<C extends Exclude<AdmissionErrorCode, 'client_aborted'>>(
+  code: C,
+  ...fields: ErrorMessageArgs<C>
+): AdmissionError {
+  return new AdmissionError(code, catalogMessage(code, ...fields), catalogRetryAfterS(code));
+}
+
+/** `queue_full`: every candidate of `model` holds `max_queued` waiting requests. */
+export function queueFull(model: string): AdmissionError {
+  return refusal('queue_full', { model });
+}
+
+/** `queue_timeout`: no candidate of `model` freed a slot within `waitedMs` (`max_wait_ms`). */
+export function queueTimeout(model: string, waitedMs: number): AdmissionError {
+  return refusal('queue_timeout', { model, waitedMs });
+}
+
+/**
+ * `queue_unavailable`: a Redis command failed. `cause` is a sentence of the queue's own, or the error
+ * the Redis client rejected with (its message names the failed step, never the server's address).
+ */
+export function queueUnavailable(cause: unknown): AdmissionError {
+  return refusal('queue_unavailable', {
+    why: 'redis_error',
+    detail: cause instanceof Error ? cause.message : String(cause),
+  });
+}
+
+/** `queue_unavailable`: Redis stayed silent for `silentMs` while the request waited (docs/architecture.md, "Fencing"). */
+export function redisSilent(silentMs: number): AdmissionError {
+  return refusal('queue_unavailable', { why: 'redis_silent', silentMs });
+}
+
+/** `queue_unavailable`: the lease on `provider` could not be renewed in time and was fenced. */
+export function leaseLost(provider: string): AdmissionError {
+  return refusal('queue_unavailable', { why: 'lease_lost', provider });
+}
+
+/** `queue_unavailable`: the queue is closing (the process shuts down); no request is taken or kept. */
+export function queueClosing(): AdmissionError {
+  return refusal('queue_unavailable', { why: 'closing' });
+}
+
+/** `no_available_provider`: no candidate of `model` is configured (all disabled, invalid or removed). */
+export function noAvailableProvider(model: string): AdmissionError {
+  return refusal('no_available_provider', { model });
+}
+
+/** `client_aborted`: the caller's signal fired while the request waited (answered `client_closed`, 499). */
+export function clientAborted(): AdmissionError {
+  return new AdmissionError('client_aborted', catalogMessage('client_closed'));
+}
