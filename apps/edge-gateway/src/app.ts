@@ -36,7 +36,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   const startedAtS = Math.floor(Date.now() / 1000);
   const metrics = deps.metrics ?? new GatewayMetrics();
-  const auth = apiKeyAuth(() => deps.config().gateway.api_keys);
+  const auth = apiKeyAuth(() => deps.config().gateway);
 
   // 415 unless application/json, 413 from Content-Length at once, then the JSON body (README "Security").
   const json = completionBody(() => deps.config().gateway.max_body_bytes);

@@ -23,6 +23,9 @@ export {
 } from './config-runtime';
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
+export * from './client-schema';
+export { type FlowClient, ANONYMOUS_CLIENT, ClientKeys, configuredClients, flatKeyClientId } from './client-keys';
+export { providerPools } from './provider-pools';
 export { flushLogs } from './flush-logs';
 export {
   type GatewayEnvironment,

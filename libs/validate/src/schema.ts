@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiKeySchema as apiKey, clientSchema } from './client-schema';
 import { isRedisUrl } from './listen-address';
 
 /**
@@ -36,19 +37,6 @@ const listen = z
 const httpUrl = z.url({ protocol: /^https?$/, error: 'write a full http:// or https:// URL' });
 const positiveMs = z.number().int().positive();
 
-/**
- * A key a client presents as `Authorization: Bearer <key>`: printable ASCII without spaces. HTTP
- * carries header values as ASCII and clients trim surrounding spaces, so any other key could never
- * match (README "Security").
- */
-const apiKey = z
-  .string()
-  .min(1, 'an API key cannot be empty')
-  .regex(
-    /^[\x21-\x7e]+$/,
-    'an API key must be printable ASCII without spaces (no accents or other non-ASCII characters, no surrounding or inner spaces): a client sends it in an HTTP header, so any other key could never match',
-  );
-
 /** A browser origin: `scheme://host[:port]`, no path, as browsers send it in `Origin`. */
 const origin = z
   .string()
@@ -62,6 +50,11 @@ export const gatewaySchema = z.strictObject({
   listen: listen.default('127.0.0.1:8080'),
   /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
   api_keys: z.array(apiKey).default([]),
+  /**
+   * Named clients: keys with a band, a weight and caps (docs/architecture.md, "Clients, priority and
+   * fair share"). A key of `api_keys` is a client of default settings. @defaultValue []
+   */
+  clients: z.array(clientSchema).default([]),
   /** @defaultValue 4194304 (4 MiB) */
   max_body_bytes: z
     .number()

@@ -1,4 +1,5 @@
 import { resolveProviderAdapter } from './adapter-resolution';
+import { checkClients } from './client-rules';
 import type { EdgeConfig } from './schema';
 import { isPoolCategory, modelNames } from './schema';
 
@@ -20,10 +21,17 @@ export interface SemanticProblem {
  * - pool categories need `max_concurrency` ≥ 1; cli providers are direct, so no `max_concurrency`/`max_queued`;
  * - `routes[]` name an existing node and an adapter id on it;
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
- *   already served by a catalog provider. Disabled providers count: the rule is about the file.
+ *   already served by a catalog provider. Disabled providers count: the rule is about the file;
+ * - clients: unique ids, a key names one client, caps a pool can reach (`checkClients`).
  */
 export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
-  return [...uniqueIds(config), ...providerRules(config), ...routeTargets(config), ...modelPlacement(config)];
+  return [
+    ...uniqueIds(config),
+    ...providerRules(config),
+    ...routeTargets(config),
+    ...modelPlacement(config),
+    ...checkClients(config),
+  ];
 }
 
 function uniqueIds(config: EdgeConfig): SemanticProblem[] {

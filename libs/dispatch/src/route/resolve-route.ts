@@ -1,6 +1,13 @@
 import { DEFAULT_SHARD_TAG } from '../queue/lease-keys';
 import type { StoredProvider } from '../queue/lease-store';
-import { EdgeConfig, isPoolCategory, modelNames, resolveProviderAdapter, usablePoolProvider } from '@iop/validate';
+import {
+  EdgeConfig,
+  isPoolCategory,
+  modelNames,
+  providerPools,
+  resolveProviderAdapter,
+  usablePoolProvider,
+} from '@iop/validate';
 import type { QueueProvider } from '../queue/provider-queue';
 import type { DirectTarget, PoolCandidate, Route } from './route';
 
@@ -136,32 +143,10 @@ export function leaseAddresses(config: EdgeConfig, providerIds: readonly string[
  * Redis Cluster hash tags of the pool providers (docs/architecture.md, "Redis and Redis Cluster"):
  * providers that serve a common model, directly or through a chain of siblings, can be candidates
  * of one request, so they share a tag (one slot, one atomic admission); unrelated pools get their own
- * tags and spread over the shards. A tag is `pool.<smallest provider id of the group>` (URI-encoded).
- * Pure; every enabled pool provider of the file gets an entry.
+ * tags and spread over the shards. A tag is the provider's pool (`providerPools`, `@iop/validate`):
+ * `pool.<smallest provider id of the group>` (URI-encoded). Pure; every enabled pool provider of the
+ * file gets an entry.
  */
 export function poolShardTags(config: EdgeConfig): Map<string, string> {
-  const parent = new Map<string, string>();
-  const find = (id: string): string => {
-    let root = id;
-    while (parent.get(root) !== root) root = parent.get(root)!;
-    parent.set(id, root);
-    return root;
-  };
-  const union = (a: string, b: string) => {
-    const [ra, rb] = [find(a), find(b)];
-    if (ra !== rb) parent.set(ra < rb ? rb : ra, ra < rb ? ra : rb);
-  };
-  const firstByModel = new Map<string, string>();
-  for (const node of config.nodes) {
-    for (const provider of node.providers) {
-      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
-      if (!parent.has(provider.id)) parent.set(provider.id, provider.id);
-      for (const { name } of provider.models.map(modelNames)) {
-        const first = firstByModel.get(name);
-        if (first === undefined) firstByModel.set(name, provider.id);
-        else union(first, provider.id);
-      }
-    }
-  }
-  return new Map([...parent.keys()].map((id) => [id, `pool.${encodeURIComponent(find(id))}`]));
+  return providerPools(config);
 }
