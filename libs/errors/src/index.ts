@@ -5,6 +5,7 @@ export {
   type ErrorMessageArgs,
   type ErrorSpec,
   type InvalidApiKeyFields,
+  type QueueFullFields,
   type QueueUnavailableFields,
   type UpstreamTimeoutFields,
   ERROR_CATALOG,

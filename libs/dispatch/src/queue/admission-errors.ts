@@ -1,4 +1,4 @@
-import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs } from '@iop/errors';
+import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs, type QueueFullFields } from '@iop/errors';
 import { AdmissionError, type AdmissionErrorCode } from './admission-error';
 
 /**
@@ -13,9 +13,14 @@ function refusal<C extends Exclude<AdmissionErrorCode, 'client_aborted'>>(
   return new AdmissionError(code, catalogMessage(code, ...fields), catalogRetryAfterS(code));
 }
 
-/** `queue_full`: every candidate of `model` holds `max_queued` waiting requests. */
-export function queueFull(model: string): AdmissionError {
-  return refusal('queue_full', { model });
+/**
+ * `queue_full`: every candidate of `fields.model` holds `max_queued` waiting requests, or the client its own
+ * `max_queued`, or the waiter was shed (`fields.why`). `retryAfterS` is the queue's estimate
+ * (`ServiceRate`), else the catalog's default.
+ */
+export function queueFull(fields: QueueFullFields, retryAfterS?: number): AdmissionError {
+  const error = refusal('queue_full', fields);
+  return retryAfterS === undefined ? error : new AdmissionError('queue_full', error.message, retryAfterS);
 }
 
 /** `queue_timeout`: no candidate of `model` freed a slot within `waitedMs` (`max_wait_ms`). */

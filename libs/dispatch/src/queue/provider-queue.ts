@@ -80,6 +80,16 @@ export interface Lease {
   release(): Promise<void>;
 }
 
+/** Live counts of one client in one pool (docs/architecture.md, "Clients, priority and fair share"). */
+export interface ClientCounts {
+  readonly pool: string;
+  readonly clientId: string;
+  /** Leases the client holds in the pool. */
+  readonly inFlight: number;
+  /** Requests of the client waiting in the pool, parked ones included. */
+  readonly queued: number;
+}
+
 /** Live counts of one provider: `inFlight` leases held, `queued` requests waiting. */
 export interface ProviderCounts {
   inFlight: number;
@@ -108,6 +118,11 @@ export interface ProviderQueue {
   acquireLease(request: LeaseRequest): Promise<Lease>;
   /** Counts for the given providers (every configured one when omitted). Exact across replicas for redis. */
   counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>>;
+  /**
+   * Every client's counts per pool (exact across replicas for redis); a client with nothing held or
+   * waiting may be left out.
+   */
+  clientCounts(): Promise<ClientCounts[]>;
   /** True when the backend can admit now (Redis reachable for redis); feeds `/readyz`. */
   isReady(): Promise<boolean>;
   /** Stops admitting, fails this process's waiting requests, releases nothing it does not own, closes connections and timers. */

@@ -112,7 +112,7 @@ export function listModels(config: EdgeConfig): string[] {
  * adapter is missing, disabled, ambiguous or of another type is left out, so it takes no requests.
  */
 export function queueProviders(config: EdgeConfig): QueueProvider[] {
-  const tags = config.queue.cluster ? poolShardTags(config) : undefined;
+  const pools = providerPools(config);
   const out: QueueProvider[] = [];
   for (const node of config.nodes) {
     for (const provider of node.providers) {
@@ -122,7 +122,9 @@ export function queueProviders(config: EdgeConfig): QueueProvider[] {
         providerId: provider.id,
         maxConcurrency: use.maxConcurrency,
         maxQueued: use.maxQueued,
-        ...(tags ? { shardTag: tags.get(provider.id) } : {}),
+        pool: pools.get(provider.id),
+        // On a cluster the pool is also the hash tag (docs/architecture.md, "Redis and Redis Cluster").
+        ...(config.queue.cluster ? { shardTag: pools.get(provider.id) } : {}),
       });
     }
   }

@@ -168,7 +168,7 @@ export class LeaseWaiters {
       return this.enqueue(waiter, usable, false);
     }
     if (result.kind === 'full' || result.kind === 'unconfigured') {
-      waiter.fail(queueFull(waiter.request.modelGroupKey));
+      waiter.fail(queueFull({ model: waiter.request.modelGroupKey }));
       return;
     }
     const provider = (waiter.provider = slots.at(result.providerId, tag));

@@ -1,7 +1,14 @@
 import { clientAborted, noAvailableProvider, queueUnavailable, queueClosing } from '../admission-errors';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from '../lease-keys';
 import { LeaseStore } from '../lease-store';
-import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from '../provider-queue';
+import type {
+  ClientCounts,
+  Lease,
+  LeaseRequest,
+  ProviderCounts,
+  ProviderQueue,
+  QueueProvider,
+} from '../provider-queue';
 import { connectRedis, type RedisClient } from '../redis-connection';
 import { ConnectionWatch } from './connection-watch';
 import { LeaseHolder } from './lease-holder';
@@ -125,6 +132,10 @@ export class RedisProviderQueue implements ProviderQueue {
     } catch (e) {
       throw queueUnavailable(e);
     }
+  }
+
+  async clientCounts(): Promise<ClientCounts[]> {
+    return [];
   }
 
   /** Leases this replica holds right now. */
