@@ -35,7 +35,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
       const status = res.writableFinished ? res.statusCode : 499;
       const outcome = res.locals.outcome;
       const current = config();
-      metrics.finishCompletion(current, res.locals.model, status, outcome, startedAt);
+      metrics.finishCompletion(current, res.locals.model, res.locals.client?.id, status, outcome, startedAt);
       recordRequestSpans({
         requestId,
         method: req.method,
