@@ -98,23 +98,27 @@ export class EscapedProcessSweeper {
   private async sweep(values: ReadonlySet<string>): Promise<void> {
     this.sweeps++;
     const result: SweepResult = { runs: values.size, killed: 0, scanned: 0 };
+    // A killed process may still be dying (its environ readable) in the next pass: killed once, counted once.
+    const killed = new Set<number>();
     for (let pass = 0; pass < MAX_PASSES; pass++) {
-      const found = await this.pass(values, result);
+      const found = await this.pass(values, result, killed);
       result.killed += found;
       if (found === 0) break;
     }
     this.options.onSweep?.(result);
   }
 
-  /** One pass over `/proc`; @returns how many marked processes it killed. Never rejects. */
-  private async pass(values: ReadonlySet<string>, result: SweepResult): Promise<number> {
+  /** One pass over `/proc`, skipping the pids in `killed`; @returns how many marked processes it killed. Never rejects. */
+  private async pass(values: ReadonlySet<string>, result: SweepResult, killed: Set<number>): Promise<number> {
     let entries: string[];
     try {
       entries = await readdir('/proc');
     } catch {
       return 0;
     }
-    const pids = entries.map(Number).filter((pid) => Number.isInteger(pid) && pid > 1 && pid !== process.pid);
+    const pids = entries
+      .map(Number)
+      .filter((pid) => Number.isInteger(pid) && pid > 1 && pid !== process.pid && !killed.has(pid));
     const prefix = Buffer.from(`\0${this.name}=`);
     let found = 0;
     let next = 0;
@@ -134,6 +138,7 @@ export class EscapedProcessSweeper {
         const end = environ.indexOf(0, start);
         if (!values.has(environ.toString('utf8', start, end < 0 ? undefined : end))) continue;
         found++;
+        killed.add(pid);
         for (const target of [-pid, pid]) {
           try {
             process.kill(target, 'SIGKILL');
