@@ -105,6 +105,27 @@ describe('CLI programs in a gateway process that holds secrets', () => {
     redis?.kill('SIGKILL');
   });
 
+  /** Polls `/healthz` every 20 ms until `stop()`, which resolves to each answer's time in ms. */
+  const probeHealthz = () => {
+    const times: number[] = [];
+    let polling = true;
+    const done = (async () => {
+      while (polling) {
+        const started = performance.now();
+        expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+        times.push(performance.now() - started);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    return {
+      stop: async () => {
+        polling = false;
+        await done;
+        return times;
+      },
+    };
+  };
+
   const call = (kind: Kind, model: string, content = 'x') =>
     fetch(`${gateway.url}/v1/${kind.startsWith('chat') ? 'chat/completions' : 'responses'}`, {
       method: 'POST',
@@ -131,16 +152,7 @@ describe('CLI programs in a gateway process that holds secrets', () => {
 
   it('runs at most max_concurrency programs of an adapter shared by a provider and a legacy route; the rest wait, then 429', async () => {
     writeFileSync(LOG, '');
-    const healthz: number[] = [];
-    let bursting = true;
-    const probe = (async () => {
-      while (bursting) {
-        const started = performance.now();
-        expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
-        healthz.push(performance.now() - started);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
+    const probe = probeHealthz();
     const answers = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
         call(KINDS[i % 4], i % 2 === 0 ? 'bounded' : 'bounded-legacy').then(async (res) => ({
@@ -150,8 +162,7 @@ describe('CLI programs in a gateway process that holds secrets', () => {
         })),
       ),
     );
-    bursting = false;
-    await probe;
+    const healthz = await probe.stop();
     const ok = answers.filter((a) => a.status === 200);
     const refused = answers.filter((a) => a.status === 429);
     // 2 ran at once, 4 waited and ran next; the other 24 were refused at once.
@@ -171,23 +182,13 @@ describe('CLI programs in a gateway process that holds secrets', () => {
   });
 
   it('stays responsive through a burst of 160 CLI completions, and never sweeps /proc for runs that left no survivor', async () => {
-    const healthz: number[] = [];
-    let bursting = true;
-    const probe = (async () => {
-      while (bursting) {
-        const started = performance.now();
-        expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
-        healthz.push(performance.now() - started);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
+    const probe = probeHealthz();
     const statuses = await Promise.all(
       Array.from({ length: 160 }, (_, i) =>
         call(KINDS[i % 4], 'quick').then(async (res) => (await res.text(), res.status)),
       ),
     );
-    bursting = false;
-    await probe;
+    const healthz = await probe.stop();
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(healthz.length).toBeGreaterThan(0);
     expect(Math.max(...healthz)).toBeLessThan(1000);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { CliAdapterConfig } from '@iop/validate';
 import OpenAI from 'openai';
-import type { ChatRequest, DispatchContext, UpstreamResponse } from '../adapter';
+import type { ChatRequest, UpstreamResponse } from '../adapter';
 import { cliConfig, cliHost, context, jsonBody, nodeScript, waitUntil } from '../../testing/cli-runs';
 import { CliAdapter, cliEnvironment } from './cli-adapter';
 import { RUN_MARKER } from './cli-process';

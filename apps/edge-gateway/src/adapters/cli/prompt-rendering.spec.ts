@@ -119,6 +119,7 @@ describe('renderPrompt', () => {
     it('jsonl: writes U+0085, U+2028 and U+2029 as JSON escapes, so every line reader sees one line per message', () => {
       const out = renderPrompt([{ role: 'user', content: 'a\u2028b\u2029c\u0085d\x1ce\ff\vg\rh' }], 'jsonl');
       expect(out).toBe('{"role":"user","content":"a\\u2028b\\u2029c\\u0085d\\u001ce\\ff\\u000bg\\rh"}\n');
+      // eslint-disable-next-line no-control-regex -- every line break a reader may split on
       expect(out.split(/\r\n|[\n\r\v\f\x1c-\x1e\u0085\u2028\u2029]/)).toEqual([out.slice(0, -1), '']);
       expect(JSON.parse(out)).toEqual({ role: 'user', content: 'a\u2028b\u2029c\u0085d\x1ce\ff\vg\rh' });
     });
@@ -189,6 +190,7 @@ describe('renderPrompt', () => {
     it('text: stripping one backslash from each escaped role line gives the text back', () => {
       const unescape = (text: string) =>
         text.replace(
+          // eslint-disable-next-line no-control-regex -- the line breaks and blanks the escaping knows
           /(^|\r\n|[\n\v\f\r\x1c-\x1e\u0085\u2028\u2029])([^\S\r\n\v\f\u0085\u2028\u2029]*|[\x1f\u200b-\u200d\u2060]*)\\(\\*(system|developer|user|assistant|tool|function)[^:]*:)/gi,
           '$1$2$3',
         );

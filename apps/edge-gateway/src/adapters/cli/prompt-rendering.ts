@@ -17,6 +17,7 @@ export type PromptFormat = 'text' | 'jsonl';
  * readers split on (Python's `str.splitlines`, Unicode UAX #14 mandatory breaks, `\r`-only
  * terminals), so no reader sees a line start that {@link escapeRoleLines} did not see.
  */
+// eslint-disable-next-line no-control-regex -- the file/group/record separators are line breaks to some readers
 export const LINE_BREAK = /\r\n|[\n\v\f\r\x1c-\x1e\u0085\u2028\u2029]/;
 
 /**
