@@ -90,6 +90,11 @@ export class CliAdapter implements Adapter {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     const launch = await this.host.sandbox.launch(this.config.command, this.env);
     const release = await this.limit.acquire(ctx.signal);
+    // Granted in the same turn as an abort: the slot goes back and no program starts.
+    if (ctx.signal.aborted) {
+      release();
+      throw ctx.signal.reason;
+    }
     let run: CliProcess;
     try {
       run = new CliProcess({

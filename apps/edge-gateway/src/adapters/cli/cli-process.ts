@@ -73,7 +73,10 @@ export function cliTimeout(adapterId: string, ms: number): UpstreamError {
  * stdout is read as UTF-8 text chunks through {@link read}; the end of stderr is kept for errors.
  */
 export class CliProcess {
-  /** The pid of what was spawned (the program, or bwrap around it), also its process group id; `undefined` when it could not start. */
+  /**
+   * The pid of what was spawned (the program, or bwrap around it), also its process group id;
+   * `undefined` when it could not start.
+   */
   readonly pid: number | undefined;
   /** Resolves once the program has exited and its output is closed; never rejects. */
   readonly closed: Promise<void>;
