@@ -36,7 +36,7 @@ import {
 import { setMaxListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import pino from 'pino';
-import { AdapterRegistry } from './adapters/adapter-registry';
+import { AdapterRegistry, gatewayAdapterFactory } from './adapters/adapter-registry';
 import { createApp } from './app';
 import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { ProviderProber } from './health/provider-prober';
@@ -163,7 +163,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     : new MemoryProviderQueue();
   toClose.add('queue', () => queue.close());
   await queue.configure(queueProviders(initial));
-  const adapters = new AdapterRegistry();
+  const adapters = new AdapterRegistry(gatewayAdapterFactory(initial, cmd.config, logger));
   toClose.add('adapters', () => adapters.close());
   const metrics = new GatewayMetrics();
   // Set once the server exists; a reload before that has no server to apply limits to.
