@@ -10,8 +10,10 @@ const TEST_FILES = ['**/*.spec.ts', '**/*.e2e.ts', '**/testing/**/*.ts', '**/e2e
  * Module boundaries (docs/architecture.md "Layering"), on the two axes every project.json tags:
  * - `type:` app | lib | tool | e2e: apps import libs only; libs import libs only, never an app or
  *   a tool; tools import libs and tools; e2e projects drive built apps and import libs and tools.
- * - `scope:` gateway | exporter | validate | dispatch | status | testing | bench | fleet: the libs'
- *   own layering, status → dispatch → validate; `scope:testing` (the fake upstream) only from tests.
+ * - `scope:` gateway | exporter | shared | validate | dispatch | status | testing | bench | fleet | docs:
+ *   the libs' own layering, status → dispatch → validate; `scope:shared` (`@iop/runtime`, the
+ *   processes' start-up and shutdown) sits above them: it may use validate, apps and tools may use it,
+ *   no lib below it may; `scope:testing` (the fake upstream) only from tests.
  */
 const boundaries = (appsMayUse) => [
   'error',
@@ -23,6 +25,7 @@ const boundaries = (appsMayUse) => [
       { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib', 'type:tool'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:tool'] },
+      { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:validate'] },
       { sourceTag: 'scope:validate', onlyDependOnLibsWithTags: [] },
       { sourceTag: 'scope:dispatch', onlyDependOnLibsWithTags: ['scope:validate'] },
       { sourceTag: 'scope:status', onlyDependOnLibsWithTags: ['scope:dispatch', 'scope:validate'] },

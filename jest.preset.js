@@ -14,6 +14,8 @@ module.exports = {
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
     '^@iop/validate$': path.join(root, 'libs/validate/src/index.ts'),
+    '^@iop/validate/testing$': path.join(root, 'libs/validate/src/testing/index.ts'),
+    '^@iop/runtime$': path.join(root, 'libs/runtime/src/index.ts'),
     '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),
     '^@iop/dispatch/testing$': path.join(root, 'libs/dispatch/src/testing/index.ts'),
     '^@iop/status$': path.join(root, 'libs/status/src/index.ts'),

@@ -23,15 +23,6 @@ export {
 } from './config-runtime';
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
-export { flushLogs } from './flush-logs';
-export {
-  type GatewayEnvironment,
-  type ExporterEnvironment,
-  EnvironmentError,
-  gatewayEnvironmentSchema,
-  exporterEnvironmentSchema,
-  readEnvironment,
-} from './environment';
 export {
   type ErrorCatalogEntry,
   type ErrorCode,
@@ -41,4 +32,3 @@ export {
   catalogAnswer,
 } from './error-catalog';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
-export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';
