@@ -416,7 +416,7 @@ export class BullmqProviderQueue implements ProviderQueue {
   }
 
   /**
-   * A queued request does not outwait a Redis outage (README "Fleet mode"): once Redis has not
+   * A queued request does not outwait a Redis outage (docs/architecture.md, "Fencing"): once Redis has not
    * answered for as long as a held lease is fenced after (`leaseTtlMs - fenceMarginMs`), every
    * waiter fails with `queue_unavailable`. Its job leaves Redis when Redis answers again.
    */
