@@ -23,14 +23,4 @@ export {
 } from './config-runtime';
 export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
-export { flushLogs } from './flush-logs';
-export {
-  type GatewayEnvironment,
-  type ExporterEnvironment,
-  EnvironmentError,
-  gatewayEnvironmentSchema,
-  exporterEnvironmentSchema,
-  readEnvironment,
-} from './environment';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
-export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';
