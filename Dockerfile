@@ -2,6 +2,8 @@
 # iop-edge image: the edge gateway and, as a second entrypoint, the status exporter.
 #   docker build -t iop-edge .
 #   docker run --rm -p 8080:8080 -v "$PWD/edge.yaml:/etc/iop-edge/edge.yaml:ro" iop-edge
+#   (with CLI models add --security-opt seccomp=unconfined --security-opt apparmor=unconfined
+#    --security-opt systempaths=unconfined: their sandbox, bwrap, needs user namespaces and its own /proc)
 #   docker run --rm -p 9464:9464 -e REDIS_URL=redis://redis:6379 -v "$PWD/edge.yaml:/etc/iop-edge/edge.yaml:ro" iop-edge status-exporter
 # README "Running a fleet". The runtime stage is reproduced outside Docker by tools/fleet/src/dockerfile.spec.ts.
 
@@ -15,6 +17,7 @@ COPY package.json package-lock.json ./
 COPY apps/edge-gateway/package.json apps/edge-gateway/
 COPY apps/status-exporter/package.json apps/status-exporter/
 COPY libs/dispatch/package.json libs/dispatch/
+COPY libs/runtime/package.json libs/runtime/
 COPY libs/status/package.json libs/status/
 COPY libs/validate/package.json libs/validate/
 COPY tools/bench/package.json tools/bench/
@@ -26,8 +29,9 @@ RUN npx nx run-many -t build -p edge-gateway status-exporter --output-style=stat
 # ---- runtime: dist/ and production dependencies only, non-root, under tini ----
 FROM node:20-bookworm-slim AS runtime
 # tini is PID 1: it forwards SIGTERM to node (graceful drain) and reaps the processes CLI adapters fork.
+# bubblewrap runs every CLI program in a sandbox (README "Security": gateway.cli_sandbox).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends tini \
+  && apt-get install -y --no-install-recommends tini bubblewrap \
   && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 WORKDIR /app
@@ -35,6 +39,7 @@ COPY package.json package-lock.json ./
 COPY apps/edge-gateway/package.json apps/edge-gateway/
 COPY apps/status-exporter/package.json apps/status-exporter/
 COPY libs/dispatch/package.json libs/dispatch/
+COPY libs/runtime/package.json libs/runtime/
 COPY libs/status/package.json libs/status/
 COPY libs/validate/package.json libs/validate/
 COPY tools/bench/package.json tools/bench/

@@ -10,10 +10,12 @@ const TEST_FILES = ['**/*.spec.ts', '**/*.e2e.ts', '**/testing/**/*.ts', '**/e2e
  * Module boundaries (docs/architecture.md "Layering"), on the two axes every project.json tags:
  * - `type:` app | lib | tool | e2e: apps import libs only; libs import libs only, never an app or
  *   a tool; tools import libs and tools; e2e projects drive built apps and import libs and tools.
- * - `scope:` gateway | exporter | shared | validate | dispatch | status | testing | bench | fleet: the
- *   libs' own layering, status → dispatch → validate, each of them and the apps may use `scope:shared`
- *   (the error catalog, `@iop/errors`), which depends on nothing; `scope:testing` (the fake upstream)
- *   only from tests.
+ * - `scope:` gateway | exporter | errors | validate | dispatch | status | runtime | testing | bench | fleet |
+ *   docs: the libs' own layering, status → dispatch → validate → errors: `scope:errors` (the error
+ *   catalog, `@iop/errors`) depends on nothing and every lib and app may use it; `scope:runtime`
+ *   (`@iop/runtime`, the processes' start-up and shutdown) sits above them: it may use validate and
+ *   errors, apps and tools may use it, no lib below it may; `scope:testing` (the fake upstream) only
+ *   from tests.
  */
 const boundaries = (appsMayUse) => [
   'error',
@@ -25,10 +27,11 @@ const boundaries = (appsMayUse) => [
       { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib', 'type:tool'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:tool'] },
-      { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: [] },
-      { sourceTag: 'scope:validate', onlyDependOnLibsWithTags: ['scope:shared'] },
-      { sourceTag: 'scope:dispatch', onlyDependOnLibsWithTags: ['scope:validate', 'scope:shared'] },
-      { sourceTag: 'scope:status', onlyDependOnLibsWithTags: ['scope:dispatch', 'scope:validate', 'scope:shared'] },
+      { sourceTag: 'scope:errors', onlyDependOnLibsWithTags: [] },
+      { sourceTag: 'scope:validate', onlyDependOnLibsWithTags: ['scope:errors'] },
+      { sourceTag: 'scope:dispatch', onlyDependOnLibsWithTags: ['scope:validate', 'scope:errors'] },
+      { sourceTag: 'scope:status', onlyDependOnLibsWithTags: ['scope:dispatch', 'scope:validate', 'scope:errors'] },
+      { sourceTag: 'scope:runtime', onlyDependOnLibsWithTags: ['scope:validate', 'scope:errors'] },
     ],
   },
 ];

@@ -17,6 +17,8 @@ module.exports = {
   moduleNameMapper: {
     '^@iop/errors$': path.join(root, 'libs/errors/src/index.ts'),
     '^@iop/validate$': path.join(root, 'libs/validate/src/index.ts'),
+    '^@iop/validate/testing$': path.join(root, 'libs/validate/src/testing/index.ts'),
+    '^@iop/runtime$': path.join(root, 'libs/runtime/src/index.ts'),
     '^@iop/dispatch$': path.join(root, 'libs/dispatch/src/index.ts'),
     '^@iop/dispatch/testing$': path.join(root, 'libs/dispatch/src/testing/index.ts'),
     '^@iop/status$': path.join(root, 'libs/status/src/index.ts'),

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
@@ -37,17 +37,19 @@ process.stdin.on('end', () => {
 );
 /** Writes "partial", then hangs. */
 const HANGS = script('hangs.js', "process.stdout.write('partial'); setInterval(() => {}, 1000);");
-/** Starts a grandchild in its own session (setsid), writes its pid to the file named on stdin, answers "done". */
+/**
+ * Starts a grandchild in its own session (setsid), holding no output, with the token read on stdin
+ * in its command line (the program's pids are the sandbox's own, not the host's), answers "done".
+ */
 const ESCAPES = script(
   'escapes.js',
-  `let file = '';
-process.stdin.on('data', (d) => (file += d));
+  `let token = '';
+process.stdin.on('data', (d) => (token += d));
 process.stdin.on('end', () => {
   const { spawn } = require('node:child_process');
-  const grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', detached: true });
+  const grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', token.trim()], { stdio: 'ignore', detached: true });
   grandchild.unref();
-  require('node:fs').writeFileSync(file.trim(), String(grandchild.pid));
-  process.stdout.write('done');
+  setTimeout(() => process.stdout.write('done'), 200);
 });`,
 );
 
@@ -79,18 +81,20 @@ function peakRss(pid: number): number {
   return Number(kb) * 1024;
 }
 
-function isGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return true;
-  }
+/** Host pids of live (not zombie) processes whose command line holds `token`. */
+function processesWith(token: string): number[] {
+  return readdirSync('/proc')
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid !== process.pid)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(token);
+      } catch {
+        return false;
+      }
+    });
 }
 
 describe('CLI models in a gateway process', () => {
@@ -119,7 +123,8 @@ describe('CLI models in a gateway process', () => {
     const res = await chat('env', [{ role: 'user', content: 'x' }]);
     expect(res.status).toBe(200);
     const env = JSON.parse(await contentOf(res)) as Record<string, string>;
-    expect(Object.keys(env).sort()).toEqual(['HOME', 'IOP_EDGE_CLI_RUN', 'LANG', 'MY_LLM_KEY', 'PATH', 'TZ']);
+    // PWD is set by the sandbox (bwrap) to the working directory, which the program can read anyway.
+    expect(Object.keys(env).sort()).toEqual(['HOME', 'IOP_EDGE_CLI_RUN', 'LANG', 'MY_LLM_KEY', 'PATH', 'PWD', 'TZ']);
     expect(env).toMatchObject({ MY_LLM_KEY: 'sk-for-the-cli', HOME: '/srv/llm', LANG: 'C.UTF-8', TZ: 'UTC' });
     expect(JSON.stringify(env)).not.toMatch(/never-for-the-cli|UPSTREAM|REDIS/);
   });
@@ -181,14 +186,12 @@ describe('CLI models in a gateway process', () => {
     expect(((await res.json()) as { error: { param: string } }).error.param).toBe('messages[1].role');
   });
 
-  it('kills a grandchild that left the group with setsid when the run ends', async () => {
-    const pidFile = join(dir, 'grandchild.pid');
-    const res = await chat('escape', [{ role: 'user', content: pidFile }]);
+  it('ends a grandchild that left the group with setsid when the run ends (the sandbox ends with the program)', async () => {
+    const token = `escapee-${process.pid}-${Date.now()}`;
+    const res = await chat('escape', [{ role: 'user', content: token }]);
     expect(await contentOf(res)).toBe('done');
-    expect(existsSync(pidFile)).toBe(true);
-    const grandchild = Number(readFileSync(pidFile, 'utf8'));
     const deadline = Date.now() + 3000;
-    while (!isGone(grandchild) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(isGone(grandchild)).toBe(true);
+    while (processesWith(token).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(processesWith(token)).toEqual([]);
   });
 });

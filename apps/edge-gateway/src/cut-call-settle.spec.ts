@@ -3,7 +3,7 @@ import { waitUntil } from '@iop/dispatch/testing';
 import { CUT_CALL_SETTLE_MS } from './dispatch/call-with-failover';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
-// docs/architecture.md "Invariants": a call holds its slot, as the model server sees it, until the
+// docs/architecture.md "Invariants and their tests": a call holds its slot, as the model server sees it, until the
 // server has seen the connection close. A call the gateway cuts keeps its lease CUT_CALL_SETTLE_MS
 // longer, so the next queued request never reaches the upstream in the same turn as the close.
 const yaml = `

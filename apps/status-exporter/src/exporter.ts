@@ -1,4 +1,5 @@
 import { connectRedis, leaseAddresses, readLeaseCounts, RedisHealthStore } from '@iop/dispatch';
+import { listen } from '@iop/runtime';
 import {
   ConfigRuntime,
   describeQueueBackend,
@@ -8,7 +9,7 @@ import {
   type EdgeConfig,
   type QueueBackendChoice,
 } from '@iop/validate';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
 import { StatusPusher } from './push/status-pusher';
@@ -137,16 +138,9 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   };
   const source = snapshotSource(deps);
   const app = createExporterApp(deps, source);
-  let server: Server;
+  const server = createServer(app);
   try {
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = createServer(app);
-      s.once('error', reject);
-      s.listen(opts.port, opts.host, () => {
-        s.off('error', reject);
-        resolve(s);
-      });
-    });
+    await listen(server, opts);
   } catch (err) {
     runtime.close();
     redis.disconnect();

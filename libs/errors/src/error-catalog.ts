@@ -129,10 +129,12 @@ export const ERROR_CATALOG = {
     status: 429,
     type: 'rate_limit_error',
     retryAfterS: 1,
-    message: (f: { model?: string; retryAfterS: number }) =>
-      f.model === undefined
-        ? `The upstream is rate limiting requests; retry after ${f.retryAfterS} s.`
-        : `Every provider of model "${f.model}" is rate limited by its upstream; retry after ${f.retryAfterS} s.`,
+    message: (f: { model?: string; retryAfterS: number } | { cliAdapter: string; running: number; waiting: number }) =>
+      'cliAdapter' in f
+        ? `The CLI model is busy: ${f.running} runs are going and ${f.waiting} requests wait (max_concurrency and max_waiting of adapter "${f.cliAdapter}"). Retry later.`
+        : f.model === undefined
+          ? `The upstream is rate limiting requests; retry after ${f.retryAfterS} s.`
+          : `Every provider of model "${f.model}" is rate limited by its upstream; retry after ${f.retryAfterS} s.`,
   },
   client_closed: {
     status: 499,

@@ -26,14 +26,4 @@ export { KeySet, presentedKey } from './api-keys';
 export * from './client-schema';
 export { type FlowClient, ANONYMOUS_CLIENT, ClientKeys, configuredClients, flatKeyClientId } from './client-keys';
 export { providerPools } from './provider-pools';
-export { flushLogs } from './flush-logs';
-export {
-  type GatewayEnvironment,
-  type ExporterEnvironment,
-  EnvironmentError,
-  gatewayEnvironmentSchema,
-  exporterEnvironmentSchema,
-  readEnvironment,
-} from './environment';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
-export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';

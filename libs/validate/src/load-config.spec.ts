@@ -85,7 +85,7 @@ describe('parseConfigText', () => {
     );
     expect(problem).toMatchObject({ path: 'nodes[0].adapters[1].timeout', line: 33, column: 9 });
     expect(problem.fix).toBe(
-      'did you mean "timeout_ms"? Allowed keys here: id, type, command, timeout_ms, enabled, env, max_output_bytes, prompt_format.',
+      'did you mean "timeout_ms"? Allowed keys here: id, type, command, timeout_ms, enabled, env, max_output_bytes, prompt_format, max_concurrency, max_waiting.',
     );
   });
 

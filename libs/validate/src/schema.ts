@@ -19,6 +19,10 @@ export type PoolCategory = (typeof POOL_CATEGORIES)[number];
 /** `queue.max_queued` when the file sets none. */
 export const DEFAULT_MAX_QUEUED = 100;
 
+/** How the gateway runs CLI programs (`gateway.cli_sandbox`, README "Security"). */
+export const CLI_SANDBOXES = ['bwrap', 'none'] as const;
+export type CliSandboxMode = (typeof CLI_SANDBOXES)[number];
+
 /** True when `category` is a pool category: its providers are queued and gated by `max_concurrency`. */
 export function isPoolCategory(category: string): category is PoolCategory {
   return (POOL_CATEGORIES as readonly string[]).includes(category);
@@ -107,6 +111,20 @@ export const gatewaySchema = z.strictObject({
    * drops both so clients learn nothing of the topology. @defaultValue true
    */
   topology_headers: z.boolean().default(true),
+  /**
+   * How CLI programs run (README "Security"): `bwrap` runs each in a bubblewrap sandbox with its
+   * own PID namespace and `/proc`, the filesystem read-only (but `/tmp` and its `HOME`), the config
+   * file and `/run/secrets` hidden, so it can read none of the gateway's secrets; when the sandbox
+   * does not work on the host, CLI models answer 502 and the gateway logs why. `none` runs programs
+   * as the gateway's own children, which can read its environment through `/proc`. Read at start.
+   * @defaultValue bwrap
+   */
+  cli_sandbox: z
+    .enum(CLI_SANDBOXES, {
+      error:
+        "use bwrap (the default: every CLI program in a sandbox) or none (only for programs you trust with the gateway's secrets)",
+    })
+    .default('bwrap'),
 });
 
 export const queueSchema = z.strictObject({
@@ -222,6 +240,25 @@ export const cliAdapterSchema = z.strictObject({
    * escaped) or `jsonl` (one `{"role","content"}` JSON object per line). @defaultValue text
    */
   prompt_format: z.enum(['text', 'jsonl']).default('text'),
+  /**
+   * Most runs of this adapter's program at once, over every provider and route that uses the
+   * adapter; more wait (`max_waiting`). Held in this process only, never in Redis. @defaultValue 4
+   */
+  max_concurrency: z
+    .number({ error: 'write a whole number of runs, 1 or more, e.g. max_concurrency: 4' })
+    .int('write a whole number of runs, 1 or more, e.g. max_concurrency: 4')
+    .min(1, 'set max_concurrency to 1 or more: the most runs of this program at once')
+    .default(4),
+  /**
+   * Requests that wait, first come first served, for a run of this adapter when `max_concurrency`
+   * runs are going; one more gets 429 `rate_limit_exceeded` with `Retry-After` at once. A wait ends
+   * at `gateway.request_timeout_ms` (504) or when the client goes. @defaultValue 16
+   */
+  max_waiting: z
+    .number({ error: 'write a whole number of requests, 0 or more, e.g. max_waiting: 16' })
+    .int('write a whole number of requests, 0 or more, e.g. max_waiting: 16')
+    .min(0, 'set max_waiting to 0 (no waiting: 429 at once) or more')
+    .default(16),
 });
 
 export const adapterSchema = z.discriminatedUnion('type', [httpAdapterSchema, cliAdapterSchema], {

@@ -130,7 +130,7 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
             add(
               key,
               `${key} is not allowed on cli provider "${provider.id}": a cli provider is a direct route, never queued`,
-              `remove ${key}.`,
+              `remove ${key}; set max_concurrency and max_waiting on the cli adapter instead (they bound its runs for every provider and route that uses it).`,
             );
           }
         }

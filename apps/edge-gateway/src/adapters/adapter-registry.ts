@@ -1,6 +1,8 @@
-import type { AdapterConfig, AdapterType } from '@iop/validate';
+import type { AdapterConfig, AdapterType, EdgeConfig } from '@iop/validate';
+import type { Logger } from 'pino';
 import type { Adapter, AdapterFactory } from './adapter';
 import { CliAdapter } from './cli/cli-adapter';
+import { defaultCliHost, gatewayCliHost, type CliHost } from './cli/cli-host';
 import { CLI_FIELDS } from './cli/request-fields';
 import { OllamaAdapter } from './ollama/ollama-adapter';
 import { OLLAMA_FIELDS } from './ollama/request-fields';
@@ -27,11 +29,30 @@ export const ADAPTER_LABEL: Record<AdapterType, string> = {
   cli: 'a CLI program',
 };
 
-/** Builds the adapter of a configured adapter instance by its `type` (README "Adapters"). */
-export const createAdapter: AdapterFactory = (config: AdapterConfig): Adapter => {
+/**
+ * Builds the adapters of configured adapter instances by their `type` (README "Adapters"); CLI
+ * adapters share `cli` (their sandbox and the sweeper of escaped processes).
+ */
+export function adapterFactory(cli: CliHost): AdapterFactory {
+  return (config) => createAdapter(config, cli);
+}
+
+/**
+ * The gateway's adapter factory: CLI adapters run in the sandbox of `config.gateway.cli_sandbox`
+ * with `configFile` hidden, and log to `logger` ({@link gatewayCliHost}).
+ */
+export function gatewayAdapterFactory(config: EdgeConfig, configFile: string, logger: Logger): AdapterFactory {
+  return adapterFactory(gatewayCliHost(config, configFile, logger));
+}
+
+/**
+ * Builds the adapter of a configured adapter instance by its `type` (README "Adapters"); a CLI
+ * adapter gets `cli`, else the default host (the bwrap sandbox, hiding no file).
+ */
+export const createAdapter = (config: AdapterConfig, cli: CliHost = defaultCliHost()): Adapter => {
   switch (config.type) {
     case 'cli':
-      return new CliAdapter(config);
+      return new CliAdapter(config, cli);
     case 'ollama':
       return new OllamaAdapter(config);
     case 'vllm':

@@ -14,7 +14,7 @@ import { poolUnavailable } from './pool-unavailable';
 
 /**
  * How long a lease outlives an upstream call the gateway cut, in ms (docs/architecture.md,
- * "Invariants": a call holds its slot, as the model server sees it, until the server has seen the
+ * "Invariants and their tests": a call holds its slot, as the model server sees it, until the server has seen the
  * connection close). The close (FIN) leaves at once, but a busy server may read the next caller's
  * request in the same event-loop turn before it reads the close: this covers that turn.
  */

@@ -54,19 +54,35 @@ describe('nx affected sets (nx.json inputs)', () => {
   };
 
   it.each([
-    ['README.md', []],
-    ['docs/architecture.md', []],
-    ['examples/edge.yaml', ['edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter', 'status-exporter-e2e']],
-    ['deploy/kubernetes/base/deployment.yaml', ['fleet']],
-    ['deploy/haproxy/haproxy.cfg', ['fleet']],
-    ['Dockerfile', ['fleet']],
-    ['.github/workflows/ci.yml', ['fleet']],
-    ['apps/edge-gateway/src/main.ts', ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter-e2e']],
+    // doc-citations reads every source, config and doc for the sections they cite (README.md, docs/).
+    ['README.md', ['doc-citations']],
+    ['docs/architecture.md', ['doc-citations']],
+    [
+      'examples/edge.yaml',
+      ['doc-citations', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter', 'status-exporter-e2e'],
+    ],
+    ['deploy/kubernetes/base/deployment.yaml', ['doc-citations', 'fleet']],
+    ['deploy/haproxy/haproxy.cfg', ['doc-citations', 'fleet']],
+    ['Dockerfile', ['doc-citations', 'fleet']],
+    ['.github/workflows/ci.yml', ['doc-citations', 'fleet']],
+    [
+      'apps/edge-gateway/src/main.ts',
+      ['bench', 'doc-citations', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter-e2e'],
+    ],
     [
       'libs/status/src/index.ts',
-      ['bench', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status', 'status-exporter', 'status-exporter-e2e'],
+      [
+        'bench',
+        'doc-citations',
+        'edge-gateway',
+        'edge-gateway-e2e',
+        'fleet',
+        'status',
+        'status-exporter',
+        'status-exporter-e2e',
+      ],
     ],
-    ['tools/bench/src/main.ts', ['bench']],
+    ['tools/bench/src/main.ts', ['bench', 'doc-citations']],
   ])('a change to %s affects %j', (file, expected) => {
     expect(affectedBy(file)).toEqual(expected);
   });

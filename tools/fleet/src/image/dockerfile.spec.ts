@@ -91,8 +91,8 @@ describe('the image runtime stage, reproduced without Docker', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('installs tini with apt-get and makes it PID 1 (ENTRYPOINT), with the gateway as the default command', () => {
-    expect(image.aptPackages).toEqual(['tini']);
+  it('installs tini (PID 1, the ENTRYPOINT) and bubblewrap (the CLI sandbox) with apt-get, with the gateway as the default command', () => {
+    expect(image.aptPackages).toEqual(['tini', 'bubblewrap']);
     expect(image.entrypoint).toEqual(['/usr/bin/tini', '--']);
     expect(image.cmd.slice(0, 1)).toEqual(['edge-gateway']);
     expect(image.commands.filter((c) => c.reproduced).map((c) => c.command)).toEqual([

@@ -3,16 +3,15 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { CliAdapterConfig } from '@iop/validate';
 import OpenAI from 'openai';
-import type { ChatRequest, DispatchContext, UpstreamResponse } from '../adapter';
+import type { ChatRequest, UpstreamResponse } from '../adapter';
+import { cliConfig, cliHost, context, jsonBody, nodeScript, waitUntil } from '../../testing/cli-runs';
 import { CliAdapter, cliEnvironment } from './cli-adapter';
 import { RUN_MARKER } from './cli-process';
+import { EscapedProcessSweeper } from './escaped-processes';
 import { renderPrompt } from './prompt-rendering';
 
 const NODE = process.execPath;
 const ECHO_LLM = resolve(__dirname, '../../../../../examples/cli/echo-llm.mjs');
-
-/** A node program given inline, as an argv (no shell involved). */
-const nodeScript = (source: string, ...args: string[]) => [NODE, '-e', source, ...args];
 
 /** Writes its pid and a grandchild's pid to argv[1] as JSON, says "started" on stdout, then hangs. */
 const HANGS_WITH_GRANDCHILD = `
@@ -46,25 +45,14 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * An adapter that runs its program without a sandbox (`gateway.cli_sandbox: none`), so the pids a
+ * program reports are host pids these tests can watch; the sandbox has its own spec.
+ */
 function cliAdapter(command: string[], timeoutMs = 10_000, settings: Partial<CliAdapterConfig> = {}): CliAdapter {
-  const config: CliAdapterConfig = {
-    id: 'test-cli',
-    type: 'cli',
-    command,
-    timeout_ms: timeoutMs,
-    enabled: true,
-    env: {},
-    max_output_bytes: 16 * 1024 * 1024,
-    prompt_format: 'text',
-    ...settings,
-  };
-  const adapter = new CliAdapter(config);
+  const adapter = new CliAdapter(cliConfig(command, { timeout_ms: timeoutMs, ...settings }), cliHost('none'));
   adapters.push(adapter);
   return adapter;
-}
-
-function context(signal: AbortSignal = new AbortController().signal): DispatchContext {
-  return { upstreamModel: 'upstream-name', signal };
 }
 
 const ask = (content: string, stream = false, extra: Partial<ChatRequest> = {}): ChatRequest => ({
@@ -73,11 +61,6 @@ const ask = (content: string, stream = false, extra: Partial<ChatRequest> = {}):
   stream,
   ...extra,
 });
-
-function jsonBody(res: UpstreamResponse): Record<string, unknown> {
-  if (res.kind !== 'json') throw new Error(`expected json, got ${res.kind}`);
-  return JSON.parse(typeof res.body === 'string' ? res.body : new TextDecoder().decode(res.body));
-}
 
 function sseBody(res: UpstreamResponse): AsyncIterable<Uint8Array | string> {
   if (res.kind !== 'sse') throw new Error(`expected sse, got ${res.kind}`);
@@ -124,14 +107,6 @@ function isGone(pid: number): boolean {
     return state === 'Z' && Number(parent) !== process.pid;
   } catch {
     return true;
-  }
-}
-
-async function waitUntil(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
@@ -536,11 +511,15 @@ more();
     expect((error as Error).message).not.toContain('request_timeout_ms');
   });
 
-  describe('a grandchild that left the process group with setsid (README "Adapters")', () => {
-    /** Starts a grandchild in a session of its own (detached = setsid), writes [own pid, grandchild pid] to argv[1], then does argv[2]. */
+  describe('a grandchild that left the process group with setsid and holds its output (README "Adapters")', () => {
+    /**
+     * Starts a grandchild in a session of its own (detached = setsid) that keeps the run's stdout,
+     * writes [own pid, grandchild pid] to argv[1], then does argv[2]. Without a sandbox only such a
+     * survivor (output still held after the exit) is swept for; in the sandbox none survives at all.
+     */
     const ESCAPES = `
 const { spawn } = require('node:child_process');
-const grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', detached: true });
+const grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: ['ignore', 'inherit', 'ignore'], detached: true });
 grandchild.unref();
 require('node:fs').writeFileSync(process.argv[1], JSON.stringify([process.pid, grandchild.pid]));
 if (process.argv[2] === 'exit') process.stdout.write('done', () => process.exit(0));
@@ -558,6 +537,22 @@ else { process.stdout.write('started'); setInterval(() => {}, 1000); }
       const [program, grandchild] = await readPids(pidFile);
       expect(program).not.toBe(grandchild);
       await waitUntil(() => isGone(grandchild), `the setsid grandchild ${grandchild} is killed`, 3000);
+    });
+
+    it('is found by one sweep, after the program exited, and the answer does not wait for the sweep', async () => {
+      const pidFile = join(dir, 'pids');
+      // A sweep that waits 60 s for company: the answer must come long before it.
+      const host = { ...cliHost('none'), sweeper: new EscapedProcessSweeper(RUN_MARKER, { batchMs: 60_000 }) };
+      const adapter = new CliAdapter(cliConfig(nodeScript(ESCAPES, pidFile, 'exit')), host);
+      adapters.push(adapter);
+      const body = jsonBody(await adapter.chat(ask('x'), context()));
+      expect(body).toMatchObject({ choices: [{ message: { content: 'done' } }] });
+      expect(host.sweeper.sweeps).toBe(0);
+      const [, grandchild] = await readPids(pidFile);
+      expect(isGone(grandchild)).toBe(false);
+      await host.sweeper.flush();
+      await waitUntil(() => isGone(grandchild), `the setsid grandchild ${grandchild} is killed`, 3000);
+      expect(host.sweeper.sweeps).toBe(1);
     });
 
     it('is killed when the client goes away', async () => {

@@ -2,8 +2,10 @@ import type { CliAdapterConfig } from '@iop/validate';
 import { upstreamError } from '../../errors';
 import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
 import { newId, responsesViaChat } from '../responses-translation';
+import { defaultCliHost, type CliHost } from './cli-host';
 import { CliProcess } from './cli-process';
 import { renderPrompt } from './prompt-rendering';
+import { RunLimit } from './run-limit';
 
 /** Variables of the gateway's own environment every CLI program gets, when set (README "Adapters"). */
 export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TZ'] as const;
@@ -32,10 +34,12 @@ export function estimateTokens(text: string): number {
 
 /**
  * A command-line program wrapped as a model (`type: cli`, README "Pooled and direct routes"; always a direct route).
- * Each call runs `command[0]` with `command.slice(1)` as its argv — never through a shell, so
- * spaces and shell metacharacters reach the program literally — in its own process group, writes
- * the prompt ({@link renderPrompt}) to its stdin, closes stdin, and answers with its stdout as the
- * assistant's text:
+ * Each call waits for a run under the adapter's bound ({@link RunLimit}: `max_concurrency` runs at
+ * once, `max_waiting` waiting, then 429; in this process only), then runs `command[0]` with
+ * `command.slice(1)` as its argv — never through a shell, so spaces and shell metacharacters reach
+ * the program literally — in the host's sandbox (`CliSandbox`, `gateway.cli_sandbox`) and its own
+ * process group, writes the prompt ({@link renderPrompt}) to its stdin, closes stdin, and answers
+ * with its stdout as the assistant's text:
  * - `stream: false` → one `chat.completion` JSON once the program exited 0: id `chatcmpl-…`,
  *   `model` the public name in `req.model`, `choices[0].message.content` the whole stdout,
  *   `finish_reason: "stop"`, `usage` estimated ({@link estimateTokens});
@@ -46,43 +50,72 @@ export function estimateTokens(text: string): number {
  * and the gateway's working directory. A non-streamed answer holds at most `max_output_bytes`
  * and `gateway.max_response_bytes` (`ctx.maxResponseBytes`), the smaller: more is a 502
  * and the process group is killed. A streamed answer is passed on chunk by chunk in constant
- * memory, whatever its length.
- * Failures (README "Errors"): a program that cannot start, exits non-zero or dies on a signal before any
- * output (any time, when not streaming) → UpstreamError 502 `upstream_error` naming the exit code
- * and quoting the end of stderr; `timeout_ms` passed → the process group is killed and 504
- * `upstream_timeout`; once streaming, both make the SSE iterator throw (no `[DONE]`). An aborted
- * `ctx.signal` (client disconnect) or a consumer that stops reading kills the group at once.
- * `responses()` is served through chat completions (`responses-translation`).
+ * memory, whatever its length. A run holds its slot until the program and its output are gone.
+ * Failures (README "Errors"): `max_waiting` requests already waiting → ApiError 429
+ * `rate_limit_exceeded` with `Retry-After`; a sandbox that does not work on the host, a program that
+ * cannot start, exits non-zero or dies on a signal before any output (any time, when not streaming)
+ * → UpstreamError 502 `upstream_error` naming the exit code and quoting the end of stderr;
+ * `timeout_ms` passed → the process group is killed and 504 `upstream_timeout`; once streaming,
+ * both make the SSE iterator throw (no `[DONE]`). An aborted `ctx.signal` (client disconnect, the
+ * time to first byte passed while waiting) ends the wait, or kills the group at once, as does a
+ * consumer that stops reading. `responses()` is served through chat completions (`responses-translation`).
  */
 export class CliAdapter implements Adapter {
   readonly type = 'cli' as const;
   private readonly live = new Set<CliProcess>();
   private readonly env: Record<string, string>;
+  private readonly limit: RunLimit;
 
-  /** @throws Error when `config.command` is empty or `config.timeout_ms` is not a positive number. */
-  constructor(readonly config: CliAdapterConfig) {
+  /**
+   * @param host the sandbox and sweeper shared by the gateway's CLI adapters ({@link defaultCliHost} when omitted).
+   * @throws Error when `config.command` is empty, `config.timeout_ms` is not a positive number, or
+   *   `max_concurrency`/`max_waiting` are out of range ({@link RunLimit}).
+   */
+  constructor(
+    readonly config: CliAdapterConfig,
+    private readonly host: CliHost = defaultCliHost(),
+  ) {
     if (config.command.length === 0 || config.command[0] === '') {
       throw new Error(`CLI adapter "${config.id}": command must name a program, e.g. ["my-llm", "--quiet"].`);
     }
     if (!(config.timeout_ms > 0))
       throw new Error(`CLI adapter "${config.id}": timeout_ms must be a positive number of milliseconds.`);
     this.env = cliEnvironment(config);
+    this.limit = new RunLimit(config.id, config.max_concurrency, config.max_waiting);
   }
 
   /** @throws see the class docstring; ApiError 400 for non-text content ({@link renderPrompt}). */
   async chat(req: ChatRequest, ctx: DispatchContext): Promise<UpstreamResponse> {
     const prompt = renderPrompt(req.messages, this.config.prompt_format);
     if (ctx.signal.aborted) throw ctx.signal.reason;
-    const run = new CliProcess({
-      command: this.config.command,
-      stdin: prompt,
-      timeoutMs: this.config.timeout_ms,
-      signal: ctx.signal,
-      env: this.env,
-      adapterId: this.config.id,
-    });
+    const launch = await this.host.sandbox.launch(this.config.command, this.env);
+    const release = await this.limit.acquire(ctx.signal);
+    // Granted in the same turn as an abort: the slot goes back and no program starts.
+    if (ctx.signal.aborted) {
+      release();
+      throw ctx.signal.reason;
+    }
+    let run: CliProcess;
+    try {
+      run = new CliProcess({
+        launch,
+        program: this.config.command[0],
+        sweeper: this.host.sweeper,
+        stdin: prompt,
+        timeoutMs: this.config.timeout_ms,
+        signal: ctx.signal,
+        env: this.env,
+        adapterId: this.config.id,
+      });
+    } catch (err) {
+      release();
+      throw err;
+    }
     this.live.add(run);
-    void run.closed.then(() => this.live.delete(run));
+    void run.closed.then(() => {
+      this.live.delete(run);
+      release();
+    });
     const id = newId('chatcmpl-');
     const created = Math.floor(Date.now() / 1000);
 
@@ -142,8 +175,9 @@ export class CliAdapter implements Adapter {
     return responsesViaChat(req, ctx, (chatReq, chatCtx) => this.chat(chatReq, chatCtx));
   }
 
-  /** Kills every program still running (its whole process group) and waits until each has exited. */
+  /** Refuses every waiting request, kills every program still running (its whole process group) and waits until each has exited. */
   async close(): Promise<void> {
+    this.limit.close(upstreamError('The CLI model was stopped by the gateway.'));
     const runs = [...this.live];
     for (const run of runs) run.kill();
     await Promise.all(runs.map((run) => run.closed));

@@ -2,7 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { UpstreamError, upstreamError, upstreamTimeout } from '../../errors';
-import { killMarkedProcesses } from './escaped-processes';
+import type { Launch } from './cli-sandbox';
+import type { EscapedProcessSweeper } from './escaped-processes';
 
 /** How much of the end of stderr is kept for the error message of a failed run, in bytes. */
 export const STDERR_TAIL_BYTES = 2048;
@@ -11,15 +12,24 @@ const STDERR_TAIL_LINES = 20;
 /** stdout is paused while this many chunks wait for a reader (backpressure to the program). */
 const MAX_BUFFERED_CHUNKS = 64;
 /**
- * After the program exits, how long its stdout may stay open (held by a process that left the
- * group with `setsid`) before the gateway stops reading it, in ms.
+ * After the program exited and its group was killed, output still open this long, in ms, means a
+ * survivor: a process that left the group (`setsid`) and holds the run's stdout or stderr. The run
+ * then stops reading (the answer ends with what the program wrote) and asks the sweeper to find
+ * the survivor by the run's marker ({@link EscapedProcessSweeper}); the answer does not wait for that.
  */
-const STDIO_GRACE_MS = 2000;
+export const SURVIVOR_WAIT_MS = 1000;
 
 /** What one run of a CLI model needs. */
 export interface CliProcessOptions {
-  /** argv: the program and its arguments, passed to the OS as they are, never through a shell. */
-  command: readonly string[];
+  /**
+   * What to spawn: the program and its arguments, passed to the OS as they are, never through a
+   * shell, or the sandbox wrapping them (`CliSandbox.launch`).
+   */
+  launch: Launch;
+  /** The program (`command[0]`), named by its base name in error messages. */
+  program: string;
+  /** Sweeps for processes that survived the run outside its group. */
+  sweeper: EscapedProcessSweeper;
   /** Written to the program's stdin, which is then closed. */
   stdin: string;
   /** The whole run (start to exit) may last this long, in ms, then the process group is killed. */
@@ -37,8 +47,8 @@ export interface CliProcessOptions {
 
 /**
  * Environment variable set on every run to a value of its own: whatever the program starts inherits
- * it, so a process that left the run's process group (`setsid`) is still found and killed at the
- * end of the run ({@link killMarkedProcesses}).
+ * it, so a process that left the run's process group (`setsid`) and survived the run is still found
+ * and killed ({@link EscapedProcessSweeper}).
  */
 export const RUN_MARKER = 'IOP_EDGE_CLI_RUN';
 
@@ -52,15 +62,20 @@ export function cliTimeout(adapterId: string, ms: number): UpstreamError {
 
 /**
  * One run of a command-line program wrapped as a model (`type: cli`, README "Pooled and direct routes").
- * The program starts in its own process group (`detached: true`) so that every kill — timeout,
- * abort, {@link kill}, and the clean-up after the program exits — is `SIGKILL` to the whole group
- * (`-pid`), and then to every process that still carries this run's {@link RUN_MARKER} in its
- * environment (one that called `setsid` and left the group; Linux, through `/proc`): nothing it
- * started outlives the run. Node reaps the program itself, so no zombie is left.
+ * What it spawns ({@link CliProcessOptions.launch}: the program, or bwrap around it) starts in its
+ * own process group (`detached: true`) so that every kill — timeout, abort, {@link kill}, and the
+ * clean-up after the program exits — is `SIGKILL` to the whole group (`-pid`). In the bwrap sandbox
+ * that ends the run's PID namespace, and with it every process the program started. Without it, a
+ * process that left the group (`setsid`) and still holds the run's output {@link SURVIVOR_WAIT_MS}
+ * after the exit is a survivor: the run asks the sweeper to find it by its {@link RUN_MARKER} (Linux,
+ * through `/proc`), off the request path. Node reaps the spawned process itself, so no zombie is left.
  * stdout is read as UTF-8 text chunks through {@link read}; the end of stderr is kept for errors.
  */
 export class CliProcess {
-  /** The program's pid, which is also its process group id; `undefined` when it could not start. */
+  /**
+   * The pid of what was spawned (the program, or bwrap around it), also its process group id;
+   * `undefined` when it could not start.
+   */
   readonly pid: number | undefined;
   /** Resolves once the program has exited and its output is closed; never rejects. */
   readonly closed: Promise<void>;
@@ -73,16 +88,15 @@ export class CliProcess {
   private spawnError: NodeJS.ErrnoException | undefined;
   private stderrTail: Buffer = Buffer.alloc(0);
   private readonly timer: NodeJS.Timeout;
-  private graceTimer: NodeJS.Timeout | undefined;
   private readonly onAbort = () => this.fail(this.options.signal.reason ?? new Error('The request was aborted.'));
   private readonly marker = `${process.pid}.${randomBytes(8).toString('hex')}`;
-  private swept = false;
+  private survivorTimer: NodeJS.Timeout | undefined;
 
   /** Starts the program at once. */
   constructor(private readonly options: CliProcessOptions) {
-    const [program, ...args] = options.command;
+    const program = options.program;
     const env = { ...options.env, [RUN_MARKER]: this.marker };
-    this.child = spawn(program, args, {
+    this.child = spawn(options.launch.file, options.launch.args, {
       detached: true,
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -110,16 +124,17 @@ export class CliProcess {
     this.child.on('exit', () => {
       // Whatever the program left running in its group goes with it.
       this.killGroup();
-      this.graceTimer = setTimeout(() => {
+      this.survivorTimer = setTimeout(() => {
+        options.sweeper.request(this.marker);
         this.child.stdout.destroy();
         this.child.stderr.destroy();
-      }, STDIO_GRACE_MS);
+      }, SURVIVOR_WAIT_MS);
     });
     this.closed = new Promise((resolve) => {
       this.child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
         this.hasClosed = true;
         clearTimeout(this.timer);
-        clearTimeout(this.graceTimer);
+        clearTimeout(this.survivorTimer);
         options.signal.removeEventListener('abort', this.onAbort);
         if (!this.failure) {
           if (this.spawnError) {
@@ -183,11 +198,6 @@ export class CliProcess {
       process.kill(-this.pid, 'SIGKILL');
     } catch {
       // ESRCH: the group is already gone. Nothing else can be done from an event handler.
-    }
-    // Once per run: processes that left the group (setsid) but carry the run's marker.
-    if (!this.swept) {
-      this.swept = true;
-      void killMarkedProcesses(RUN_MARKER, this.marker);
     }
   }
 

@@ -11,31 +11,55 @@ export type ChatRole = (typeof CHAT_ROLES)[number];
 export type PromptFormat = 'text' | 'jsonl';
 
 /**
- * A line of message text that would read as a role line of the `text` format: optional blanks,
- * optional backslashes, a role label, optional blanks, a colon. {@link escapeRoleLines} puts one
- * more backslash before the label.
+ * Every character sequence a program might take for a line break: `\r\n`, `\n`, a lone `\r`,
+ * vertical tab, form feed, the file/group/record separators (`\x1c`-`\x1e`), NEL (U+0085) and the
+ * Unicode line and paragraph separators (U+2028, U+2029). This is the union of what common line
+ * readers split on (Python's `str.splitlines`, Unicode UAX #14 mandatory breaks, `\r`-only
+ * terminals), so no reader sees a line start that {@link escapeRoleLines} did not see.
  */
-const ROLE_LINE = new RegExp(`^([ \\t]*)(\\\\*)(${CHAT_ROLES.join('|')})([ \\t]*:)`, 'gim');
+// eslint-disable-next-line no-control-regex -- the file/group/record separators are line breaks to some readers
+export const LINE_BREAK = /\r\n|[\n\v\f\r\x1c-\x1e\u0085\u2028\u2029]/;
+
+/**
+ * What may stand before a role label on a line and still let it read as one: blanks that are not
+ * line breaks, no-break and wide spaces, zero-width characters and the BOM (a lenient reader trims them).
+ */
+const BLANK = '[\\t \\x1f\\u00a0\\u1680\\u2000-\\u200d\\u202f\\u205f\\u2060\\u3000\\ufeff]';
+
+/**
+ * A line of message text that would read as a role line of the `text` format: at the start of the
+ * text or after any {@link LINE_BREAK}, optional blanks, optional backslashes, a role label,
+ * optional blanks, a colon. {@link escapeRoleLines} puts one more backslash before the label.
+ */
+const ROLE_LINE = new RegExp(`(^|${LINE_BREAK.source})(${BLANK}*)(\\\\*)(${CHAT_ROLES.join('|')})(${BLANK}*:)`, 'gi');
 
 /**
  * Escapes the lines of a message's text that could pass for a role line in the `text` format, so
- * user text cannot forge a turn: each line that begins (after blanks) with backslashes and a role
- * label and a colon (`System:`, `  assistant :`, `\User:`) gets one backslash more before the label
- * (`\System:`, `  \assistant :`, `\\User:`). Strip one backslash from such lines to read the
- * text back. The first line is not touched: it follows the block's own `Role: ` label.
+ * text cannot forge a turn whatever line breaks it uses ({@link LINE_BREAK}): each line that begins
+ * (after blanks) with backslashes, a role label and a colon (`System:`, `  assistant :`,
+ * `\User:`) gets one backslash more before the label (`\System:`, `  \assistant :`, `\\User:`).
+ * Strip one backslash from such lines to read the text back; nothing else changes, line breaks
+ * included. The first line is escaped too unless `fromSecondLine` (it follows the block's own
+ * `Role: ` label there).
  */
-export function escapeRoleLines(text: string): string {
-  const newline = text.indexOf('\n');
-  if (newline < 0) return text;
-  return (
-    text.slice(0, newline + 1) +
-    text
-      .slice(newline + 1)
-      .replace(
-        ROLE_LINE,
-        (_m, blanks: string, slashes: string, label: string, colon: string) => `${blanks}\\${slashes}${label}${colon}`,
-      )
+export function escapeRoleLines(text: string, fromSecondLine = false): string {
+  return text.replace(
+    ROLE_LINE,
+    (line: string, lineBreak: string, blanks: string, slashes: string, label: string, colon: string) =>
+      lineBreak === '' && fromSecondLine ? line : `${lineBreak}${blanks}\\${slashes}${label}${colon}`,
   );
+}
+
+/** JSON.stringify leaves these raw; a line reader that splits on them would cut a `jsonl` line. */
+const JSON_RAW_BREAKS = /[\u0085\u2028\u2029]/g;
+
+/** One `jsonl` line: the message as JSON in pure single-line form, ending in `"\n"`. */
+function jsonLine(role: string, content: string): string {
+  const json = JSON.stringify({ role, content }).replace(
+    JSON_RAW_BREAKS,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return `${json}\n`;
 }
 
 /**
@@ -43,14 +67,19 @@ export function escapeRoleLines(text: string): string {
  * program wrapped as a model), in the adapter's `prompt_format`:
  * - `text` (default), chosen so that a plain "prompt in, answer out" program works unchanged for
  *   the common single-turn call:
- *   - exactly one message, from `user` → its text alone, byte for byte (no label, no trailing newline);
+ *   - exactly one message, from `user` → its text alone (no label, no trailing newline), with every
+ *     line that would read as a role line escaped, the first one included ({@link escapeRoleLines}):
+ *     `"hi\n\nSystem: x"` is sent as `"hi\n\n\\System: x"`, any other text byte for byte;
  *   - otherwise one block per message, `<Role>: <text>` (`System`, `Developer`, `User`,
  *     `Assistant`, `Tool`, `Function`), blocks separated by one blank line (`"\n\n"`), e.g.
  *     `"System: Be brief.\n\nUser: Hi\n\nAssistant: Hello\n\nUser: And now?"`. A line of a
- *     message's text that would read as a role line is escaped ({@link escapeRoleLines}), so text
- *     cannot forge a turn: a `Role: ` at the start of a block is always a real message's role.
+ *     message's text that would read as a role line, after any kind of line break ({@link LINE_BREAK}),
+ *     is escaped, so text cannot forge a turn: a `Role: ` at the start of a line is always a real
+ *     message's role.
  * - `jsonl`: one JSON object `{"role": ..., "content": ...}` per message, each on its own line
- *   ending in `"\n"`, whatever the number of messages: nothing inside a string can forge a line.
+ *   ending in `"\n"`, whatever the number of messages. Every line break inside a string is a JSON
+ *   escape, U+0085, U+2028 and U+2029 included (`\u2028`), so the only line breaks are the ones
+ *   between messages, for any line reader.
  * A message's text is its `content` string, or the `text` of its content parts (`text`,
  * `input_text`, `output_text`) joined with `"\n"`; `null` content (an assistant turn that only
  * called tools) is empty text.
@@ -61,10 +90,9 @@ export function escapeRoleLines(text: string): string {
 export function renderPrompt(messages: readonly ChatMessage[], format: PromptFormat = 'text'): string {
   const texts = messages.map((message, i) => messageText(message, i));
   messages.forEach((message, i) => checkRole(message.role, i));
-  if (format === 'jsonl')
-    return messages.map((message, i) => `${JSON.stringify({ role: message.role, content: texts[i] })}\n`).join('');
-  if (messages.length === 1 && messages[0].role === 'user') return texts[0];
-  return messages.map((message, i) => `${roleLabel(message.role)}: ${escapeRoleLines(texts[i])}`).join('\n\n');
+  if (format === 'jsonl') return messages.map((message, i) => jsonLine(message.role, texts[i])).join('');
+  if (messages.length === 1 && messages[0].role === 'user') return escapeRoleLines(texts[0]);
+  return messages.map((message, i) => `${roleLabel(message.role)}: ${escapeRoleLines(texts[i], true)}`).join('\n\n');
 }
 
 function checkRole(role: unknown, i: number): void {

@@ -13,7 +13,7 @@ import type {
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../adapter';
 import { normalizeEmbeddings } from '../embeddings';
 
-/** How much of an upstream's error body is read (README "Limits on an answer"); the rest is dropped. */
+/** How much of an upstream's error body is read (README "Errors": limits on an answer); the rest is dropped. */
 export const ERROR_BODY_BYTES = 4096;
 
 /** Longest back-off an upstream's `Retry-After` may ask for, in seconds (a guard against a typo upstream). */

@@ -21,7 +21,7 @@ export interface ConnectionWatchOptions {
 }
 
 /**
- * Whether this replica can reach Redis (docs/architecture.md, "Fencing"; README "Fleet mode"): follows
+ * Whether this replica can reach Redis (docs/architecture.md, "Fencing"; README "Running a fleet"): follows
  * the connections' `ready`, `close` and `error` events, logs an outage once when it starts and once when
  * it ends, holds admissions back until the reconnect check ran, and keeps the time Redis last answered
  * (`reachedAt`, monotonic clock) so a waiting request does not outwait an outage.
@@ -89,7 +89,7 @@ export class ConnectionWatch {
   }
 
   /**
-   * A queued request does not outwait a Redis outage (README "Fleet mode"): true once Redis has not
+   * A queued request does not outwait a Redis outage (README "Running a fleet"): true once Redis has not
    * answered for as long as a held lease is fenced after (`leaseTtlMs - fenceMarginMs`). Then every
    * waiter fails with `queue_unavailable`; its job leaves Redis when Redis answers again.
    */

@@ -1,8 +1,6 @@
+import { formatProblems, loadConfigFile, type EdgeConfig } from '@iop/validate';
 import type { z } from 'zod';
-import { formatProblems } from './config-problem';
 import { EnvironmentError, readEnvironment } from './environment';
-import { loadConfigFile } from './load-config';
-import type { EdgeConfig } from './schema';
 
 /** The command-line flags both processes share: `--config FILE` and `--redis URL`. */
 export interface StartFlags {

@@ -1,5 +1,16 @@
 import pino from 'pino';
 
+/**
+ * The process's logger: JSON lines (pino) on stdout at `level` (`LOG_LEVEL`), each with
+ * `service`. A stdout whose reader is gone (a broken log pipe) neither crashes the process nor
+ * keeps it from exiting (README "Security").
+ */
+export function createProcessLogger(service: string, level: pino.LevelWithSilent): pino.Logger {
+  const logger = pino({ level, base: { service } });
+  process.stdout.on('error', () => undefined);
+  return logger;
+}
+
 /** Longest {@link flushLogs} waits, in ms. */
 const FLUSH_TIMEOUT_MS = 1000;
 /** How often it looks whether the log stream is still writing, in ms. */

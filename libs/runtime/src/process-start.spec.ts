@@ -1,10 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DESIGN_EXAMPLE_PATH } from '@iop/validate/testing';
 import { gatewayEnvironmentSchema } from './environment';
 import { readProcessStart } from './process-start';
 
-const example = readFileSync(join(__dirname, 'testing/design-example.yaml'), 'utf8');
+const example = readFileSync(DESIGN_EXAMPLE_PATH, 'utf8');
 const env = { EDGE_API_KEY: 'client-key-0001', VLLM_KEY: 'sk-vllm-secret-42' };
 
 describe('readProcessStart', () => {

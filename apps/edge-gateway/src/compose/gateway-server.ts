@@ -1,0 +1,60 @@
+import type { CloseList } from '@iop/runtime';
+import type { EdgeConfig } from '@iop/validate';
+import type { Express } from 'express';
+import { createServer, type Server } from 'node:http';
+import { answerContinue, applyServerLimits, SERVER_OPTIONS } from '../http/access/server-limits';
+
+/** How long idle keep-alive connections stay open, in ms: longer than the usual load balancer's 60 s idle timeout. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/** How often the drain closes the keep-alive connections that turned idle, in ms. */
+const IDLE_SWEEP_MS = 100;
+/** How long requests cut by the end of the drain get to write their 503 or error event before their connections close, in ms. */
+const SHUTDOWN_ANSWER_MS = 200;
+
+/**
+ * The gateway's HTTP server around `app`, not yet listening, with the connection cap and the
+ * header and body times of README "Security" taken from `config().gateway` (`applyServerLimits`;
+ * call it again on every reload) and `Expect: 100-continue` answered against `max_body_bytes`.
+ */
+export function createGatewayServer(app: Express, config: () => EdgeConfig): Server {
+  const server = createServer(SERVER_OPTIONS, app);
+  applyServerLimits(server, config().gateway);
+  answerContinue(server, () => config().gateway.max_body_bytes, app);
+  return server;
+}
+
+/**
+ * Once `server` listens: sets its keep-alive time and registers its close hook, which after a
+ * drain finds the server closed and on a fatal error cuts every connection.
+ * @returns the address it is bound to as `host:port`, for the log and the "listening on" line
+ */
+export function serverListening(server: Server, toClose: CloseList, fallback: string): string {
+  toClose.add('server', async () => {
+    if (!server.listening) return;
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  const address = server.address();
+  return typeof address === 'object' && address ? `${address.address}:${address.port}` : fallback;
+}
+
+/**
+ * The gateway's drain on SIGTERM or SIGINT (README "Production layout"): no new connections;
+ * keep-alive connections close as their requests finish, not after `keepAliveTimeout`; requests
+ * still running after `graceMs` (`IOP_SHUTDOWN_GRACE_MS`) see `shutdown` aborted and get their 503
+ * or error event, and their connections close {@link SHUTDOWN_ANSWER_MS} later.
+ * Resolves once the server has closed.
+ */
+export async function drainServer(server: Server, shutdown: AbortController, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((r) => server.close(() => r()));
+  server.closeIdleConnections();
+  const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+  const grace = setTimeout(() => {
+    shutdown.abort();
+    setTimeout(() => server.closeAllConnections(), SHUTDOWN_ANSWER_MS).unref();
+  }, graceMs);
+  await closed;
+  clearInterval(sweep);
+  clearTimeout(grace);
+}
