@@ -6,7 +6,7 @@
 import { exporterEnvironmentSchema, parseListenAddress, readProcessStart } from '@iop/validate';
 import pino from 'pino';
 import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
-import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
+import { EXPORTER_CONFIG_LOAD, ExporterRefusal, startExporter, type RunningExporter } from './exporter';
 import { flushLogs } from '@iop/validate';
 
 async function main(): Promise<number> {
@@ -21,7 +21,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const start = readProcessStart(exporterEnvironmentSchema, cmd);
+  const start = readProcessStart(exporterEnvironmentSchema, { ...cmd, load: EXPORTER_CONFIG_LOAD });
   if ('exitCode' in start) return start.exitCode;
   const { environment, config } = start;
   const logger = pino({ level: environment.LOG_LEVEL, base: { service: 'status-exporter' } });
