@@ -5,7 +5,8 @@ import { ERROR_CATALOG, catalogAnswer, isCatalogCode } from './error-catalog';
 /**
  * The README's "Errors" table as rows of (status, code): the first table under `## Errors`; a code
  * column of `—` (no body) is skipped; "the upstream's (`rate_limit_exceeded`)" yields the code in
- * backticks.
+ * backticks. Rows marked "(load balancer)" are HAProxy's own answers, not the gateway's
+ * (tools/fleet/src/load-balancer/haproxy-config.spec.ts checks them against deploy/haproxy/haproxy.cfg).
  */
 function readmeErrorRows(): { status: number; code: string; when: string }[] {
   const readme = readFileSync(join(__dirname, '../../../README.md'), 'utf8');
@@ -16,7 +17,7 @@ function readmeErrorRows(): { status: number; code: string; when: string }[] {
   for (const line of table.split('\n')) {
     const cells = line.split('|').map((c) => c.trim());
     const status = Number(cells[1]);
-    if (!line.startsWith('|') || !Number.isInteger(status)) continue;
+    if (!line.startsWith('|') || !Number.isInteger(status) || cells[2].includes('(load balancer)')) continue;
     const code = /`([a-z_]+)`/.exec(cells[2])?.[1];
     if (code !== undefined) rows.push({ status, code, when: cells[3] ?? '' });
   }

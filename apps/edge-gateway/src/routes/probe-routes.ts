@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { Gauge, type Registry } from 'prom-client';
 
 /** Longest `/readyz` and a scrape wait for the queue backend to answer, in ms; a slower backend counts as unreachable. */
-export const QUEUE_REACHABLE_TIMEOUT_MS = 1000;
+export const QUEUE_REACHABLE_TIMEOUT_MS = 250;
 
 /** What `GET /readyz` answers (README "Load balancer settings that matter"). */
 export interface Readiness {
