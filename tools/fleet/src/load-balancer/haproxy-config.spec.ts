@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { readmeErrorRows } from '../docs/readme-errors-table';
 import { findHaproxy, HAPROXY_CONFIG, haproxyServers } from '../haproxy';
 import { WORKSPACE_ROOT } from '../local-fleet';
 import { ManagedProcess } from '../managed-process';
@@ -25,22 +26,6 @@ const httpErrors = LINES.filter((l) => l.startsWith('http-error ')).map((line) =
   };
 });
 
-/** The README "Errors" rows of the load balancer: `| status | \`code\` (load balancer) | when |`. */
-function readmeLoadBalancerRows(): { status: number; code: string; retryAfter: boolean }[] {
-  const readme = readFileSync(path.join(WORKSPACE_ROOT, 'README.md'), 'utf8');
-  const section = readme.split(/^## Errors$/m)[1] ?? '';
-  return section
-    .slice(0, section.search(/^## /m))
-    .split('\n')
-    .map((line) => line.split('|').map((c) => c.trim()))
-    .filter((cells) => /\(load balancer\)/.test(cells[2] ?? ''))
-    .map((cells) => ({
-      status: Number(cells[1]),
-      code: /`([a-z_]+)`/.exec(cells[2])?.[1] ?? '',
-      retryAfter: cells[3].includes('Retry-After'),
-    }));
-}
-
 describe('deploy/haproxy/haproxy.cfg', () => {
   it('retries only connections that failed to open, never a request that may have reached a gateway', () => {
     expect(LINES.filter((l) => l.startsWith('retry-on '))).toEqual(['retry-on conn-failure']);
@@ -61,7 +46,8 @@ describe('deploy/haproxy/haproxy.cfg', () => {
   });
 
   it('the README "Errors" table lists exactly these codes as the load balancer\'s, with their statuses and Retry-After', () => {
-    expect(readmeLoadBalancerRows()).toEqual(
+    const rows = readmeErrorRows().filter((r) => r.loadBalancer);
+    expect(rows.map((r) => ({ status: r.status, code: r.code, retryAfter: r.when.includes('Retry-After') }))).toEqual(
       httpErrors.map((e) => ({ status: e.status, code: e.body.error.code, retryAfter: e.retryAfter !== undefined })),
     );
   });
