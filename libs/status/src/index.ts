@@ -1,3 +1,4 @@
 export * from './snapshot/snapshot';
 export * from './snapshot/build-snapshot';
 export * from './prometheus/resource-gauges';
+export * from './prometheus/config-info-gauge';
