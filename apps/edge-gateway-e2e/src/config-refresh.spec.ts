@@ -43,6 +43,12 @@ describe('config refresh on SIGHUP', () => {
     const file = writeTempConfig(fleetYaml());
     gateway = await spawnGateway(file, { env: env() });
     const statusBefore = (await (await fetch(`${gateway.url}/status`)).json()) as { config_hash: string };
+    const configInfo = async () =>
+      /^iop_edge_config_info\{hash="([0-9a-f]+)"\} 1$/m.exec(
+        await (await fetch(`${gateway!.url}/metrics`)).text(),
+      )?.[1];
+    // The gauge's hash is the start of /status's config_hash (README "Metrics").
+    expect(await configInfo()).toBe(statusBefore.config_hash.slice(0, 12));
     upstream.reset();
     const requests = Array.from({ length: 9 }, () => chat('small', { delay_ms: 300 }));
     await waitUntil(() => upstream.stats().current === 1, 5000, 'the first request upstream');
@@ -64,6 +70,7 @@ describe('config refresh on SIGHUP', () => {
     };
     expect(statusAfter.config_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(statusAfter.config_hash).not.toBe(statusBefore.config_hash);
+    expect(await configInfo()).toBe(statusAfter.config_hash.slice(0, 12));
     expect(resourceMax(statusAfter, 'solo')).toBe(3);
   });
 

@@ -36,7 +36,10 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     return gateway;
   };
   const readyz = async (g: GatewayProcess) =>
-    (await (await fetch(`${g.url}/readyz`)).json()) as { status: string; queue: string };
+    (await (await fetch(`${g.url}/readyz`)).json()) as {
+      ready: boolean;
+      queue: { backend: string; reachable: boolean };
+    };
   /** The startup line `queue backend: ...` from the JSON logs. */
   const backendLine = (g: GatewayProcess) =>
     g
@@ -56,7 +59,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
   it('REDIS_URL selects redis over queue.backend: memory, says so at info level, and puts its keys in that Redis', async () => {
     await flush();
     const gateway = await start({ env: { REDIS_URL: redis.url } });
-    expect(await readyz(gateway)).toEqual({ status: 'ready', queue: 'redis', queue_ready: true });
+    expect(await readyz(gateway)).toEqual({ ready: true, queue: { backend: 'redis', reachable: true } });
     expect(backendLine(gateway)).toMatchObject({
       level: 30,
       queue: 'redis',
@@ -74,7 +77,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     await flush();
     // REDIS_URL names a port nothing listens on: a gateway that used it would not be ready.
     const gateway = await start({ env: { REDIS_URL: 'redis://127.0.0.1:1' }, args: ['--redis', redis.url] });
-    expect(await readyz(gateway)).toEqual({ status: 'ready', queue: 'redis', queue_ready: true });
+    expect(await readyz(gateway)).toEqual({ ready: true, queue: { backend: 'redis', reachable: true } });
     expect(backendLine(gateway)).toMatchObject({
       level: 30,
       source: '--redis',
@@ -88,7 +91,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     // This Redis has no password: the client warns and goes on, so the gateway still starts.
     const withPassword = redis.url.replace('redis://', 'redis://:s3cret@');
     const gateway = await start({ env: { REDIS_URL: withPassword } });
-    expect((await readyz(gateway)).queue).toBe('redis');
+    expect((await readyz(gateway)).queue.backend).toBe('redis');
     expect(backendLine(gateway)?.msg).toBe(
       `queue backend: redis at ${redis.url.replace('redis://', 'redis://***@')} (REDIS_URL overrides queue.backend: memory)`,
     );
@@ -98,7 +101,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
   it('stays on memory without --redis or REDIS_URL (what npm start runs), and says why', async () => {
     await flush();
     const gateway = await start({ env: { REDIS_URL: '' } });
-    expect(await readyz(gateway)).toEqual({ status: 'ready', queue: 'memory', queue_ready: true });
+    expect(await readyz(gateway)).toEqual({ ready: true, queue: { backend: 'memory', reachable: true } });
     expect(backendLine(gateway)).toMatchObject({
       level: 30,
       queue: 'memory',
@@ -135,7 +138,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     await waitUntil(() => reloads() > before, 5000, 'the second reload');
     expect(restartWarnings()).toHaveLength(1);
     expect(restartWarnings()[0]).toContain('queue.prefix changed');
-    expect((await readyz(gateway)).queue).toBe('redis');
+    expect((await readyz(gateway)).queue.backend).toBe('redis');
   });
 
   it('refuses a REDIS_URL that is not a redis:// URL (exit 2), password redacted', async () => {

@@ -308,7 +308,7 @@ describe('gateway replicas when Redis fails', () => {
     await redis.stop();
   });
 
-  it('answers 503 queue_unavailable fast while Redis is down, keeps serving the CLI route, and recovers with no restart', async () => {
+  it('answers 503 queue_unavailable fast while Redis is down, keeps serving the CLI route, stays ready (Redis state in the body and a gauge), and recovers with no restart', async () => {
     fleet = await startReplicaFleet(2, replicaYaml(), redis.url, upstream.url);
     const [a] = fleet.replicas;
     expect((await chatOnce(a.url, 'pool')).status).toBe(200);
@@ -320,10 +320,25 @@ describe('gateway replicas when Redis fails', () => {
     expect(JSON.parse(down.body).error.code).toBe('queue_unavailable');
     expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
     expect((await chatOnce(a.url, 'echo')).status).toBe(200);
-    expect((await fetch(`${a.url}/readyz`)).status).toBe(503);
+    // Ready all the same: a load balancer keeps the replica, which answers both routes as above.
+    const readyz = async () => {
+      const res = await fetch(`${a.url}/readyz`);
+      return { status: res.status, body: await res.json() };
+    };
+    const reachableGauge = async () =>
+      /^iop_edge_queue_reachable\{backend="redis"\} (\d)$/m.exec(await (await fetch(`${a.url}/metrics`)).text())?.[1];
+    expect(await readyz()).toEqual({
+      status: 200,
+      body: { ready: true, queue: { backend: 'redis', reachable: false } },
+    });
+    expect(await reachableGauge()).toBe('0');
     await redis.start();
     await waitUntil(async () => (await chatOnce(a.url, 'pool')).status === 200, 15_000, 'pool routes to recover');
-    expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
+    expect(await readyz()).toEqual({
+      status: 200,
+      body: { ready: true, queue: { backend: 'redis', reachable: true } },
+    });
+    expect(await reachableGauge()).toBe('1');
   }, 30_000);
 
   it('keeps the limit through a Redis restart without persistence while leases are held and requests wait', async () => {

@@ -1,4 +1,5 @@
 import type { ProviderQueue } from '@iop/dispatch';
+import { registerConfigInfoGauge } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
 import type { DispatcherDeps } from './dispatch/dispatcher-deps';
@@ -10,6 +11,7 @@ import { GatewayMetrics } from './observability/gateway-metrics';
 import { observeCompletions } from './observability/request-observer';
 import { assignRequestId } from './http/request/request-id';
 import { completionRoutes, openAiRoutes } from './routes/openai-routes';
+import { probeRoutes, registerQueueReachableGauge } from './routes/probe-routes';
 import { statusRoutes } from './routes/status-routes';
 import { v1Edge } from './http/access/v1-edge';
 
@@ -36,6 +38,8 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   const startedAtS = Math.floor(Date.now() / 1000);
   const metrics = deps.metrics ?? new GatewayMetrics();
+  registerQueueReachableGauge(metrics.registry, deps.queue);
+  registerConfigInfoGauge(metrics.registry, deps.config);
   const auth = apiKeyAuth(() => deps.config().gateway);
 
   // 415 unless application/json, 413 from Content-Length at once, then the JSON body (README "Security").
@@ -51,17 +55,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestId);
   app.use('/v1', edge);
   app.use(openAiRoutes(deps, startedAtS, { observe, auth, json }));
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (_req, res) => {
-    const queueReady = deps.queue ? await deps.queue.isReady().catch(() => false) : true;
-    // Named as in the config (`queue.backend`): redis or memory.
-    const backend = deps.queue?.backend ?? 'none';
-    res
-      .status(queueReady ? 200 : 503)
-      .json({ status: queueReady ? 'ready' : 'not_ready', queue: backend, queue_ready: queueReady });
-  });
+  // Readiness is this process's, never Redis's: a Redis outage must not empty the load balancer.
+  app.use(probeRoutes(deps.queue));
   // /status and /metrics (README "Status") take the status keys, not the client keys (README "Security"); probes stay open.
   app.use(
     statusRoutes(

@@ -44,7 +44,9 @@ describe('status-exporter queue backend selection on examples/edge.yaml', () => 
       ['serve', '--config', EXAMPLE, '--listen', '127.0.0.1:0', ...args],
       env(redis.url),
     );
-    expect(((await (await fetch(`${gateway.url}/readyz`)).json()) as { queue: string }).queue).toBe('redis');
+    expect(
+      ((await (await fetch(`${gateway.url}/readyz`)).json()) as { queue: { backend: string } }).queue.backend,
+    ).toBe('redis');
     const exporter = await run(
       EXPORTER_MAIN,
       ['--config', EXAMPLE, '--listen', '127.0.0.1:0', ...args],

@@ -1,7 +1,13 @@
 import type { HealthView, ProviderCounts } from '@iop/dispatch';
-import { buildSnapshot, ResourceGauges, trackedProviderIds, type StatusSnapshot } from '@iop/status';
+import {
+  buildSnapshot,
+  registerConfigInfoGauge,
+  ResourceGauges,
+  trackedProviderIds,
+  type StatusSnapshot,
+} from '@iop/status';
 import { catalogAnswer, resolveError, type ErrorCode, type ErrorSpec } from '@iop/errors';
-import { KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
+import { configDigest, KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
 import express, { type Express, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
@@ -16,7 +22,7 @@ export interface ExporterDeps {
    * A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
    */
   counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;
-  /** Which file is in force (sha256, load time), published as `config_hash` / `config_loaded_at`. */
+  /** When the config in force was loaded: with it the snapshot carries `config_hash` (`configDigest`) and `config_loaded_at`. */
   configInfo?(): { hash: string; loadedAt: Date };
   /** Ids of providers the fleet marked unhealthy (shared health, docs/architecture.md "Provider health"); a rejection shows them as not unhealthy. */
   unhealthy?(providerIds: readonly string[]): Promise<ReadonlySet<string>>;
@@ -56,7 +62,7 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
       const snapshot = buildSnapshot(config, counts, {
         health,
         healthDetails,
-        configHash: info?.hash,
+        configHash: info && configDigest(config),
         configLoadedAt: info?.loadedAt,
       });
       return { snapshot, countsOk: counts !== undefined };
@@ -68,7 +74,8 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
  * Builds the exporter's express app without listening or other I/O (docs/architecture.md, "Layering", "HTTP surface"):
  * - `GET /status`: the snapshot JSON (cluster-wide counts);
  * - `GET /metrics`: Prometheus text: the `iop_edge_resource_*` gauges plus
- *   `iop_edge_status_counts_up` (1 when the counts source answered this scrape);
+ *   `iop_edge_status_counts_up` (1 when the counts source answered this scrape) and
+ *   `iop_edge_config_info{hash}`;
  * - `GET /healthz`: `{"status":"ok"}` while the process serves;
  * - `GET /`: a self-contained HTML dashboard that polls `/status` every 2 s.
  * With `status.api_keys` set, `/status`, `/metrics` and `/` need one of the keys (`Bearer`, or the
@@ -86,6 +93,7 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
     help: '1 when the exporter read the shared counts (Redis) for this scrape, else 0.',
     registers: [registry],
   });
+  registerConfigInfoGauge(registry, deps.config);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -1,7 +1,7 @@
 import { seedLeases, startRedis, startRedisCluster, type TestRedis } from '@iop/dispatch/testing';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
-import { parseConfigText } from '@iop/validate';
+import { configDigest, parseConfigText } from '@iop/validate';
 import { RedisHealthStore } from '@iop/dispatch';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -58,7 +58,7 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
     const res = await fetch(`${exporter.url}/status`);
     expect(res.status).toBe(200);
     const s = (await res.json()) as StatusSnapshot;
-    expect(s.config_hash).toBe(config(yaml).hash);
+    expect(s.config_hash).toBe(configDigest(config(yaml).config));
     expect(Date.parse(s.config_loaded_at!)).not.toBeNaN();
     expect(s.nodes.map((n) => [n.node_id, n.source, n.resources.map((r) => r.id)])).toEqual([
       ['gpu-a', 'catalog', ['llama-a', 'llama-b', 'echo-cli']],

@@ -3,16 +3,29 @@ import { listen } from '@iop/runtime';
 import {
   ConfigRuntime,
   describeQueueBackend,
+  GATEWAY_ONLY_SECRETS,
   QueueBackendError,
   redactUrl,
   resolveQueueBackend,
   type EdgeConfig,
+  type LoadOptions,
   type QueueBackendChoice,
 } from '@iop/validate';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
+import { PushLock } from './push/push-lock';
 import { StatusPusher } from './push/status-pusher';
+
+/**
+ * How the exporter reads `edge.yaml` (README "Kubernetes"): the secrets only the gateway uses
+ * (client keys, upstream keys, CLI `env`) may be unset, so the sidecar is given the Redis URL and
+ * the status key only.
+ */
+export const EXPORTER_CONFIG_LOAD: LoadOptions = { unsetAllowedAt: GATEWAY_ONLY_SECRETS };
+
+/** The Redis key of the push lock, under `queue.prefix`: one exporter of the fleet pushes (README "Status", push). */
+export const pushLockKey = (prefix: string): string => `${prefix}:status-push-lock`;
 
 /** Why the exporter refuses the memory backend (README "Status": one process's counts must not pose as the fleet's). */
 export const MEMORY_BACKEND_REFUSAL =
@@ -23,7 +36,7 @@ export const MEMORY_BACKEND_REFUSAL =
 /** What {@link startExporter} needs: a validated config and where to listen. */
 export interface ExporterOptions {
   config: EdgeConfig;
-  /** sha256 of the config file (`loadConfigFile().hash`). */
+  /** sha256 of the config file (`loadConfigFile().hash`): a reload of the same file applies nothing. */
   configHash?: string;
   /**
    * The file the config came from: when set, the exporter reloads it on `reload()` (SIGHUP) and
@@ -39,8 +52,8 @@ export interface ExporterOptions {
   /** 0 = a free port. */
   port: number;
   logger: Logger;
-  /** Overrides of the push loop (tests). */
-  push?: { timeoutMs?: number; maxBackoffMs?: number };
+  /** Overrides of the push loop and its lock (`PushLock` TTL), for tests. */
+  push?: { timeoutMs?: number; maxBackoffMs?: number; lockTtlMs?: number };
 }
 
 /** A running exporter. */
@@ -93,21 +106,22 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   // Give Redis a moment so the first scrape has counts; never block the start on it.
   await Promise.race([new Promise((r) => redis.once('ready', r)), new Promise((r) => setTimeout(r, 2000).unref())]);
 
-  let pusher: StatusPusher | undefined;
+  let push: { pusher: StatusPusher; lock: PushLock } | undefined;
   const runtime = new ConfigRuntime(
     opts.configFile ?? '',
     { config, hash: opts.configHash ?? '', loadedAt: new Date() },
     {
       // A reload expands `${REDIS_URL}` as the first load did (`--redis` stands for it).
       env: opts.redis ? { ...opts.env, REDIS_URL: opts.redis } : opts.env,
+      load: EXPORTER_CONFIG_LOAD,
       logger,
       transform: opts.transform,
       // A changed status.push_url or status.interval_ms applies at once (README "Status"): the push loop restarts.
       apply: async (next, previous) => {
         const [was, now] = [previous.config.status, next.config.status];
         if (was.push_url === now.push_url && was.interval_ms === now.interval_ms) return;
-        await pusher?.close();
-        pusher = startPusher(next.config);
+        await closePush();
+        push = startPush(next.config);
         logger.info(
           { push: now.push_url !== undefined, interval_ms: now.interval_ms },
           'status-exporter: push settings reloaded',
@@ -152,23 +166,45 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
       : `http://${opts.host}:${opts.port}`;
 
-  function startPusher(cfg: EdgeConfig): StatusPusher | undefined {
+  // One exporter of the fleet pushes: the holder of the push lock (README "Status", push).
+  function startPush(cfg: EdgeConfig): { pusher: StatusPusher; lock: PushLock } | undefined {
     if (!cfg.status.push_url) return undefined;
-    const started: StatusPusher = new StatusPusher({
+    const lock: PushLock = new PushLock({
+      redis,
+      key: pushLockKey(config.queue.prefix),
+      ttlMs: opts.push?.lockTtlMs,
+      onChange: (held) => {
+        logger.info(
+          { owner: lock.owner },
+          held ? 'status-exporter: took the push lock; this exporter pushes' : 'status-exporter: lost the push lock',
+        );
+        if (held) pusher.pushNow();
+      },
+    });
+    const pusher: StatusPusher = new StatusPusher({
       url: cfg.status.push_url,
       intervalMs: cfg.status.interval_ms,
-      ...opts.push,
+      timeoutMs: opts.push?.timeoutMs,
+      maxBackoffMs: opts.push?.maxBackoffMs,
+      lock,
+      headers: { 'x-iop-status-pusher': lock.owner },
       snapshot: async () => (await source.read()).snapshot,
       onError: (err, failures) =>
         logger.warn(
-          { err, consecutive_failures: failures, next_ms: started.nextDelayMs() },
+          { err, consecutive_failures: failures, next_ms: pusher.nextDelayMs() },
           'status-exporter: push failed',
         ),
     });
-    started.start();
-    return started;
+    pusher.start();
+    lock.start();
+    return { pusher, lock };
   }
-  pusher = startPusher(config);
+  async function closePush(): Promise<void> {
+    await push?.pusher.close();
+    await push?.lock.close();
+    push = undefined;
+  }
+  push = startPush(config);
   logger.info(
     {
       listen: url,
@@ -188,7 +224,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       runtime.close();
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
-      await pusher?.close();
+      await closePush();
       server.closeAllConnections();
       await closed;
       redis.disconnect();

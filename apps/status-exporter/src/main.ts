@@ -15,12 +15,12 @@ import {
 } from '@iop/runtime';
 import { parseListenAddress, type ListenAddress } from '@iop/validate';
 import { parseExporterArgs, USAGE } from './cli-args';
-import { ExporterRefusal, startExporter, type RunningExporter } from './exporter';
+import { EXPORTER_CONFIG_LOAD, ExporterRefusal, startExporter, type RunningExporter } from './exporter';
 
 async function main(toClose: CloseList): Promise<number> {
   const cmd = readCommandLine(parseExporterArgs, USAGE);
   if ('exitCode' in cmd) return cmd.exitCode;
-  const start = readProcessStart(exporterEnvironmentSchema, cmd);
+  const start = readProcessStart(exporterEnvironmentSchema, { ...cmd, load: EXPORTER_CONFIG_LOAD });
   if ('exitCode' in start) return start.exitCode;
   const { environment, config } = start;
   const logger = createProcessLogger('status-exporter', environment.LOG_LEVEL);

@@ -1,11 +1,13 @@
-import { formatProblems, loadConfigFile, type EdgeConfig } from '@iop/validate';
+import { formatProblems, loadConfigFile, type EdgeConfig, type LoadOptions } from '@iop/validate';
 import type { z } from 'zod';
 import { EnvironmentError, readEnvironment } from './environment';
 
-/** The command-line flags both processes share: `--config FILE` and `--redis URL`. */
+/** The command-line flags both processes share, `--config FILE` and `--redis URL`, and how the file is read. */
 export interface StartFlags {
   readonly config: string;
   readonly redis?: string;
+  /** How this process reads the file (the status exporter: `EXPORTER_CONFIG_LOAD`); pass the same to its reloads. */
+  readonly load?: LoadOptions;
 }
 
 /** What a process starts from once its environment and its config file are read. */
@@ -41,7 +43,7 @@ export function readProcessStart<S extends z.ZodObject>(
   }
   // `--redis` is also what `${REDIS_URL}` in the file expands to.
   const env = flags.redis ? { ...processEnv, REDIS_URL: flags.redis } : processEnv;
-  const loaded = loadConfigFile(flags.config, env);
+  const loaded = loadConfigFile(flags.config, env, flags.load);
   if (!loaded.ok) {
     stderr.write(`${formatProblems(flags.config, loaded.problems)}\nrefusing to start: ${flags.config} is invalid\n`);
     return { exitCode: 1 };

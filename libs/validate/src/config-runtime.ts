@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { formatProblems, type ConfigProblem } from './config-problem';
-import { loadConfigFile } from './load-config';
+import { loadConfigFile, type LoadOptions } from './load-config';
 import type { LibLogger } from './lib-logger';
 import type { EdgeConfig } from './schema';
 
@@ -27,6 +27,8 @@ export interface ConfigRuntimeOptions {
   /** Called for every rejected file (for the `iop_edge_config_reload_failures_total` metric). */
   onRejected?: (problems: ConfigProblem[]) => void;
   env?: Record<string, string | undefined>;
+  /** How each reload reads the file, as the first load did (`readProcessStart`'s `flags.load`). */
+  load?: LoadOptions;
   logger: RuntimeLogger;
 }
 
@@ -80,7 +82,7 @@ export class ConfigRuntime {
   }
 
   private async reloadNow(reason: string): Promise<ReloadResult> {
-    const result = loadConfigFile(this.file, this.opts.env ?? process.env);
+    const result = loadConfigFile(this.file, this.opts.env ?? process.env, this.opts.load);
     if (!result.ok) {
       this.opts.logger.error(
         { reason, file: this.file, problems: result.problems.length },

@@ -2,7 +2,15 @@ export * from './schema';
 export * from './adapter-resolution';
 export { type PoolProviderUse, type UnusableReason, usablePoolProvider } from './pool-provider';
 export { type ConfigProblem, ConfigError, formatProblems } from './config-problem';
-export { type LoadResult, parseConfigText, loadConfigFile } from './load-config';
+export { type LoadResult, type LoadOptions, parseConfigText, loadConfigFile } from './load-config';
+export { configDigest } from './config-digest';
+export {
+  type SettingPattern,
+  GATEWAY_ONLY_SECRETS,
+  SECRET_SETTINGS,
+  URL_SETTINGS,
+  matchesSetting,
+} from './secret-settings';
 export { type SemanticProblem, checkSemantics } from './semantic-rules';
 export {
   type QueueBackendChoice,

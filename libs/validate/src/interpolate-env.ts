@@ -1,4 +1,5 @@
 import type { PathSegments } from './config-problem';
+import { matchesSetting, type SettingPattern } from './secret-settings';
 
 /** A problem found while interpolating, positioned later by the loader. */
 export interface InterpolationProblem {
@@ -22,9 +23,14 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * Replaces `${VAR}` in every string value (never in keys) with `env.VAR` (docs/architecture.md, "Settings"). `$${VAR}`
  * is an escape for a literal `${VAR}`. An unset variable (`undefined`; an empty string counts as
  * set) or a malformed reference is a problem naming the variable and the path where it is used.
- * Substituted values are always strings. Pure; never throws.
+ * Substituted values are always strings. An unset variable in a setting of `unsetAllowedAt` is
+ * kept as written (`${NAME}`) instead: a setting this process never reads. Pure; never throws.
  */
-export function interpolateEnv(data: unknown, env: Record<string, string | undefined>): Interpolated {
+export function interpolateEnv(
+  data: unknown,
+  env: Record<string, string | undefined>,
+  unsetAllowedAt: readonly SettingPattern[] = [],
+): Interpolated {
   const problems: InterpolationProblem[] = [];
   const secrets = new Set<string>();
   const visit = (value: unknown, segments: PathSegments): unknown => {
@@ -45,6 +51,7 @@ export function interpolateEnv(data: unknown, env: Record<string, string | undef
       }
       const substituted = env[name];
       if (substituted === undefined) {
+        if (matchesSetting(unsetAllowedAt, segments)) return reference;
         problems.push({
           segments,
           message: `environment variable ${name} is not set`,

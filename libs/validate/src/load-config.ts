@@ -6,7 +6,17 @@ import { interpolateEnv } from './interpolate-env';
 import { DEFAULT_MESSAGE, describeIssues } from './schema-issues';
 import { type EdgeConfig, edgeConfigSchema } from './schema';
 import { checkSemantics } from './semantic-rules';
+import type { SettingPattern } from './secret-settings';
 import { positionOf } from './yaml-positions';
+
+/** How a process loads `edge.yaml`. */
+export interface LoadOptions {
+  /**
+   * Settings whose unset `${VAR}` is kept as written instead of being a problem: settings this
+   * process never reads (the status exporter: `GATEWAY_ONLY_SECRETS`). @defaultValue [] (every `${VAR}` must be set)
+   */
+  readonly unsetAllowedAt?: readonly SettingPattern[];
+}
 
 /**
  * Outcome of loading `edge.yaml` (docs/architecture.md, "Settings"): the config with defaults applied and the sha256
@@ -22,12 +32,14 @@ export type LoadResult = { ok: true; config: EdgeConfig; hash: string } | { ok: 
  * 4. the semantic rules ({@link checkSemantics}), when the schema passed.
  * Every problem carries a path, the 1-based line/column of the YAML node and a fix sentence.
  * Values substituted from `env` are scrubbed from all text (secrets never appear).
- * `sourceName` is only used in wording about the file as a whole. Pure; never throws.
+ * `sourceName` is only used in wording about the file as a whole; `options` as {@link LoadOptions}.
+ * Pure; never throws.
  */
 export function parseConfigText(
   text: string,
   env: Record<string, string | undefined>,
   sourceName = 'edge.yaml',
+  options: LoadOptions = {},
 ): LoadResult {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
@@ -85,7 +97,7 @@ export function parseConfigText(
       },
     ]);
   }
-  const { value, problems: unset, secrets } = interpolateEnv(data, env);
+  const { value, problems: unset, secrets } = interpolateEnv(data, env, options.unsetAllowedAt);
   const problems: ConfigProblem[] = unset.map((p) => ({
     path: formatPath(p.segments),
     ...at(p.segments),
@@ -121,7 +133,11 @@ export function parseConfigText(
  * problem with path `""` at 1:1. Never throws; callers that must refuse to start wrap the
  * problems in a `ConfigError`.
  */
-export function loadConfigFile(file: string, env: Record<string, string | undefined> = process.env): LoadResult {
+export function loadConfigFile(
+  file: string,
+  env: Record<string, string | undefined> = process.env,
+  options: LoadOptions = {},
+): LoadResult {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -137,7 +153,7 @@ export function loadConfigFile(file: string, env: Record<string, string | undefi
       },
     ]);
   }
-  return parseConfigText(text, env, file);
+  return parseConfigText(text, env, file, options);
 }
 
 /** Most alias expansions a file may use (the YAML library's guard against alias bombs). */

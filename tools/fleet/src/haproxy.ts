@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
 import path from 'node:path';
 
 /** The HAProxy config the fleet runs and the README shows (relative to the workspace root). */
@@ -58,4 +59,34 @@ export async function haproxyServers(statsUrl: string): Promise<HaproxyServer[]>
       retries: Number(cells[col('wretr')] || 0),
       redispatches: Number(cells[col('wredis')] || 0),
     }));
+}
+
+/**
+ * Sends one command to HAProxy's runtime API (`stats socket ... level admin`, a Unix socket) and
+ * resolves to its answer, e.g. `set server gateways/gw1 state maint` (HAProxy management guide,
+ * "Unix Socket commands").
+ * @throws Error when the socket does not answer within `timeoutMs`, or the answer is an error.
+ */
+export function haproxyCommand(socket: string, command: string, timeoutMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const conn = connect({ path: socket });
+    let answer = '';
+    const timer = setTimeout(
+      () => conn.destroy(new Error(`HAProxy runtime API: no answer to "${command}"`)),
+      timeoutMs,
+    );
+    conn.on('connect', () => conn.end(`${command}\n`));
+    conn.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    conn.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    conn.on('close', () => {
+      clearTimeout(timer);
+      const text = answer.trim();
+      if (/^(Unknown command|No such|Require|Invalid|Permission denied)/im.test(text))
+        reject(new Error(`HAProxy runtime API: "${command}": ${text}`));
+      else resolve(text);
+    });
+  });
 }

@@ -1,8 +1,11 @@
 import { freePort } from '@iop/dispatch/testing';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findHaproxy, HAPROXY_CONFIG, haproxyServers, type HaproxyServer } from './haproxy';
+import { checkFleetConfig } from './fleet-config';
+import { findHaproxy, HAPROXY_CONFIG, haproxyCommand, haproxyServers, type HaproxyServer } from './haproxy';
 import { ManagedProcess } from './managed-process';
+import { Supervisor, type SupervisorOptions } from './supervisor';
 
 /** The workspace root (this file is tools/fleet/src/*.ts, or bundled as dist/tools/fleet/main.js). */
 export const WORKSPACE_ROOT = path.resolve(__dirname, '../../..');
@@ -38,6 +41,15 @@ export interface FleetOptions {
   logLevel?: string;
   /** Workspace root holding dist/ and deploy/. @defaultValue {@link WORKSPACE_ROOT} */
   root?: string;
+  /**
+   * The edge.yaml every gateway and the exporter run (absolute, or relative to `root`); the fleet
+   * sets `REDIS_URL`, `FLEET_UPSTREAM_A` and `FLEET_UPSTREAM_B` for it. @defaultValue {@link FLEET_CONFIG}
+   */
+  config?: string;
+  /** Where supervision and rolling restarts write their lines. @defaultValue stderr */
+  log?: (line: string) => void;
+  /** Back-off of the restarts of crashed processes (`Supervisor`). */
+  supervision?: Omit<SupervisorOptions, 'log'>;
 }
 
 export interface FleetReplica {
@@ -62,6 +74,10 @@ export interface LocalFleet {
   readonly exporterUrl: string;
   readonly statsUrl: string;
   readonly redisUrl: string;
+  /** The edge.yaml in use (absolute). */
+  readonly configFile: string;
+  /** Redis when the fleet started its own, else undefined. */
+  readonly redis?: ManagedProcess;
   readonly replicas: readonly FleetReplica[];
   readonly upstreams: readonly FleetUpstream[];
   /** HAProxy's view of the replicas. */
@@ -69,22 +85,39 @@ export interface LocalFleet {
   /** Polls HAProxy until `server`'s status satisfies `ok`. @throws Error after `timeoutMs`. */
   waitForServer(server: string, ok: (status: string) => boolean, timeoutMs?: number): Promise<void>;
   /**
-   * One step of a rolling update: SIGTERM to the replica, wait for its drain and exit (code 0),
-   * wait until HAProxy has taken it out, start it again on its port, wait until HAProxy has it back.
+   * One step of a rolling update: take the replica out of HAProxy (runtime API, `state maint`: no
+   * new request goes to it, the ones it holds go on), SIGTERM it and wait for its drain and exit,
+   * start it again on its port, put it back (`state ready`) and wait until HAProxy has it UP. A
+   * replica that is not running (it crashed) is simply started. Supervision of this replica is
+   * suspended meanwhile.
+   * @throws Error when the replica does not start again or HAProxy does not take it back.
    */
   restartReplica(index: number): Promise<void>;
+  /**
+   * Restarts every replica in turn ({@link restartReplica}); a replica that fails does not stop
+   * the others. Logs each step. @returns the failures, as "gwN: reason" lines (empty when all went well).
+   */
+  rollingRestart(): Promise<string[]>;
   /** Stops everything (SIGTERM, gateways drained) and closes the logs. Idempotent. */
   close(): Promise<void>;
 }
 
 /**
  * Starts the local fleet of README "Running a fleet" from the built `dist/` (edge-gateway,
- * status-exporter, fake-upstream), with {@link FLEET_CONFIG} and {@link HAPROXY_CONFIG}.
- * Every process listens on 127.0.0.1 (HAProxy on `bindHost`).
- * @throws Error naming what is missing (a build, haproxy, redis-server) or the process that failed.
+ * status-exporter, fake-upstream), with `opts.config` ({@link FLEET_CONFIG}) and
+ * {@link HAPROXY_CONFIG}. Every process listens on 127.0.0.1 (HAProxy on `bindHost`), and every
+ * one is supervised: a crash is logged and followed by a restart with back-off (`Supervisor`).
+ * @throws Error naming what is missing (a build, haproxy, redis-server), the problems of an invalid
+ * config file, or the process that failed.
  */
 export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
   const root = opts.root ?? WORKSPACE_ROOT;
+  const configFile = path.resolve(root, opts.config ?? FLEET_CONFIG);
+  checkFleetConfig(
+    configFile,
+    FLEET_PROVIDERS.map((p) => p.env),
+  );
+  const say = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dist = (p: string) => {
     const file = path.join(root, 'dist', p, 'main.js');
     if (!existsSync(file))
@@ -99,24 +132,32 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
   const haproxy = findHaproxy();
   mkdirSync(opts.logDir, { recursive: true });
   const log = (name: string) => path.join(opts.logDir, `${name}.log`);
+  // The runtime API's socket: a short path (Unix sockets allow about 100 bytes), private to this fleet.
+  const runtimeDir = mkdtempSync(path.join(tmpdir(), 'iop-fleet-'));
+  const adminSocket = path.join(runtimeDir, 'haproxy.sock');
+  const supervisor = new Supervisor({ ...opts.supervision, log: say });
   const started: ManagedProcess[] = [];
   const run = async (proc: ManagedProcess) => {
     started.push(proc);
     await proc.start();
+    supervisor.watch(proc);
     return proc;
   };
   const close = async () => {
+    supervisor.close();
     // HAProxy first (no new requests), then the gateways drain, then what they use.
     for (const proc of [...started].reverse()) await proc.stop('SIGTERM');
     for (const proc of started) proc.closeLog();
     started.length = 0;
+    rmSync(runtimeDir, { recursive: true, force: true });
   };
 
   try {
     let redisUrl = opts.redisUrl;
+    let redis: ManagedProcess | undefined;
     if (!redisUrl) {
       const port = await freePort();
-      await run(
+      redis = await run(
         new ManagedProcess({
           name: 'redis',
           command: 'redis-server',
@@ -171,7 +212,7 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
           gatewayMain,
           'serve',
           '--config',
-          FLEET_CONFIG,
+          configFile,
           '--listen',
           `127.0.0.1:${port}`,
         ],
@@ -188,7 +229,7 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
       new ManagedProcess({
         name: 'status-exporter',
         command: process.execPath,
-        args: [exporterMain, '--config', FLEET_CONFIG, '--listen', `127.0.0.1:${exporterPort}`],
+        args: [exporterMain, '--config', configFile, '--listen', `127.0.0.1:${exporterPort}`],
         cwd: root,
         env,
         ready: /status-exporter listening on/,
@@ -208,6 +249,7 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
         env: {
           IOP_LB_BIND: `${opts.bindHost ?? '127.0.0.1'}:${lbPort}`,
           IOP_LB_STATS_BIND: `127.0.0.1:${statsPort}`,
+          IOP_LB_ADMIN_SOCKET: adminSocket,
           ...Object.fromEntries(replicas.map((r, i) => [`IOP_GATEWAY_${i + 1}`, `127.0.0.1:${r.port}`])),
         },
         logFile: log('haproxy'),
@@ -231,22 +273,43 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
     };
     for (const r of replicas) await waitForServer(r.name, (s) => s === 'UP');
 
+    const restartReplica = async (index: number) => {
+      const replica = replicas[index];
+      const server = `gateways/${replica.name}`;
+      await supervisor.hold(replica.process, async () => {
+        await haproxyCommand(adminSocket, `set server ${server} state maint`);
+        if (replica.process.running) {
+          const code = await replica.process.stop('SIGTERM', (opts.shutdownGraceMs ?? 30_000) + 15_000);
+          if (code !== 0) say(`fleet: rolling restart: ${replica.name} exited with ${code} on SIGTERM`);
+        }
+        await replica.process.start();
+        await haproxyCommand(adminSocket, `set server ${server} state ready`);
+        await waitForServer(replica.name, (s) => s === 'UP');
+      });
+    };
     return {
       url: `http://127.0.0.1:${lbPort}/v1`,
       exporterUrl: `http://127.0.0.1:${exporterPort}`,
       statsUrl,
       redisUrl,
+      configFile,
+      redis,
       replicas,
       upstreams,
       servers,
       waitForServer,
-      async restartReplica(index) {
-        const replica = replicas[index];
-        const code = await replica.process.stop('SIGTERM', (opts.shutdownGraceMs ?? 30_000) + 15_000);
-        if (code !== 0) throw new Error(`${replica.name} exited with ${code} on SIGTERM:\n${replica.process.output()}`);
-        await waitForServer(replica.name, (s) => s.startsWith('DOWN'));
-        await replica.process.start();
-        await waitForServer(replica.name, (s) => s === 'UP');
+      restartReplica,
+      async rollingRestart() {
+        const failures: string[] = [];
+        for (const [i, replica] of replicas.entries()) {
+          say(`fleet: rolling restart: ${replica.name}${replica.process.running ? '' : ' (not running: starting it)'}`);
+          await restartReplica(i).catch((err: Error) => {
+            failures.push(`${replica.name}: ${err.message.split('\n')[0]}`);
+            say(`fleet: rolling restart: ${replica.name} failed: ${err.message}`);
+          });
+        }
+        say(`fleet: rolling restart done${failures.length ? `, ${failures.length} failed` : ''}`);
+        return failures;
       },
       close,
     };

@@ -1,15 +1,20 @@
 /**
  * `npm run fleet`: a real local fleet (README "Running a fleet"): Redis, two fake GPU servers,
- * 3 gateway replicas and the status exporter on deploy/local/edge.yaml, behind HAProxy with
- * deploy/haproxy/haproxy.cfg. Prints the one URL to use on stdout; Ctrl-C stops everything.
+ * 3 gateway replicas and the status exporter on deploy/local/edge.yaml (or `--config FILE`), behind
+ * HAProxy with deploy/haproxy/haproxy.cfg, every process supervised. Prints the one URL to use on
+ * stdout; Ctrl-C stops everything.
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startLocalFleet, WORKSPACE_ROOT, type LocalFleet } from './local-fleet';
+import { FLEET_CONFIG, startLocalFleet, WORKSPACE_ROOT, type LocalFleet } from './local-fleet';
 
-const USAGE = `usage: npm run fleet -- [--port 8080] [--host 127.0.0.1] [--exporter-port 9464] [--stats-port 8404]
-                            [--redis redis://HOST:PORT] [--log-dir tmp/fleet]
+const USAGE = `usage: npm run fleet -- [--config FILE] [--port 8080] [--host 127.0.0.1] [--exporter-port 9464]
+                            [--stats-port 8404] [--redis redis://HOST:PORT] [--log-dir tmp/fleet]
 
+  --config FILE    the edge.yaml the gateways and the exporter run (default ${FLEET_CONFIG}); checked
+                   first. The fleet sets REDIS_URL and, for the two fake GPU servers it starts,
+                   FLEET_UPSTREAM_A and FLEET_UPSTREAM_B; any other \${VAR} comes from your environment.
+                   A relative path is read from the directory you ran npm in.
   --port           HAProxy's port for clients (default 8080)
   --host           address HAProxy binds (default 127.0.0.1)
   --exporter-port  status exporter: dashboard, /status, /metrics (default 9464)
@@ -17,14 +22,18 @@ const USAGE = `usage: npm run fleet -- [--port 8080] [--host 127.0.0.1] [--expor
   --redis URL      use this Redis instead of starting redis-server on a free port
   --log-dir DIR    one log file per process (default tmp/fleet)
 
+A process that crashes (or is killed) is restarted after 1 s, the wait doubling with each crash in
+a row up to 30 s; each exit and restart is logged here.
 signals: SIGINT/SIGTERM stop the fleet (gateways drain first); SIGUSR2 restarts the replicas one
-by one with SIGTERM, as a rolling update does.`;
+by one, as a rolling update does: each is taken out of HAProxy, gets SIGTERM, drains, starts again
+and is put back (a replica that is not running is started).`;
 
 async function main(): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
       options: {
+        config: { type: 'string' },
         port: { type: 'string', default: '8080' },
         host: { type: 'string', default: '127.0.0.1' },
         'exporter-port': { type: 'string', default: '9464' },
@@ -57,6 +66,8 @@ async function main(): Promise<number> {
       exporterPort: port('exporter-port'),
       statsPort: port('stats-port'),
       redisUrl: values.redis,
+      // npm runs scripts from the workspace root; INIT_CWD is where the operator typed the command.
+      config: values.config && path.resolve(process.env['INIT_CWD'] ?? process.cwd(), values.config),
       logDir,
     });
   } catch (err) {
@@ -65,6 +76,7 @@ async function main(): Promise<number> {
   }
   process.stderr.write(
     [
+      `fleet: config ${fleet.configFile}`,
       `fleet: redis ${fleet.redisUrl}`,
       ...fleet.upstreams.map(
         (u) => `fleet: fake GPU server ${u.origin} (provider ${u.providerId}, max_concurrency ${u.maxConcurrency})`,
@@ -73,7 +85,7 @@ async function main(): Promise<number> {
       `fleet: status exporter ${fleet.exporterUrl}/ (dashboard), /status, /metrics`,
       `fleet: HAProxy stats ${fleet.statsUrl}/`,
       `fleet: logs in ${logDir}`,
-      `fleet: Ctrl-C stops; kill -USR2 ${process.pid} restarts the replicas one by one`,
+      `fleet: Ctrl-C stops; kill -USR2 ${process.pid} restarts the replicas one by one; crashed processes restart by themselves`,
       '',
     ].join('\n'),
   );
@@ -85,15 +97,7 @@ async function main(): Promise<number> {
     process.on('SIGUSR2', () => {
       if (rolling) return;
       rolling = true;
-      void (async () => {
-        for (let i = 0; i < fleet.replicas.length; i++) {
-          process.stderr.write(`fleet: rolling restart: ${fleet.replicas[i].name}\n`);
-          await fleet.restartReplica(i);
-        }
-        process.stderr.write('fleet: rolling restart done\n');
-      })()
-        .catch((err: Error) => process.stderr.write(`fleet: rolling restart failed: ${err.message}\n`))
-        .finally(() => (rolling = false));
+      void fleet.rollingRestart().finally(() => (rolling = false));
     });
     const stop = () => {
       process.stderr.write('fleet: stopping\n');

@@ -37,6 +37,11 @@ export class ManagedProcess {
     return this.running ? this.child?.pid : undefined;
   }
 
+  /** The pid of the latest run, running or not (to tell one run from the next). */
+  get lastPid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get running(): boolean {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }

@@ -1,6 +1,6 @@
 import type { ClientCounts, HealthStore, ProviderCounts, ProviderQueue } from '@iop/dispatch';
 import { buildFlowStatus, buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
-import type { EdgeConfig } from '@iop/validate';
+import { configDigest, type EdgeConfig } from '@iop/validate';
 import { Router, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { GatewayMetrics } from '../observability/gateway-metrics';
@@ -12,7 +12,7 @@ export interface StatusRouteDeps {
   logger: Logger;
   /** Unhealthy providers show `state: "unhealthy"` (docs/architecture.md, "Status model"). */
   health?: HealthStore;
-  /** Which file is in force: `config_hash` and `config_loaded_at` (README "Operating a running fleet"). */
+  /** When the config in force was loaded: with it `/status` carries `config_hash` (`configDigest`) and `config_loaded_at` (README "Operating a running fleet"). */
   configInfo?(): { hash: string; loadedAt: Date };
 }
 
@@ -53,7 +53,7 @@ export function statusRoutes(
     const snapshot = buildSnapshot(config, counts, {
       health,
       healthDetails: deps.health?.views(),
-      configHash: info?.hash,
+      configHash: info && configDigest(config),
       configLoadedAt: info?.loadedAt,
     });
     return { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) };

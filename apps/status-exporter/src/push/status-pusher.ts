@@ -21,14 +21,21 @@ export interface StatusPusherOptions {
   readonly snapshot: () => Promise<StatusSnapshot>;
   /** Receives one warning per failed push. */
   readonly onError?: (error: Error, consecutiveFailures: number) => void;
+  /**
+   * Pushes only while `held` (a `PushLock`, so one exporter of the fleet pushes); a skipped push is
+   * no failure. @defaultValue none: every push is sent
+   */
+  readonly lock?: { readonly held: boolean };
+  /** Extra request headers, e.g. which exporter pushed. @defaultValue {} */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
  * Pushes the snapshot to a control plane (optional, `status.push_url`): POST every `intervalMs`,
  * each with a timeout; on failure (network error, timeout, non-2xx) exponential backoff, capped;
  * the next push is only scheduled once the previous one settled, so never more than one request
- * is in flight and slow receivers never pile requests up. `close()` stops the timer and aborts
- * the request in flight.
+ * is in flight and slow receivers never pile requests up. With a `lock`, only the exporter that
+ * holds it pushes. `close()` stops the timer and aborts the request in flight.
  */
 export class StatusPusher {
   private readonly timeoutMs: number;
@@ -53,6 +60,13 @@ export class StatusPusher {
   /** Pushes once now, then keeps pushing until `close()`. */
   start(): void {
     if (this.closed || this.timer || this.inFlight) return;
+    this.schedule(0);
+  }
+
+  /** Pushes at once (when this exporter just took the push lock) unless a push is running or the pusher is closed. */
+  pushNow(): void {
+    if (this.closed || this.inFlight || !this.timer) return;
+    clearTimeout(this.timer);
     this.schedule(0);
   }
 
@@ -81,6 +95,7 @@ export class StatusPusher {
   }
 
   private async pushOnce(): Promise<void> {
+    if (this.options.lock && !this.options.lock.held) return;
     const abort = new AbortController();
     this.abort = abort;
     const timeout = setTimeout(() => abort.abort(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
@@ -88,7 +103,7 @@ export class StatusPusher {
       const body = JSON.stringify(await this.options.snapshot());
       const res = await fetch(this.options.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...this.options.headers, 'content-type': 'application/json' },
         body,
         signal: abort.signal,
       });

@@ -55,7 +55,7 @@ describe('nx affected sets (nx.json inputs)', () => {
 
   it.each([
     // doc-citations reads every source, config and doc for the sections they cite (README.md, docs/).
-    ['README.md', ['doc-citations']],
+    ['README.md', ['doc-citations', 'fleet']],
     ['docs/architecture.md', ['doc-citations']],
     [
       'examples/edge.yaml',
@@ -85,5 +85,59 @@ describe('nx affected sets (nx.json inputs)', () => {
     ['tools/bench/src/main.ts', ['bench', 'doc-citations']],
   ])('a change to %s affects %j', (file, expected) => {
     expect(affectedBy(file)).toEqual(expected);
+  });
+});
+
+/** Every project: each has a jest `test` target and an ESLint `lint` target. */
+const ALL = [
+  'bench',
+  'dispatch',
+  'doc-citations',
+  'edge-gateway',
+  'edge-gateway-e2e',
+  'errors',
+  'fake-upstream',
+  'fleet',
+  'runtime',
+  'status',
+  'status-exporter',
+  'status-exporter-e2e',
+  'validate',
+];
+
+/**
+ * The files outside every project that tests, lint or the format check read: a change to one
+ * alone must run what reads it (`nx show projects --affected --files=<file>`, as CI's `nx affected`).
+ */
+describe('nx affected sets of the files outside the projects (nx.json namedInputs)', () => {
+  const affectedByFiles = (file: string): string[] =>
+    execFileSync('npx', ['nx', 'show', 'projects', '--affected', `--files=${file}`], {
+      cwd: WORKSPACE_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true', NX_BASE: '', NX_HEAD: '' },
+    })
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .sort();
+
+  it.each([
+    // Every jest config spreads it.
+    ['jest.preset.js', ALL],
+    ['tsconfig.base.json', ALL],
+    ['package-lock.json', ALL],
+    // Every project's ESLint config extends it; prettier's settings are part of lint (npm run lint).
+    ['eslint.config.mjs', ALL],
+    ['.prettierrc.json', ALL],
+    // npm start; apps/edge-gateway-e2e/src/start-demo.spec.ts runs it.
+    ['tools/start-demo.mjs', ['edge-gateway-e2e']],
+    ['examples/edge.yaml', ['edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter', 'status-exporter-e2e']],
+    ['deploy/haproxy/haproxy.cfg', ['fleet']],
+    ['deploy/local/edge.yaml', ['fleet']],
+    // tools/fleet/src/docs (the Errors table), load-balancer and kubernetes specs read it.
+    ['README.md', ['fleet']],
+    ['docs/architecture.md', []],
+  ])('--files=%s affects %j', (file, expected) => {
+    expect(affectedByFiles(file)).toEqual(expected);
   });
 });

@@ -176,7 +176,10 @@ describe('the image runtime stage, reproduced without Docker', () => {
     await Promise.all([gateway.listening, exporter.listening]);
 
     const url = `http://127.0.0.1:${gatewayPort}`;
-    expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({ status: 'ready', queue: 'redis' });
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
+      ready: true,
+      queue: { backend: 'redis', reachable: true },
+    });
     const chat = async (model: string) => {
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',

@@ -1,5 +1,7 @@
 import { freePort, startRedis, uniquePrefix, waitUntil, type TestRedis } from '@iop/dispatch/testing';
-import { parseConfigText } from '@iop/validate';
+import { RESOURCE_METRICS } from '@iop/status';
+import { GATEWAY_ONLY_SECRETS, parseConfigText } from '@iop/validate';
+import { parser } from '@prometheus-io/lezer-promql';
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +28,13 @@ const listenPort = (c: Container) => Number(c.args[c.args.indexOf('--listen') + 
 const env = (c: Container, name: string) => c.env?.find((e: { name: string }) => e.name === name)?.value;
 const matches = (selector: Record<string, string>, labels: Record<string, string> | undefined) =>
   Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+/** The Secret keys a container reads one by one (`env[].valueFrom.secretKeyRef`), by variable name. */
+const secretRefs = (c: Container): Record<string, string> =>
+  Object.fromEntries(
+    (c.env ?? [])
+      .filter((e: Container) => e.valueFrom?.secretKeyRef)
+      .map((e: Container) => [e.name, `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`]),
+  );
 /** `${VAR}`s of an edge.yaml. */
 const variables = (text: string) => [
   ...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1])),
@@ -51,9 +60,10 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     },
   );
 
-  it('a gateway Deployment of 3 replicas with the status exporter as a sidecar, both from the one image', () => {
+  it('a gateway Deployment with the status exporter as a sidecar, both from the one image; no replicas, the autoscaler owns the count', () => {
     const deployment = one(base, 'Deployment');
-    expect(deployment.spec.replicas).toBe(3);
+    // A `replicas` here would reset the autoscaler's count on every `kubectl apply -k`.
+    expect(deployment.spec).not.toHaveProperty('replicas');
     expect(podSpec(base).containers.map((c: Container) => c.name)).toEqual(['gateway', 'status-exporter']);
     for (const c of podSpec(base).containers) expect(c.image).toBe('iop-edge');
     // The image's entrypoints (Dockerfile: PATH=/app/bin, deploy/docker/bin).
@@ -104,27 +114,40 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
       expect(overlay.generators.get('iop-edge-config')?.options?.disableNameSuffixHash ?? true).toBe(true);
   });
 
-  it('keys come from the Secret iop-edge-secrets; each overlay that generates it provides REDIS_URL and every ${VAR} of its edge.yaml, and that edge.yaml is valid', () => {
-    for (const c of podSpec(base).containers) expect(c.envFrom).toEqual([{ secretRef: { name: 'iop-edge-secrets' } }]);
+  it('the gateway reads the Secret iop-edge-secrets whole; the exporter sidecar only REDIS_URL and STATUS_KEY, no upstream or client key', () => {
+    const gateway = container(base, 'gateway');
+    expect(gateway.envFrom).toEqual([{ secretRef: { name: 'iop-edge-secrets' } }]);
+    const exporter = container(base, 'status-exporter');
+    expect(exporter.envFrom).toBeUndefined();
+    expect(secretRefs(exporter)).toEqual({
+      REDIS_URL: 'iop-edge-secrets/REDIS_URL',
+      STATUS_KEY: 'iop-edge-secrets/STATUS_KEY',
+    });
+  });
+
+  it("each edge.yaml is valid for the gateway with the whole Secret, and for the exporter with REDIS_URL and STATUS_KEY only; each overlay's Secret has every ${VAR}", () => {
     for (const k of [base, ...overlays]) {
       const text = one(k, 'ConfigMap', 'iop-edge-config').data['edge.yaml'] as string;
       const secret = k.generated.find((o) => o.kind === 'Secret' && o.metadata.name === 'iop-edge-secrets');
       const provided: Record<string, string> =
-        secret?.stringData ?? Object.fromEntries(['REDIS_URL', ...variables(text)].map((v) => [v, `value-of-${v}`]));
-      if (secret) expect(Object.keys(provided)).toEqual(expect.arrayContaining(['REDIS_URL', ...variables(text)]));
-      const loaded = parseConfigText(
-        text,
-        {
-          ...provided,
-          REDIS_URL: provided['REDIS_URL'].startsWith('redis') ? provided['REDIS_URL'] : 'redis://redis:6379',
-        },
-        `${k.dir}/edge.yaml`,
-      );
-      expect(loaded.ok ? [] : loaded.problems).toEqual([]);
+        secret?.stringData ??
+        Object.fromEntries(['REDIS_URL', 'STATUS_KEY', ...variables(text)].map((v) => [v, `value-of-${v}`]));
+      if (secret)
+        expect(Object.keys(provided)).toEqual(expect.arrayContaining(['REDIS_URL', 'STATUS_KEY', ...variables(text)]));
+      const redisUrl = provided['REDIS_URL'].startsWith('redis') ? provided['REDIS_URL'] : 'redis://redis:6379';
+      const gateway = parseConfigText(text, { ...provided, REDIS_URL: redisUrl }, `${k.dir}/edge.yaml`);
+      expect(gateway.ok ? [] : gateway.problems).toEqual([]);
+      // The status key protects /status and /metrics of both containers.
+      expect(gateway.ok && gateway.config.status.api_keys).toEqual([provided['STATUS_KEY']]);
+      const exporterEnv = { REDIS_URL: redisUrl, STATUS_KEY: provided['STATUS_KEY'] };
+      const exporter = parseConfigText(text, exporterEnv, `${k.dir}/edge.yaml`, {
+        unsetAllowedAt: GATEWAY_ONLY_SECRETS,
+      });
+      expect(exporter.ok ? [] : exporter.problems).toEqual([]);
     }
   });
 
-  it('Service, PodDisruptionBudget, HPA and ServiceMonitor select the gateway pods and name its ports', () => {
+  it('Service, PodDisruptionBudget, ScaledObject and ServiceMonitor select the gateway pods and name its ports; Prometheus scrapes with the status key', () => {
     const labels = one(base, 'Deployment').spec.template.metadata.labels;
     const service = one(base, 'Service');
     expect(matches(service.spec.selector, labels)).toBe(true);
@@ -134,27 +157,72 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(service.spec.ports.map((p: { targetPort: string }) => p.targetPort).sort()).toEqual(containerPorts.sort());
     expect(matches(one(base, 'PodDisruptionBudget').spec.selector.matchLabels, labels)).toBe(true);
     expect(one(base, 'PodDisruptionBudget').spec.maxUnavailable).toBe(1);
-    const hpa = one(base, 'HorizontalPodAutoscaler');
-    expect(hpa.spec.scaleTargetRef).toEqual({
+    expect(one(base, 'ScaledObject').spec.scaleTargetRef).toEqual({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       name: one(base, 'Deployment').metadata.name,
     });
-    expect(hpa.spec.minReplicas).toBe(one(base, 'Deployment').spec.replicas);
     const monitor = one(base, 'ServiceMonitor');
     expect(matches(monitor.spec.selector.matchLabels, service.metadata.labels)).toBe(true);
     expect(monitor.spec.endpoints.map((e: { port: string; path: string }) => `${e.port} ${e.path}`)).toEqual(
       service.spec.ports.map((p: { name: string }) => `${p.name} /metrics`),
     );
+    for (const e of monitor.spec.endpoints)
+      expect(e.authorization).toEqual({ type: 'Bearer', credentials: { name: 'iop-edge-secrets', key: 'STATUS_KEY' } });
   });
 
-  it('the example overlay: a namespace, the image from a registry, and a single-node Redis with AOF that REDIS_URL points at', () => {
+  it("scales with KEDA on the gateways' CPU and on the fleet's exact queued count from the exporter, with no HPA of its own and no replicas to fight", () => {
+    const scaled = one(base, 'ScaledObject');
+    expect(base.objects.filter((o) => o.object.kind === 'HorizontalPodAutoscaler')).toEqual([]);
+    expect(scaled.spec).toMatchObject({ minReplicaCount: 3, maxReplicaCount: 10 });
+    expect(scaled.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.policies).toEqual([
+      { type: 'Pods', value: 1, periodSeconds: 60 },
+    ]);
+    const triggers = scaled.spec.triggers as Container[];
+    expect(triggers.map((t) => t.type)).toEqual(['cpu', 'prometheus']);
+    expect(triggers[0]).toMatchObject({ metricType: 'Utilization', metadata: { containerName: 'gateway' } });
+    // KEDA's cpu trigger needs a CPU request on the container it measures.
+    expect(container(base, 'gateway').resources.requests.cpu).toBeTruthy();
+    const { query, threshold } = triggers[1].metadata as { query: string; threshold: string };
+    expect(Number(threshold)).toBeGreaterThan(0);
+    // Valid PromQL (the Prometheus project's grammar) on the exporter's series of this Service's job.
+    const tree = parser.parse(query);
+    const errors: number[] = [];
+    const selectors: string[] = [];
+    tree.iterate({
+      enter: (n) => {
+        if (n.type.isError) errors.push(n.from);
+        if (n.name === 'VectorSelector') selectors.push(query.slice(n.from, n.to));
+      },
+    });
+    expect(errors).toEqual([]);
+    const service = one(base, 'Service').metadata.name;
+    expect(selectors).toEqual([
+      `${RESOURCE_METRICS.queued}{job="${service}", container="${container(base, 'status-exporter').name}"}`,
+    ]);
+    // Every pod's exporter reports the same fleet-wide numbers: one per resource, then the sum.
+    expect(query).toMatch(/^sum\(max by \(resource\) \(/);
+  });
+
+  it('the example overlay: a namespace, the image the README builds, and a single-node Redis with AOF that REDIS_URL points at', () => {
     const overlay = overlays.find((k) => k.dir.endsWith('example'))!;
     expect(overlay.file['namespace']).toBe('iop-edge');
     expect(one(overlay, 'Namespace').metadata.name).toBe('iop-edge');
     for (const o of overlay.objects.map((x) => x.object).filter((o) => o.kind !== 'Namespace'))
       expect(o.metadata.namespace).toBe('iop-edge');
-    expect(overlay.images.get('iop-edge')).toMatch(/\/iop-edge:\d/);
+    // No public image exists: the README's Kubernetes section starts by building this one.
+    const image = overlay.images.get('iop-edge') ?? '';
+    expect(image).toMatch(/^iop-edge:\d+\.\d+\.\d+$/);
+    const readme = readFileSync(path.join(WORKSPACE_ROOT, 'README.md'), 'utf8');
+    const section = readme.split(/^### Kubernetes$/m)[1]?.split(/^#{2,3} /m)[0] ?? '';
+    const firstBlock = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+    const commands = firstBlock
+      .split('\n')
+      .map((l) => l.replace(/#.*$/, '').trim())
+      .filter(Boolean);
+    expect(commands[0]).toBe(`docker build -t ${image} .`);
+    expect(existsSync(path.join(WORKSPACE_ROOT, 'Dockerfile'))).toBe(true);
+    expect(commands).toContain(`kubectl apply -k ${path.relative(WORKSPACE_ROOT, overlay.dir)}`);
     const redis = one(overlay, 'StatefulSet');
     const redisArgs = (redis.spec.template.spec.containers[0].args as string[]).join(' ');
     expect(redisArgs).toContain('--appendonly yes');
@@ -195,6 +263,7 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
       'version: 1',
       'gateway: { api_keys: ["${EDGE_API_KEY}"] }',
       `queue: { backend: redis, prefix: "${prefix}" }`,
+      'status: { api_keys: ["${STATUS_KEY}"] }',
       'nodes:',
       '  - id: node-1',
       '    adapters: [{ id: vllm, type: vllm, base_url: "http://127.0.0.1:9/v1", api_key: "${VLLM_API_KEY}" }]',
@@ -202,7 +271,25 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
       ...models.map((m) => `      - { id: ${m}-p, category: vllm, adapter: vllm, models: [${m}], max_concurrency: 4 }`),
     ].join('\n');
 
-  it('answers the probes and /metrics on the named ports, and reloads a ConfigMap update made the kubelet way', async () => {
+  it('answers the probes and /metrics on the named ports, each container given only its own env, and reloads a ConfigMap update made the kubelet way', async () => {
+    // The Secret as the pod would see it; each container gets what its manifest names, nothing more.
+    const secret: Record<string, string> = {
+      REDIS_URL: redis.url,
+      EDGE_API_KEY: 'k',
+      VLLM_API_KEY: 'v',
+      STATUS_KEY: 's',
+    };
+    const envOf = (c: Container): Record<string, string> => ({
+      ...(c.envFrom?.some((f: Container) => f.secretRef?.name === 'iop-edge-secrets') ? secret : {}),
+      ...Object.fromEntries(
+        (c.env ?? []).map((e: Container) => [e.name, e.valueFrom ? secret[e.valueFrom.secretKeyRef.key] : e.value]),
+      ),
+    });
+    expect(Object.keys(envOf(container(base, 'status-exporter'))).sort()).toEqual([
+      'LOG_LEVEL',
+      'REDIS_URL',
+      'STATUS_KEY',
+    ]);
     const volume = path.join(dir, 'etc-iop-edge');
     const prefix = uniquePrefix('k8s');
     writeLikeKubelet(volume, { 'edge.yaml': edgeYaml(prefix, ['m1']) });
@@ -221,12 +308,12 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
         name: c.name,
         command: process.execPath,
         args: [main, ...argv.slice(1)],
+        // Nothing of this test's own environment beyond PATH: no key leaks in from outside the manifest.
         env: {
-          ...Object.fromEntries((c.env ?? []).map((e: { name: string; value: string }) => [e.name, e.value])),
+          ...Object.fromEntries(Object.keys(process.env).map((name) => [name, undefined])),
+          PATH: process.env['PATH'],
+          ...envOf(c),
           LOG_LEVEL: 'warn',
-          REDIS_URL: redis.url,
-          EDGE_API_KEY: 'k',
-          VLLM_API_KEY: 'v',
         },
         ready: /listening on/,
       });
@@ -244,8 +331,9 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
         const res = await fetch(`${url}${probePath}`);
         expect({ container: c.name, probe, status: res.status }).toEqual({ container: c.name, probe, status: 200 });
       }
-      // What the ServiceMonitor scrapes.
-      const metrics = await fetch(`${url}/metrics`);
+      // What the ServiceMonitor scrapes, with the status key.
+      expect((await fetch(`${url}/metrics`)).status).toBe(401);
+      const metrics = await fetch(`${url}/metrics`, { headers: { authorization: 'Bearer s' } });
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toContain('iop_edge_resource_');
     }
@@ -258,7 +346,8 @@ describe('the pod of deploy/kubernetes/base, run from dist/', () => {
           data: { id: string }[];
         }
       ).data.map((m) => m.id);
-    const exporterProviders = async () => JSON.stringify(await (await fetch(`${exporterUrl}/status`)).json());
+    const exporterProviders = async () =>
+      JSON.stringify(await (await fetch(`${exporterUrl}/status`, { headers: { authorization: 'Bearer s' } })).json());
     expect(await models()).toEqual(['m1']);
 
     writeLikeKubelet(volume, { 'edge.yaml': edgeYaml(prefix, ['m1', 'm2']) });

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
@@ -20,7 +21,7 @@ export type K8sObject = {
   [key: string]: any;
 };
 
-/** The schema of every kind the manifests may use (kubernetes-models, Kubernetes 1.32 OpenAPI; Prometheus Operator CRDs). */
+/** The schema of every kind the manifests may use (kubernetes-models, Kubernetes 1.32 OpenAPI; Prometheus Operator and KEDA CRDs). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,
@@ -32,6 +33,7 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   'v1/Secret': Secret,
   'v1/Service': Service,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'keda.sh/v1alpha1/ScaledObject': ScaledObject,
 };
 
 /**
