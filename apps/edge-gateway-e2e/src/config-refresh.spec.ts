@@ -47,7 +47,7 @@ describe('config refresh on SIGHUP', () => {
       /^iop_edge_config_info\{hash="([0-9a-f]+)"\} 1$/m.exec(
         await (await fetch(`${gateway!.url}/metrics`)).text(),
       )?.[1];
-    // The gauge's hash is the start of /status's config_hash (README "Metrics").
+    // The gauge's hash is the start of /status's config_hash (README "Metrics, dashboard and traces").
     expect(await configInfo()).toBe(statusBefore.config_hash.slice(0, 12));
     upstream.reset();
     const requests = Array.from({ length: 9 }, () => chat('small', { delay_ms: 300 }));

@@ -25,7 +25,7 @@ function canonical(value: unknown, path: string[]): string {
 const digests = new WeakMap<EdgeConfig, string>();
 
 /**
- * The digest of a loaded config (README "Metrics", `iop_edge_config_info`; `config_hash` of
+ * The digest of a loaded config (README "Metrics, dashboard and traces", `iop_edge_config_info`; `config_hash` of
  * `/status`): sha256 (hex) of the settings as loaded — after `${VAR}` interpolation, defaults
  * applied, keys sorted — with every secret left out: API keys (`gateway.api_keys`,
  * `status.api_keys`, an adapter's `api_key`), a CLI adapter's `env` values, and the user,

@@ -9,7 +9,7 @@ export const CONFIG_HASH_LABEL_LENGTH = 12;
 
 /**
  * Registers `iop_edge_config_info{hash="<first 12 hex digits of configDigest>"} 1` on `registry`
- * (README "Metrics"): read from `config()` at each scrape, so a reload shows at once; every replica
+ * (README "Metrics, dashboard and traces"): read from `config()` at each scrape, so a reload shows at once; every replica
  * and the status exporter that run the same file with the same environment show the same hash, and
  * no secret goes into it (`configDigest`). Replaces a gauge of the same name already there.
  */

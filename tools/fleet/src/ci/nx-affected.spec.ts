@@ -129,14 +129,18 @@ describe('nx affected sets of the files outside the projects (nx.json namedInput
     // Every project's ESLint config extends it; prettier's settings are part of lint (npm run lint).
     ['eslint.config.mjs', ALL],
     ['.prettierrc.json', ALL],
-    // npm start; apps/edge-gateway-e2e/src/start-demo.spec.ts runs it.
-    ['tools/start-demo.mjs', ['edge-gateway-e2e']],
-    ['examples/edge.yaml', ['edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter', 'status-exporter-e2e']],
-    ['deploy/haproxy/haproxy.cfg', ['fleet']],
-    ['deploy/local/edge.yaml', ['fleet']],
+    // npm start; apps/edge-gateway-e2e/src/start-demo.spec.ts runs it. doc-citations reads every
+    // source, config and doc for the sections they cite.
+    ['tools/start-demo.mjs', ['doc-citations', 'edge-gateway-e2e']],
+    [
+      'examples/edge.yaml',
+      ['doc-citations', 'edge-gateway', 'edge-gateway-e2e', 'fleet', 'status-exporter', 'status-exporter-e2e'],
+    ],
+    ['deploy/haproxy/haproxy.cfg', ['doc-citations', 'fleet']],
+    ['deploy/local/edge.yaml', ['doc-citations', 'fleet']],
     // tools/fleet/src/docs (the Errors table), load-balancer and kubernetes specs read it.
-    ['README.md', ['fleet']],
-    ['docs/architecture.md', []],
+    ['README.md', ['doc-citations', 'fleet']],
+    ['docs/architecture.md', ['doc-citations']],
   ])('--files=%s affects %j', (file, expected) => {
     expect(affectedByFiles(file)).toEqual(expected);
   });
