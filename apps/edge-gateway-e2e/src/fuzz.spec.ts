@@ -2,6 +2,7 @@ import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstr
 import type { StatusSnapshot } from '@iop/status';
 import fc from 'fast-check';
 import { request } from 'node:http';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /**
@@ -19,12 +20,18 @@ const LONG = RUNS > 1000;
 const MODELS = ['llama', 'qwen', 'small', 'echo', 'legacy'];
 const PATHS = ['/v1/chat/completions', '/v1/responses'];
 
-/** fleetYaml with one booked failure enough to turn a provider unhealthy, and probes too rare to heal it. */
+/** Bounds of the fuzzed gateway's bodies: small, so generated bodies cross them often. */
+const MAX_BODY_BYTES = 65536;
+const MAX_BODY_VALUES = 5000;
+
+/**
+ * fleetYaml with one booked failure enough to turn a provider unhealthy, probes too rare to heal
+ * it, and the body bounds above.
+ */
 const yaml = () =>
-  fleetYaml({ maxBodyBytes: 65536 }).replace(
-    'queue:\n',
-    'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n',
-  );
+  fleetYaml({ maxBodyBytes: MAX_BODY_BYTES })
+    .replace('gateway:\n', `gateway:\n  max_body_values: ${MAX_BODY_VALUES}\n`)
+    .replace('queue:\n', 'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n');
 
 interface Answer {
   status: number;
@@ -256,6 +263,56 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
         ),
         params(Math.ceil(RUNS / 2)),
       );
+    },
+    LONG ? 3_600_000 : 120_000,
+  );
+
+  it(
+    'many small values: arrays and objects of thousands of values in any field, compressed or not',
+    async () => {
+      const item = fc.constantFrom('0', '{}', '""', '[]', 'null', '{"role":"user","content":"x"}', '1234');
+      const field = fc.constantFrom('messages', 'input', 'stop', 'tools', 'metadata', 'logit_bias', 'extra');
+      const many = fc.record({
+        path: fc.constantFrom(...PATHS, '/v1/embeddings'),
+        model: fc.constantFrom(...MODELS),
+        stream: fc.boolean(),
+        field,
+        item,
+        count: fc.oneof(fc.integer({ min: 0, max: MAX_BODY_VALUES + 10 }), fc.integer({ min: 0, max: 40_000 })),
+        asObject: fc.boolean(),
+        encoding: fc.constantFrom(undefined, 'gzip', 'deflate', 'br'),
+      });
+      const compress = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync };
+      let refusedForValues = 0;
+      let served = 0;
+      await fc.assert(
+        fc.asyncProperty(many, async (m) => {
+          const items = Array.from({ length: m.count }, (_, i) => (m.asObject ? `"k${i}":${m.item}` : m.item));
+          const value = m.asObject ? `{${items.join(',')}}` : `[${items.join(',')}]`;
+          const text = `{"model":${JSON.stringify(m.model)},"stream":${m.stream},${JSON.stringify(m.field)}:${value}}`;
+          const h: Record<string, string> = { 'content-type': 'application/json' };
+          if (m.encoding) h['content-encoding'] = m.encoding;
+          const sent = m.encoding ? compress[m.encoding](text) : text;
+          const answer = await send(gateway.url, 'POST', m.path, h, sent);
+          const what = `POST ${m.path} (${m.encoding ?? 'identity'}) ${m.field}: ${m.count} × ${m.item}${m.asObject ? ' as members' : ''}`;
+          await check(answer, what);
+          const over = Buffer.byteLength(text) > MAX_BODY_BYTES;
+          // README "Security": 1 + every `[`, `{`, `,` outside strings; an object member (`:`) weighs 10.
+          const structure = text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+          const values = 1 + (structure.match(/[{[,]/g)?.length ?? 0) + 9 * (structure.match(/:/g)?.length ?? 0);
+          if (over || values > MAX_BODY_VALUES) {
+            if (answer.status !== 413) throw new Error(`${what}: answered ${answer.status}, not 413`);
+            if (!over && !answer.body.includes('gateway.max_body_values'))
+              throw new Error(`${what}: the 413 does not name gateway.max_body_values: ${answer.body}`);
+          }
+          if (answer.body.includes('gateway.max_body_values')) refusedForValues++;
+          if (answer.status === 200) served++;
+        }),
+        params(Math.ceil(RUNS / 2)),
+      );
+      // Both sides of the bound are reached, not only one.
+      expect(refusedForValues).toBeGreaterThan(0);
+      expect(served).toBeGreaterThan(0);
     },
     LONG ? 3_600_000 : 120_000,
   );

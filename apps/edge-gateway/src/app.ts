@@ -38,8 +38,8 @@ export function createApp(deps: AppDeps): Express {
   const metrics = deps.metrics ?? new GatewayMetrics();
   const auth = apiKeyAuth(() => deps.config().gateway.api_keys);
 
-  // 415 unless application/json, 413 from Content-Length at once, then the JSON body (README "Security").
-  const json = completionBody(() => deps.config().gateway.max_body_bytes);
+  // 415 unless application/json, 413 from Content-Length at once, then the JSON body, its bytes and values bounded (README "Security").
+  const json = completionBody(() => deps.config().gateway);
   const observe = observeCompletions(deps.logger, metrics, () => deps.config());
 
   // Every answer carries x-request-id; each request logs through a child logger bound to it.

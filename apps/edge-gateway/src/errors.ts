@@ -164,6 +164,12 @@ export const requestTooLarge = (limitBytes: number) =>
     'request_too_large',
     `The request body is larger than the gateway's limit of ${limitBytes} bytes (gateway.max_body_bytes).`,
   );
+/** 413: the body holds more JSON values than `gateway.max_body_values` (README "Security"), counted before it is parsed. */
+export const tooManyValues = (limit: number) =>
+  catalogError(
+    'request_too_large',
+    `The request body holds more than ${limit} JSON values (an array element counts 1, an object member 10); the gateway's limit is gateway.max_body_values.`,
+  );
 /** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
 export const clientClosed = () => catalogError('client_closed', 'The client closed the connection.');
 /**
