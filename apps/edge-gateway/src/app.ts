@@ -2,6 +2,7 @@ import type { ProviderQueue } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
 import type { DispatcherDeps } from './dispatch/dispatcher-deps';
+import { FirstByteClock } from './dispatch/first-byte-clock';
 import { notFound } from './errors';
 import { apiKeyAuth, statusKeyAuth } from './http/access/api-key-auth';
 import { completionBody } from './http/request/body-gates';
@@ -30,7 +31,9 @@ export interface AppDeps extends DispatcherDeps {
  * drive it in-process and `main.ts` only wires real dependencies and listens.
  * Routes: docs/architecture.md, "HTTP surface". Errors: one middleware, OpenAI-shaped ("Errors").
  */
-export function createApp(deps: AppDeps): Express {
+export function createApp(appDeps: AppDeps): Express {
+  // One clock of first bytes per app, for weighing first-byte timeouts (README "Provider health").
+  const deps: AppDeps = appDeps.firstBytes ? appDeps : { ...appDeps, firstBytes: new FirstByteClock() };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');

@@ -179,10 +179,26 @@ export const clientClosed = () => catalogError('client_closed', 'The client clos
  */
 export const upstreamError = (message: string, status = 502, opts: UpstreamErrorOptions = {}) =>
   catalogUpstreamError('upstream_error', message, { ...opts, status });
-export const upstreamTimeout = (ms: number) => {
-  const message = `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`;
-  return catalogUpstreamError('upstream_timeout', message, { detail: message });
-};
+/**
+ * 504 `upstream_timeout`: no first byte from the upstream within `ms` (`gateway.request_timeout_ms`).
+ * Its own class so the dispatch can weigh it (`weighFirstByteTimeout`, README "Provider health"):
+ * `counts: false` when it is the request's own length rather than the provider's failure.
+ */
+export class FirstByteTimeout extends UpstreamError {
+  constructor(
+    readonly ms: number,
+    counts?: boolean,
+  ) {
+    const message = `The upstream sent no byte within ${ms} ms (gateway.request_timeout_ms).`;
+    const entry: ErrorCatalogEntry = ERROR_CATALOG.upstream_timeout;
+    super(entry.status, 'upstream_timeout', message, entry.type, {
+      detail: message,
+      retryAfterS: entry.retryAfterS,
+      counts,
+    });
+  }
+}
+export const upstreamTimeout = (ms: number) => new FirstByteTimeout(ms);
 /** No byte moved either way for `ms` in a stream (README "Streaming"), on the upstream's side. */
 export const streamIdle = (ms: number) => {
   const message = `The upstream sent nothing for ${ms} ms mid-stream (gateway.stream_idle_timeout_ms).`;
