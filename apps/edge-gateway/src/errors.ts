@@ -170,6 +170,18 @@ export const tooManyValues = (limit: number) =>
     'request_too_large',
     `The request body holds more than ${limit} JSON values (an array element counts 1, an object member 10); the gateway's limit is gateway.max_body_values.`,
   );
+/**
+ * 502 `upstream_error`: an upstream's answer passed `limit` bytes (`gateway.max_response_bytes`):
+ * a non-streamed answer, or the text a translated Responses stream must hold for its closing
+ * events. Not booked and not failed over: a sibling would send the same (README "Errors").
+ * @param detail log-only: where and what passed the limit.
+ */
+export const responseTooLarge = (limit: number, detail: string) =>
+  upstreamError(
+    `The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`,
+    502,
+    { detail, counts: false, failover: false },
+  );
 /** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
 export const clientClosed = () => catalogError('client_closed', 'The client closed the connection.');
 /**

@@ -84,8 +84,9 @@ export const gatewaySchema = z.strictObject({
    */
   stream_idle_timeout_ms: positiveMs.default(60_000),
   /**
-   * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams are
-   * passed through in constant memory and are not capped. @defaultValue 67108864 (64 MiB)
+   * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams
+   * passed through are not capped (constant memory); a Responses stream translated from chat holds
+   * at most this much text for its closing events, then ends with an error event. @defaultValue 67108864 (64 MiB)
    */
   max_response_bytes: z
     .number()

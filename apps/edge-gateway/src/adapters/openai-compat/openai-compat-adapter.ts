@@ -1,6 +1,6 @@
 import { ERROR_CATALOG, redactUrl, type HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
-import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
+import { invalidRequest, responseTooLarge, UpstreamError, upstreamError } from '../../errors';
 import type {
   Adapter,
   ChatRequest,
@@ -204,15 +204,7 @@ export class OpenAiCompatAdapter implements Adapter {
 }
 
 const tooLarge = (limit: number, where: string, what: string) =>
-  upstreamError(
-    `The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`,
-    502,
-    {
-      detail: `${where}: ${what}, over gateway.max_response_bytes ${limit}`,
-      counts: false,
-      failover: false,
-    },
-  );
+  responseTooLarge(limit, `${where}: ${what}, over gateway.max_response_bytes ${limit}`);
 
 /**
  * The whole body, at most `limit` bytes. @throws UpstreamError 502 (not booked) past `limit`, the
