@@ -47,7 +47,7 @@ const HELD_DELTAS = 1024;
 export async function* chatStreamToResponsesStream(
   chatSse: AsyncIterable<Uint8Array | string>,
   model: string,
-  maxTextBytes: number = Infinity,
+  maxTextBytes = Infinity,
 ): AsyncGenerator<string, void, undefined> {
   const responseId = newId('resp_');
   const itemId = newId('msg_');
