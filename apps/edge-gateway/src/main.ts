@@ -240,7 +240,6 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   });
-  server.keepAliveTimeout = 65_000;
   const address = server.address();
   const bound = typeof address === 'object' && address ? `${address.address}:${address.port}` : `${host}:${port}`;
   logger.info({ listen: bound, queue: queue.backend, nodes: initial.nodes.length }, 'edge-gateway listening');

@@ -94,10 +94,24 @@ export const gatewaySchema = z.strictObject({
     .positive()
     .default(64 * 1024 * 1024),
   /**
-   * Open client connections this process accepts at once; further connections are closed as they
-   * arrive, so slow or idle clients cannot use up the process's file descriptors. @defaultValue 4096
+   * Open client connections this process accepts at once, so slow or idle clients cannot use up the
+   * process's file descriptors: at the cap the oldest idle keep-alive connection is closed for a new
+   * one; when none is idle the new one is closed as it arrives. @defaultValue 4096
    */
   max_connections: z.number().int().positive().default(4096),
+  /**
+   * Open connections one remote address may hold at once; past it, that address's oldest idle
+   * keep-alive connection is closed for the new one, or the new one is refused. Behind a load
+   * balancer or proxy every connection comes from its address: set this to `max_connections`
+   * there. @defaultValue half of max_connections
+   */
+  max_connections_per_address: z.number().int().positive().optional(),
+  /**
+   * An idle keep-alive connection (no request in progress) is closed after this long, in ms. Behind
+   * a load balancer that reuses connections, set it above the balancer's own idle timeout.
+   * @defaultValue 5000
+   */
+  keep_alive_timeout_ms: positiveMs.default(5_000),
   /**
    * Longest a client may take to send a request's headers, in ms; a slower connection is closed
    * (408). @defaultValue 10000
