@@ -41,4 +41,4 @@ export {
   catalogAnswer,
 } from './error-catalog';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
-export { type StartFlags, type ProcessStart, readProcessStart } from './process-start';
+export { type StartFlags, type ProcessStart, commandLinePasswordWarning, readProcessStart } from './process-start';
