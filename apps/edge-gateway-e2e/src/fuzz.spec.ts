@@ -1,8 +1,7 @@
 import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
-import type { StatusSnapshot } from '@iop/status';
 import fc from 'fast-check';
-import { request } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { checkInvariants, send, type Answer } from './testing/fuzz-requests';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /**
@@ -32,40 +31,6 @@ const yaml = () =>
   fleetYaml({ maxBodyBytes: MAX_BODY_BYTES })
     .replace('gateway:\n', `gateway:\n  max_body_values: ${MAX_BODY_VALUES}\n`)
     .replace('queue:\n', 'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n');
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/**
- * One raw HTTP request (node:http, so any method, header or body bytes can be sent) on a fresh
- * connection: a connection the server closes after an answer whose body it did not read (Node's
- * rule) must not fail the next case. Never rejects on HTTP errors.
- */
-function send(
-  url: string,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: Buffer | string,
-): Promise<Answer> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: hostname, port, method, path, headers, timeout: 30_000, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
-      );
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
-    req.end(body);
-  });
-}
 
 /** JSON values without the fake upstream's knobs (`fake`): the property is about the gateway, not a told-to-fail upstream. */
 const json = fc.jsonValue({ maxDepth: 4 }).filter((v) => !JSON.stringify(v).includes('"fake"'));
@@ -177,28 +142,7 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
     await upstream.close();
   });
 
-  /** The invariants after one answer: no 5xx from the input, an OpenAI-shaped error, the process alive, no provider unhealthy. */
-  async function check(answer: Answer, what: string): Promise<void> {
-    if (answer.status >= 500) throw new Error(`${what}: answered ${answer.status}: ${answer.body.slice(0, 500)}`);
-    if (answer.status >= 400 && answer.status !== 408 && answer.body !== '') {
-      const parsed = JSON.parse(answer.body) as { error?: { message?: unknown; type?: unknown; code?: unknown } };
-      if (
-        typeof parsed.error?.message !== 'string' ||
-        typeof parsed.error.type !== 'string' ||
-        typeof parsed.error.code !== 'string'
-      ) {
-        throw new Error(`${what}: ${answer.status} is not OpenAI-shaped: ${answer.body.slice(0, 300)}`);
-      }
-      if (/\n\s+at /.test(parsed.error.message)) throw new Error(`${what}: a stack trace in the answer`);
-    }
-    if (/data: \{"error"/.test(answer.body) && /"type":"server_error"/.test(answer.body))
-      throw new Error(`${what}: a server error event mid-stream: ${answer.body.slice(-400)}`);
-    if (gateway.child.exitCode !== null || gateway.child.signalCode !== null)
-      throw new Error(`${what}: the gateway died:\n${gateway.output()}`);
-    const snapshot = JSON.parse((await send(gateway.url, 'GET', '/status', {})).body) as StatusSnapshot;
-    const unhealthy = snapshot.nodes.flatMap((n) => n.resources).filter((r) => r.state === 'unhealthy');
-    if (unhealthy.length > 0) throw new Error(`${what}: booked unhealthy: ${unhealthy.map((r) => r.id).join(', ')}`);
-  }
+  const check = (answer: Answer, what: string) => checkInvariants(gateway, answer, what);
 
   /** Statuses seen, so a run that never reached a model fails instead of passing vacuously. */
   const seen = new Map<number, number>();

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { gatewaySchema } from './gateway-schema';
 import { isRedisUrl } from './listen-address';
+import { apiKey, httpUrl, id, listen, positiveMs } from './schema-fields';
 
 /**
  * The zod schema of `edge.yaml`, version 1 (docs/architecture.md, "Settings"; keys in README "Configuration"). Shapes only: rules that relate
@@ -23,121 +25,7 @@ export function isPoolCategory(category: string): category is PoolCategory {
   return (POOL_CATEGORIES as readonly string[]).includes(category);
 }
 
-const id = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
-
-/** `host:port`, e.g. `127.0.0.1:8080` or `[::1]:8080`. */
-const listen = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'write it as host:port, e.g. 127.0.0.1:8080')
-  .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65535, 'the port must be from 0 to 65535');
-
-const httpUrl = z.url({ protocol: /^https?$/, error: 'write a full http:// or https:// URL' });
-const positiveMs = z.number().int().positive();
-
-/**
- * A key a client presents as `Authorization: Bearer <key>`: printable ASCII without spaces. HTTP
- * carries header values as ASCII and clients trim surrounding spaces, so any other key could never
- * match (README "Security").
- */
-const apiKey = z
-  .string()
-  .min(1, 'an API key cannot be empty')
-  .regex(
-    /^[\x21-\x7e]+$/,
-    'an API key must be printable ASCII without spaces (no accents or other non-ASCII characters, no surrounding or inner spaces): a client sends it in an HTTP header, so any other key could never match',
-  );
-
-/** A browser origin: `scheme://host[:port]`, no path, as browsers send it in `Origin`. */
-const origin = z
-  .string()
-  .regex(
-    /^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/,
-    'write an origin as scheme://host[:port], without a path or trailing slash, e.g. https://chat.example.com',
-  );
-
-export const gatewaySchema = z.strictObject({
-  /** @defaultValue 127.0.0.1:8080 */
-  listen: listen.default('127.0.0.1:8080'),
-  /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
-  api_keys: z.array(apiKey).default([]),
-  /** @defaultValue 4194304 (4 MiB) */
-  max_body_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(4 * 1024 * 1024),
-  /**
-   * Most JSON values a request body may hold, counted on its decoded bytes before it is parsed
-   * (an array element counts 1, an object member 10); more is a 413. Parsing and checking a body
-   * costs CPU per value, not per byte (a 3 KB gzip body can hold a million), so this bounds what one
-   * request can cost. 500000 fits the largest embeddings request OpenAI accepts (2048 inputs, 300k
-   * token ids in all). @defaultValue 500000
-   */
-  max_body_values: z.number().int().positive().default(500_000),
-  /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
-  request_timeout_ms: positiveMs.default(120_000),
-  /**
-   * A stream in which no byte moves for this long, in ms (the upstream sends nothing, or the client
-   * accepts nothing), is cut: the upstream call is aborted and the lease released. @defaultValue 60000
-   */
-  stream_idle_timeout_ms: positiveMs.default(60_000),
-  /**
-   * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams
-   * passed through are not capped (constant memory); a Responses stream translated from chat holds
-   * at most this much text for its closing events, then ends with an error event. @defaultValue 67108864 (64 MiB)
-   */
-  max_response_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(64 * 1024 * 1024),
-  /**
-   * Open client connections this process accepts at once, so slow or idle clients cannot use up the
-   * process's file descriptors: at the cap the oldest idle keep-alive connection is closed for a new
-   * one; when none is idle the new one is closed as it arrives. @defaultValue 4096
-   */
-  max_connections: z.number().int().positive().default(4096),
-  /**
-   * Open connections one remote address may hold at once; past it, that address's oldest idle
-   * keep-alive connection is closed for the new one, or the new one is refused. Behind a load
-   * balancer or proxy every connection comes from its address: set this to `max_connections`
-   * there. @defaultValue half of max_connections
-   */
-  max_connections_per_address: z.number().int().positive().optional(),
-  /**
-   * An idle keep-alive connection (no request in progress) is closed after this long, in ms. Behind
-   * a load balancer that reuses connections, set it above the balancer's own idle timeout.
-   * @defaultValue 5000
-   */
-  keep_alive_timeout_ms: positiveMs.default(5_000),
-  /**
-   * Longest a client may take to send a request's headers, in ms; a slower connection is closed
-   * (408). @defaultValue 10000
-   */
-  header_timeout_ms: positiveMs.default(10_000),
-  /**
-   * Longest a client may take to send a request's body once its headers are in, in ms; a slower
-   * connection is closed (408). @defaultValue 30000
-   */
-  body_timeout_ms: positiveMs.default(30_000),
-  /** Cross-origin (browser) access to the `/v1` API. */
-  cors: z
-    .strictObject({
-      /**
-       * Origins (`https://host[:port]`) whose pages may call the API from a browser; empty = no
-       * cross-origin access (no CORS headers, preflights refused). @defaultValue []
-       */
-      allowed_origins: z.array(origin).default([]),
-    })
-    .prefault({}),
-  /**
-   * Send `x-iop-node` and `x-iop-resource` (the node and provider that served) on answers; false
-   * drops both so clients learn nothing of the topology. @defaultValue true
-   */
-  topology_headers: z.boolean().default(true),
-});
+export { gatewaySchema } from './gateway-schema';
 
 export const queueSchema = z.strictObject({
   /**
