@@ -11,12 +11,15 @@ const HEADER_MS = 800;
 const BODY_MS = 800;
 const MAX_CONNECTIONS = 20;
 const MAX_BODY = 4096;
+const KEEP_ALIVE_MS = 2500;
+/** The default share of one address: half of max_connections. */
+const SHARE = MAX_CONNECTIONS / 2;
 
 /** fleetYaml with the connection settings of this file. */
 const yaml = () =>
   fleetYaml({ maxBodyBytes: MAX_BODY }).replace(
     'gateway:\n',
-    `gateway:\n  max_connections: ${MAX_CONNECTIONS}\n  header_timeout_ms: ${HEADER_MS}\n  body_timeout_ms: ${BODY_MS}\n`,
+    `gateway:\n  max_connections: ${MAX_CONNECTIONS}\n  keep_alive_timeout_ms: ${KEEP_ALIVE_MS}\n  header_timeout_ms: ${HEADER_MS}\n  body_timeout_ms: ${BODY_MS}\n`,
   );
 
 interface RawConnection {
@@ -27,12 +30,13 @@ interface RawConnection {
   closed: Promise<{ afterMs: number; text: string }>;
 }
 
-function open(url: string): Promise<RawConnection> {
+/** Opens a raw connection to `url`, from `localAddress` (any 127.x.y.z on Linux loopback) when given. */
+function open(url: string, localAddress?: string): Promise<RawConnection> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const openedAt = Date.now();
     let text = '';
-    const socket = connect(Number(port), hostname);
+    const socket = connect({ port: Number(port), host: hostname, localAddress });
     const closed = new Promise<{ afterMs: number; text: string }>((done) =>
       socket.once('close', () => done({ afterMs: Date.now() - openedAt, text })),
     );
@@ -54,6 +58,27 @@ function trickle(socket: Socket, text: string, gapMs: number): void {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `c` has received `n` answers (status lines), at most 5 s. */
+async function answers(c: RawConnection, n: number): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while ((c.received().match(/HTTP\/1\.1 \d{3} /g) ?? []).length < n) {
+    if (Date.now() > deadline || c.socket.destroyed) throw new Error(`no answer ${n}: ${c.received()}`);
+    await sleep(5);
+  }
+}
+
+/** A keep-alive connection from `from` that got one `/healthz` answer and now sits idle. */
+async function idleConnection(url: string, from: string): Promise<RawConnection> {
+  const c = await open(url, from);
+  c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await answers(c, 1);
+  return c;
+}
+
+/** True once `c` is closed by the server (waits at most `ms`). */
+const closedWithin = (c: RawConnection, ms: number) =>
+  Promise.race([c.closed.then(() => true), sleep(ms).then(() => false)]);
 
 describe('connection limits of a gateway process (README "Security")', () => {
   let upstream: FakeUpstream;
@@ -177,12 +202,48 @@ describe('connection limits of a gateway process (README "Security")', () => {
     expect(text.toLowerCase()).toContain('connection: close');
   });
 
-  it('refuses connections past max_connections, /healthz included, and serves again once slow ones are cut', async () => {
-    const slow = await Promise.all(Array.from({ length: MAX_CONNECTIONS }, () => open(gateway.url)));
+  it('one address holds at most its share: past it, its own oldest idle connection is closed for the new one', async () => {
+    const idle: RawConnection[] = [];
+    for (let i = 0; i < SHARE; i++) idle.push(await idleConnection(gateway.url, '127.0.0.1'));
+    const extra = await open(gateway.url, '127.0.0.1');
+    extra.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await answers(extra, 1);
+    expect(extra.received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await closedWithin(idle[0], 2000)).toBe(true);
+    expect(idle.slice(1).some((c) => c.socket.destroyed)).toBe(false);
+    for (const c of [...idle, extra]) c.socket.destroy();
+  });
+
+  it('at max_connections the oldest idle keep-alive connection is closed for a new client: idle ones never keep /healthz out', async () => {
+    const idle: RawConnection[] = [];
+    for (const from of ['127.0.0.1', '127.0.0.2'])
+      for (let i = 0; i < SHARE; i++) idle.push(await idleConnection(gateway.url, from));
+    // Every slot is taken by an idle connection; a third client still gets its answer.
+    const probe = await open(gateway.url, '127.0.0.3');
+    probe.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await answers(probe, 1);
+    expect(probe.received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await closedWithin(idle[0], 2000)).toBe(true);
+    expect(idle.slice(1).filter((c) => c.socket.destroyed)).toHaveLength(0);
+    for (const c of [...idle, probe]) c.socket.destroy();
+  });
+
+  it('closes an idle keep-alive connection after keep_alive_timeout_ms', async () => {
+    const c = await idleConnection(gateway.url, '127.0.0.1');
+    const { afterMs } = await c.closed;
+    expect(afterMs).toBeGreaterThanOrEqual(KEEP_ALIVE_MS - 100);
+    expect(afterMs).toBeLessThan(KEEP_ALIVE_MS + 1500);
+  });
+
+  it('refuses connections past max_connections when none is idle, /healthz included, and serves again once slow ones are cut', async () => {
+    // Slow ones from two addresses, each within its share: the cap, not the share, refuses the next.
+    const slow = await Promise.all(
+      Array.from({ length: MAX_CONNECTIONS }, (_, i) => open(gateway.url, i % 2 === 0 ? '127.0.0.1' : '127.0.0.2')),
+    );
     for (const c of slow) trickle(c.socket, 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ' + 'a'.repeat(500), 50);
     await sleep(100);
-    // At the cap: a new connection is closed at once, without an answer.
-    const extra = await open(gateway.url);
+    // At the cap, none idle: a new connection is closed at once, without an answer.
+    const extra = await open(gateway.url, '127.0.0.3');
     extra.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     const refused = await Promise.race([extra.closed, sleep(2000).then(() => undefined)]);
     expect(refused).toBeDefined();

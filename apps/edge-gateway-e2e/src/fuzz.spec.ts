@@ -1,7 +1,7 @@
 import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
-import type { StatusSnapshot } from '@iop/status';
 import fc from 'fast-check';
-import { request } from 'node:http';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { checkInvariants, send, type Answer } from './testing/fuzz-requests';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/gateway-process';
 
 /**
@@ -19,46 +19,18 @@ const LONG = RUNS > 1000;
 const MODELS = ['llama', 'qwen', 'small', 'echo', 'legacy'];
 const PATHS = ['/v1/chat/completions', '/v1/responses'];
 
-/** fleetYaml with one booked failure enough to turn a provider unhealthy, and probes too rare to heal it. */
-const yaml = () =>
-  fleetYaml({ maxBodyBytes: 65536 }).replace(
-    'queue:\n',
-    'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n',
-  );
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
+/** Bounds of the fuzzed gateway's bodies: small, so generated bodies cross them often. */
+const MAX_BODY_BYTES = 65536;
+const MAX_BODY_VALUES = 5000;
 
 /**
- * One raw HTTP request (node:http, so any method, header or body bytes can be sent) on a fresh
- * connection: a connection the server closes after an answer whose body it did not read (Node's
- * rule) must not fail the next case. Never rejects on HTTP errors.
+ * fleetYaml with one booked failure enough to turn a provider unhealthy, probes too rare to heal
+ * it, and the body bounds above.
  */
-function send(
-  url: string,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: Buffer | string,
-): Promise<Answer> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: hostname, port, method, path, headers, timeout: 30_000, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
-      );
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
-    req.end(body);
-  });
-}
+const yaml = () =>
+  fleetYaml({ maxBodyBytes: MAX_BODY_BYTES })
+    .replace('gateway:\n', `gateway:\n  max_body_values: ${MAX_BODY_VALUES}\n`)
+    .replace('queue:\n', 'health: { interval_ms: 600000, unhealthy_after: 1, healthy_after: 5 }\nqueue:\n');
 
 /** JSON values without the fake upstream's knobs (`fake`): the property is about the gateway, not a told-to-fail upstream. */
 const json = fc.jsonValue({ maxDepth: 4 }).filter((v) => !JSON.stringify(v).includes('"fake"'));
@@ -170,28 +142,7 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
     await upstream.close();
   });
 
-  /** The invariants after one answer: no 5xx from the input, an OpenAI-shaped error, the process alive, no provider unhealthy. */
-  async function check(answer: Answer, what: string): Promise<void> {
-    if (answer.status >= 500) throw new Error(`${what}: answered ${answer.status}: ${answer.body.slice(0, 500)}`);
-    if (answer.status >= 400 && answer.status !== 408 && answer.body !== '') {
-      const parsed = JSON.parse(answer.body) as { error?: { message?: unknown; type?: unknown; code?: unknown } };
-      if (
-        typeof parsed.error?.message !== 'string' ||
-        typeof parsed.error.type !== 'string' ||
-        typeof parsed.error.code !== 'string'
-      ) {
-        throw new Error(`${what}: ${answer.status} is not OpenAI-shaped: ${answer.body.slice(0, 300)}`);
-      }
-      if (/\n\s+at /.test(parsed.error.message)) throw new Error(`${what}: a stack trace in the answer`);
-    }
-    if (/data: \{"error"/.test(answer.body) && /"type":"server_error"/.test(answer.body))
-      throw new Error(`${what}: a server error event mid-stream: ${answer.body.slice(-400)}`);
-    if (gateway.child.exitCode !== null || gateway.child.signalCode !== null)
-      throw new Error(`${what}: the gateway died:\n${gateway.output()}`);
-    const snapshot = JSON.parse((await send(gateway.url, 'GET', '/status', {})).body) as StatusSnapshot;
-    const unhealthy = snapshot.nodes.flatMap((n) => n.resources).filter((r) => r.state === 'unhealthy');
-    if (unhealthy.length > 0) throw new Error(`${what}: booked unhealthy: ${unhealthy.map((r) => r.id).join(', ')}`);
-  }
+  const check = (answer: Answer, what: string) => checkInvariants(gateway, answer, what);
 
   /** Statuses seen, so a run that never reached a model fails instead of passing vacuously. */
   const seen = new Map<number, number>();
@@ -256,6 +207,56 @@ describe('fuzz: the gateway process under random requests (README "Tests")', () 
         ),
         params(Math.ceil(RUNS / 2)),
       );
+    },
+    LONG ? 3_600_000 : 120_000,
+  );
+
+  it(
+    'many small values: arrays and objects of thousands of values in any field, compressed or not',
+    async () => {
+      const item = fc.constantFrom('0', '{}', '""', '[]', 'null', '{"role":"user","content":"x"}', '1234');
+      const field = fc.constantFrom('messages', 'input', 'stop', 'tools', 'metadata', 'logit_bias', 'extra');
+      const many = fc.record({
+        path: fc.constantFrom(...PATHS, '/v1/embeddings'),
+        model: fc.constantFrom(...MODELS),
+        stream: fc.boolean(),
+        field,
+        item,
+        count: fc.oneof(fc.integer({ min: 0, max: MAX_BODY_VALUES + 10 }), fc.integer({ min: 0, max: 40_000 })),
+        asObject: fc.boolean(),
+        encoding: fc.constantFrom(undefined, 'gzip', 'deflate', 'br'),
+      });
+      const compress = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync };
+      let refusedForValues = 0;
+      let served = 0;
+      await fc.assert(
+        fc.asyncProperty(many, async (m) => {
+          const items = Array.from({ length: m.count }, (_, i) => (m.asObject ? `"k${i}":${m.item}` : m.item));
+          const value = m.asObject ? `{${items.join(',')}}` : `[${items.join(',')}]`;
+          const text = `{"model":${JSON.stringify(m.model)},"stream":${m.stream},${JSON.stringify(m.field)}:${value}}`;
+          const h: Record<string, string> = { 'content-type': 'application/json' };
+          if (m.encoding) h['content-encoding'] = m.encoding;
+          const sent = m.encoding ? compress[m.encoding](text) : text;
+          const answer = await send(gateway.url, 'POST', m.path, h, sent);
+          const what = `POST ${m.path} (${m.encoding ?? 'identity'}) ${m.field}: ${m.count} × ${m.item}${m.asObject ? ' as members' : ''}`;
+          await check(answer, what);
+          const over = Buffer.byteLength(text) > MAX_BODY_BYTES;
+          // README "Security": 1 + every `[`, `{`, `,` outside strings; an object member (`:`) weighs 10.
+          const structure = text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+          const values = 1 + (structure.match(/[{[,]/g)?.length ?? 0) + 9 * (structure.match(/:/g)?.length ?? 0);
+          if (over || values > MAX_BODY_VALUES) {
+            if (answer.status !== 413) throw new Error(`${what}: answered ${answer.status}, not 413`);
+            if (!over && !answer.body.includes('gateway.max_body_values'))
+              throw new Error(`${what}: the 413 does not name gateway.max_body_values: ${answer.body}`);
+          }
+          if (answer.body.includes('gateway.max_body_values')) refusedForValues++;
+          if (answer.status === 200) served++;
+        }),
+        params(Math.ceil(RUNS / 2)),
+      );
+      // Both sides of the bound are reached, not only one.
+      expect(refusedForValues).toBeGreaterThan(0);
+      expect(served).toBeGreaterThan(0);
     },
     LONG ? 3_600_000 : 120_000,
   );

@@ -9,7 +9,11 @@ import { GATEWAY_MAIN, spawnGateway, writeTempConfig } from './testing/gateway-p
  */
 const env = { UPSTREAM: 'http://127.0.0.1:9/v1', UPSTREAM_KEY: 'k' };
 
-/** Runs the gateway with `args`/`extraEnv` until it exits or 1.5 s passed (then SIGTERM); resolves to its exit code and output. */
+/**
+ * Runs the gateway with `args`/`extraEnv` until it exits, or until it says it listens (then SIGTERM,
+ * which its handlers, in place by then, turn into a clean exit); at most 15 s. Resolves to its exit
+ * code and output.
+ */
 async function runBriefly(
   args: string[],
   extraEnv: Record<string, string>,
@@ -22,7 +26,11 @@ async function runBriefly(
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 1500).unref())]);
+  const deadline = Date.now() + 15_000;
+  while (child.exitCode === null && child.signalCode === null && !/listening on/.test(output)) {
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   if (child.exitCode === null) child.kill('SIGTERM');
   return { code: await exited, output };
 }
@@ -63,6 +71,33 @@ describe('credentials in Redis URLs are never printed', () => {
     expect(run.code).toBe(code);
     expect(run.output).toMatch(/\*\*\*/);
     for (const secret of secrets) expect(run.output).not.toContain(secret);
+  });
+});
+
+describe('a password on the command line is warned of (README "Security")', () => {
+  const file = writeTempConfig(fleetYaml());
+  it('--redis with a password: a warning at start that steers to REDIS_URL, the password never printed', async () => {
+    const run = await runBriefly(
+      ['serve', '--config', file, '--listen', '127.0.0.1:0', '--redis', 'redis://:Pw-cmdline-5@127.0.0.1:1'],
+      {},
+    );
+    expect(run.code).toBe(0);
+    expect(run.output).toContain('warning: --redis carries credentials');
+    expect(run.output).toContain('REDIS_URL');
+    expect(run.output).not.toContain('Pw-cmdline-5');
+  });
+
+  it('the same URL in REDIS_URL: no warning', async () => {
+    const run = await runBriefly(['serve', '--config', file, '--listen', '127.0.0.1:0'], {
+      REDIS_URL: 'redis://:Pw-cmdline-5@127.0.0.1:1',
+    });
+    expect(run.output).not.toContain('warning: --redis');
+    expect(run.output).not.toContain('Pw-cmdline-5');
+  });
+
+  it('--help steers a password to REDIS_URL', () => {
+    const help = spawnSync(process.execPath, [GATEWAY_MAIN, '--help'], { encoding: 'utf8' });
+    expect(help.stdout).toMatch(/--redis URL[\s\S]*readable by[\s\S]*every local user[\s\S]*REDIS_URL/);
   });
 });
 

@@ -3,6 +3,7 @@ import { registerConfigInfoGauge } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
 import express, { type Express } from 'express';
 import type { DispatcherDeps } from './dispatch/dispatcher-deps';
+import { FirstByteClock } from './dispatch/first-byte-clock';
 import { notFound } from './errors';
 import { apiKeyAuth, statusKeyAuth } from './http/access/api-key-auth';
 import { completionBody } from './http/request/body-gates';
@@ -32,7 +33,9 @@ export interface AppDeps extends DispatcherDeps {
  * drive it in-process and `main.ts` only wires real dependencies and listens.
  * Routes: docs/architecture.md, "HTTP surface". Errors: one middleware, OpenAI-shaped ("Errors").
  */
-export function createApp(deps: AppDeps): Express {
+export function createApp(appDeps: AppDeps): Express {
+  // One clock of first bytes per app, for weighing first-byte timeouts (README "Provider health").
+  const deps: AppDeps = appDeps.firstBytes ? appDeps : { ...appDeps, firstBytes: new FirstByteClock() };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -42,8 +45,8 @@ export function createApp(deps: AppDeps): Express {
   registerConfigInfoGauge(metrics.registry, deps.config);
   const auth = apiKeyAuth(() => deps.config().gateway);
 
-  // 415 unless application/json, 413 from Content-Length at once, then the JSON body (README "Security").
-  const json = completionBody(() => deps.config().gateway.max_body_bytes);
+  // 415 unless application/json, 413 from Content-Length at once, then the JSON body, its bytes and values bounded (README "Security").
+  const json = completionBody(() => deps.config().gateway);
   const observe = observeCompletions(deps.logger, metrics, () => deps.config());
 
   // Every answer carries x-request-id; each request logs through a child logger bound to it.

@@ -15,7 +15,9 @@ export const USAGE = `usage:
   --config FILE    edge.yaml to load (required)
   --listen         overrides gateway.listen
   --redis URL      selects the redis queue backend at URL, even over queue.backend: memory;
-                   beats REDIS_URL, which beats queue.redis_url
+                   beats REDIS_URL, which beats queue.redis_url. A command line is readable by
+                   every local user (ps): put a password in REDIS_URL or queue.redis_url instead
+                   (a --redis URL with one is warned of at start)
   validate FILE    check a config file: prints every problem and exits 1, or a summary and exits 0
 
 environment:

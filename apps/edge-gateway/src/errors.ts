@@ -138,6 +138,24 @@ export const methodNotAllowed = (f: { method: string; path: string; allow: strin
   new ApiError({ code: 'method_not_allowed', fields: f });
 export const requestTooLarge = (limitBytes: number) =>
   new ApiError({ code: 'request_too_large', fields: { limitBytes } });
+/** 413: the body holds more JSON values than `gateway.max_body_values` (README "Security"), counted before it is parsed. */
+export const tooManyValues = (limitValues: number) =>
+  new ApiError({ code: 'request_too_large', fields: { limitValues } });
+/**
+ * 502 `upstream_error`: an upstream's answer passed `limit` bytes (`gateway.max_response_bytes`):
+ * a non-streamed answer, or the text a translated Responses stream must hold for its closing
+ * events. Not booked and not failed over: a sibling would send the same (README "Errors").
+ * @param detail log-only: where and what passed the limit.
+ */
+export const responseTooLarge = (limit: number, detail: string) =>
+  upstreamError(
+    `The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`,
+    {
+      detail,
+      counts: false,
+      failover: false,
+    },
+  );
 /** The client closed the connection before the answer (499: nothing is sent; the access log records it). */
 export const clientClosed = () => new ApiError({ code: 'client_closed' });
 /**
@@ -148,12 +166,28 @@ export const clientClosed = () => new ApiError({ code: 'client_closed' });
 export const upstreamError = (problem: string, opts: UpstreamErrorOptions = {}) =>
   new UpstreamError({ code: 'upstream_error', fields: { problem } }, opts);
 /**
- * 504 `upstream_timeout`: no first byte within `gateway.request_timeout_ms`, nothing for
- * `gateway.stream_idle_timeout_ms` mid-stream (README "Streaming"), or a CLI run past its adapter's
- * `timeout_ms`. The message names only the setting (and the adapter id), so the client sees it as it is.
+ * 504 `upstream_timeout` for no first byte from the upstream within `ms` (`gateway.request_timeout_ms`).
+ * Its own class so the dispatch can weigh it (`weighFirstByteTimeout`, README "Provider health"):
+ * `counts: false` when it is the request's own length rather than the provider's failure.
  */
-export const upstreamTimeout = (fields: UpstreamTimeoutFields) =>
-  new UpstreamError({ code: 'upstream_timeout', fields }, { detail: catalogMessage('upstream_timeout', fields) });
+export class FirstByteTimeout extends UpstreamError<'upstream_timeout'> {
+  constructor(
+    readonly ms: number,
+    counts?: boolean,
+  ) {
+    const fields = { wait: 'first_byte', ms } as const;
+    super({ code: 'upstream_timeout', fields }, { detail: catalogMessage('upstream_timeout', fields), counts });
+  }
+}
+/**
+ * 504 `upstream_timeout`: no first byte within `gateway.request_timeout_ms` (a {@link FirstByteTimeout}),
+ * nothing for `gateway.stream_idle_timeout_ms` mid-stream (README "Streaming"), or a CLI run past its
+ * adapter's `timeout_ms`. The message names only the setting (and the adapter id), so the client sees it as it is.
+ */
+export const upstreamTimeout = (fields: UpstreamTimeoutFields): UpstreamError =>
+  fields.wait === 'first_byte'
+    ? new FirstByteTimeout(fields.ms)
+    : new UpstreamError({ code: 'upstream_timeout', fields }, { detail: catalogMessage('upstream_timeout', fields) });
 /** The gateway's own fault (a bug): a fixed message, never the error's text or stack; the cause goes to the log. */
 export const internalError = () => new ApiError({ code: 'internal_error' });
 

@@ -1,4 +1,4 @@
-import { startRedis, type TestRedis } from '@iop/dispatch/testing';
+import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { spawn } from 'node:child_process';
 import { configPrefix, exporterYaml } from '@iop/fake-upstream';
 import { EXPORTER_MAIN, spawnService, writeTempConfig, type ServiceProcess } from './testing/exporter-fixtures';
@@ -128,6 +128,24 @@ describe('status exporter hardening (README "Security")', () => {
     await exited;
     expect(output).not.toBe('');
     for (const secret of secrets) expect(output).not.toContain(secret);
+  });
+
+  it('warns at start of a --redis URL with a password, steering to REDIS_URL, the password never printed', async () => {
+    const file = writeTempConfig(exporterYaml({ prefix: configPrefix('cmdline') }));
+    const child = spawn(
+      process.execPath,
+      [EXPORTER_MAIN, '--config', file, '--listen', '127.0.0.1:0', '--redis', 'redis://:Pw-cmdline-6@127.0.0.1:1'],
+      { env: { ...process.env, LOG_LEVEL: 'info', REDIS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await waitUntil(() => output.includes('warning: --redis carries credentials'), 5000, 'the warning');
+    child.kill('SIGTERM');
+    await exited;
+    expect(output).toContain('REDIS_URL');
+    expect(output).not.toContain('Pw-cmdline-6');
   });
 
   it('exits 0 on SIGTERM after its stdout reader went away', async () => {

@@ -11,7 +11,9 @@ export const USAGE = `usage:
   --config FILE    edge.yaml to load (required; the same file as the gateways)
   --listen         overrides status.listen (default 127.0.0.1:9464)
   --redis URL      the gateways' Redis: selects the redis backend at URL, even over
-                   queue.backend: memory; beats REDIS_URL, which beats queue.redis_url
+                   queue.backend: memory; beats REDIS_URL, which beats queue.redis_url. A command
+                   line is readable by every local user (ps): put a password in REDIS_URL or
+                   queue.redis_url instead (a --redis URL with one is warned of at start)
 
 serves GET /status, GET /metrics, GET /healthz and a dashboard on GET /;
 POSTs the snapshot to status.push_url every status.interval_ms when set.

@@ -36,7 +36,12 @@ export type QueueUnavailableFields =
   /** The queue is closing: the process is shutting down. */
   | { readonly why: 'closing' }
   /** Something other than a queue refusal failed the admission (a bug). */
-  | { readonly why: 'unknown' };
+  | { readonly why: 'unknown' }
+  /**
+   * What a client reads whatever the queue's own account was: that may quote the backend (Redis's
+   * error text), which stays in the gateway's log (README "Errors").
+   */
+  | { readonly why: 'client' };
 
 /**
  * Why a request found no place in line (fields of `queue_full`; docs/architecture.md, "Clients,
@@ -110,8 +115,10 @@ export const ERROR_CATALOG = {
   request_too_large: {
     status: 413,
     type: 'invalid_request_error',
-    message: (f: { limitBytes: number }) =>
-      `The request body is larger than the gateway's limit of ${f.limitBytes} bytes (gateway.max_body_bytes).`,
+    message: (f: { limitBytes: number } | { limitValues: number }) =>
+      'limitValues' in f
+        ? `The request body holds more than ${f.limitValues} JSON values (an array element counts 1, an object member 10); the gateway's limit is gateway.max_body_values.`
+        : `The request body is larger than the gateway's limit of ${f.limitBytes} bytes (gateway.max_body_bytes).`,
   },
   unsupported_media_type: {
     status: 415,
@@ -203,6 +210,8 @@ function queueUnavailableMessage(f: QueueUnavailableFields): string {
       return 'The gateway is shutting down.';
     case 'unknown':
       return 'The provider queue is unavailable.';
+    case 'client':
+      return "The gateway's provider queue is unavailable right now (its backend cannot be reached, or this gateway is shutting down); retry shortly.";
   }
 }
 

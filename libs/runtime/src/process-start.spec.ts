@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DESIGN_EXAMPLE_PATH } from '@iop/validate/testing';
 import { gatewayEnvironmentSchema } from './environment';
-import { readProcessStart } from './process-start';
+import { commandLinePasswordWarning, readProcessStart } from './process-start';
 
 const example = readFileSync(DESIGN_EXAMPLE_PATH, 'utf8');
 const env = { EDGE_API_KEY: 'client-key-0001', VLLM_KEY: 'sk-vllm-secret-42' };
@@ -62,5 +62,29 @@ describe('readProcessStart', () => {
     expect(readProcessStart(gatewayEnvironmentSchema, { config: path }, env, stderr)).toEqual({ exitCode: 1 });
     expect(written).toMatch(/edge\.yaml:4:5 nodes\[0\]\.adapterz: .*Fix:/);
     expect(written).toMatch(/refusing to start: .*edge\.yaml is invalid\n$/);
+  });
+
+  it.each([
+    ['a password', 'redis://:Pw-s3cret-9@10.0.0.1:6379'],
+    ['a user and a password', 'rediss://app:Pw-s3cret-9@10.0.0.1:6380'],
+    ['a password the URL parser cannot read', 'redis://us/er:Pw-s3cret-9@10.0.0.1:1'],
+  ])('warns on stderr of a --redis URL with %s, naming the safer ways and never the secret', (_what, redis) => {
+    const start = readProcessStart(gatewayEnvironmentSchema, { config: file(example), redis }, env, stderr);
+    expect('config' in start).toBe(true);
+    expect(written).toContain('warning: --redis carries credentials');
+    expect(written).toContain('REDIS_URL');
+    expect(written).not.toContain('Pw-s3cret-9');
+  });
+
+  it('does not warn of a --redis URL without credentials, nor of REDIS_URL', () => {
+    expect(commandLinePasswordWarning('redis://10.0.0.1:6379')).toBeUndefined();
+    expect(commandLinePasswordWarning(undefined)).toBeUndefined();
+    readProcessStart(
+      gatewayEnvironmentSchema,
+      { config: file(example) },
+      { ...env, REDIS_URL: 'redis://:pw@10.0.0.1:6379' },
+      stderr,
+    );
+    expect(written).toBe('');
   });
 });

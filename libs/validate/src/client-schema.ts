@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiKey, id } from './schema-fields';
 
 /**
  * The shapes of client identities in `edge.yaml` (docs/architecture.md, "Clients, priority and fair
@@ -13,19 +14,6 @@ export const MAX_PRIORITY = 1000;
 /** Largest `weight`: the fair-share order keeps tags to 1/512 of a request, so weights stay well apart. */
 export const MAX_WEIGHT = 100;
 
-/**
- * A key a client presents as `Authorization: Bearer <key>`: printable ASCII without spaces. HTTP
- * carries header values as ASCII and clients trim surrounding spaces, so any other key could never
- * match (README "Security").
- */
-export const apiKeySchema = z
-  .string()
-  .min(1, 'an API key cannot be empty')
-  .regex(
-    /^[\x21-\x7e]+$/,
-    'an API key must be printable ASCII without spaces (no accents or other non-ASCII characters, no surrounding or inner spaces): a client sends it in an HTTP header, so any other key could never match',
-  );
-
 /** An integer setting in [min, max]; every issue's fix names the range. */
 const intIn = (min: number, max: number, what: string) => {
   const fix = `write ${what} as a whole number from ${min} to ${max}`;
@@ -35,11 +23,9 @@ const intIn = (min: number, max: number, what: string) => {
 /** One entry of `gateway.clients`: an identity for one or more keys, with its band, weight and caps. */
 export const clientSchema = z.strictObject({
   /** The client's name in logs, `/status` and the `client` label of metrics; never a key. */
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  id,
   /** Bearer keys of this client (`${VAR}` friendly); each unique across the file. */
-  keys: z.array(apiKeySchema).min(1, 'give the client at least one key, e.g. keys: ["${TEAM_KEY}"]'),
+  keys: z.array(apiKey).min(1, 'give the client at least one key, e.g. keys: ["${TEAM_KEY}"]'),
   /** Band: higher is served first; negative is sheddable when a queue is full. @defaultValue 0 */
   priority: intIn(MIN_PRIORITY, MAX_PRIORITY, 'priority').default(0),
   /** Share of slots inside its band while backlogged, relative to other clients' weights. @defaultValue 1 */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { apiKeySchema as apiKey, clientSchema } from './client-schema';
+import { gatewaySchema } from './gateway-schema';
 import { isRedisUrl } from './listen-address';
+import { apiKey, httpUrl, id, listen, positiveMs } from './schema-fields';
 
 /**
  * The zod schema of `edge.yaml`, version 1 (docs/architecture.md, "Settings"; keys in README "Configuration"). Shapes only: rules that relate
@@ -19,113 +20,14 @@ export type PoolCategory = (typeof POOL_CATEGORIES)[number];
 /** `queue.max_queued` when the file sets none. */
 export const DEFAULT_MAX_QUEUED = 100;
 
-/** How the gateway runs CLI programs (`gateway.cli_sandbox`, README "Security"). */
-export const CLI_SANDBOXES = ['bwrap', 'none'] as const;
-export type CliSandboxMode = (typeof CLI_SANDBOXES)[number];
+export { CLI_SANDBOXES, type CliSandboxMode } from './gateway-schema';
 
 /** True when `category` is a pool category: its providers are queued and gated by `max_concurrency`. */
 export function isPoolCategory(category: string): category is PoolCategory {
   return (POOL_CATEGORIES as readonly string[]).includes(category);
 }
 
-const id = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit');
-
-/** `host:port`, e.g. `127.0.0.1:8080` or `[::1]:8080`. */
-const listen = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'write it as host:port, e.g. 127.0.0.1:8080')
-  .refine((text) => Number(text.slice(text.lastIndexOf(':') + 1)) <= 65535, 'the port must be from 0 to 65535');
-
-const httpUrl = z.url({ protocol: /^https?$/, error: 'write a full http:// or https:// URL' });
-const positiveMs = z.number().int().positive();
-
-/** A browser origin: `scheme://host[:port]`, no path, as browsers send it in `Origin`. */
-const origin = z
-  .string()
-  .regex(
-    /^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/,
-    'write an origin as scheme://host[:port], without a path or trailing slash, e.g. https://chat.example.com',
-  );
-
-export const gatewaySchema = z.strictObject({
-  /** @defaultValue 127.0.0.1:8080 */
-  listen: listen.default('127.0.0.1:8080'),
-  /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
-  api_keys: z.array(apiKey).default([]),
-  /**
-   * Named clients: keys with a band, a weight and caps (docs/architecture.md, "Clients, priority and
-   * fair share"). A key of `api_keys` is a client of default settings. @defaultValue []
-   */
-  clients: z.array(clientSchema).default([]),
-  /** @defaultValue 4194304 (4 MiB) */
-  max_body_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(4 * 1024 * 1024),
-  /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
-  request_timeout_ms: positiveMs.default(120_000),
-  /**
-   * A stream in which no byte moves for this long, in ms (the upstream sends nothing, or the client
-   * accepts nothing), is cut: the upstream call is aborted and the lease released. @defaultValue 60000
-   */
-  stream_idle_timeout_ms: positiveMs.default(60_000),
-  /**
-   * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams are
-   * passed through in constant memory and are not capped. @defaultValue 67108864 (64 MiB)
-   */
-  max_response_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(64 * 1024 * 1024),
-  /**
-   * Open client connections this process accepts at once; further connections are closed as they
-   * arrive, so slow or idle clients cannot use up the process's file descriptors. @defaultValue 4096
-   */
-  max_connections: z.number().int().positive().default(4096),
-  /**
-   * Longest a client may take to send a request's headers, in ms; a slower connection is closed
-   * (408). @defaultValue 10000
-   */
-  header_timeout_ms: positiveMs.default(10_000),
-  /**
-   * Longest a client may take to send a request's body once its headers are in, in ms; a slower
-   * connection is closed (408). @defaultValue 30000
-   */
-  body_timeout_ms: positiveMs.default(30_000),
-  /** Cross-origin (browser) access to the `/v1` API. */
-  cors: z
-    .strictObject({
-      /**
-       * Origins (`https://host[:port]`) whose pages may call the API from a browser; empty = no
-       * cross-origin access (no CORS headers, preflights refused). @defaultValue []
-       */
-      allowed_origins: z.array(origin).default([]),
-    })
-    .prefault({}),
-  /**
-   * Send `x-iop-node` and `x-iop-resource` (the node and provider that served) on answers; false
-   * drops both so clients learn nothing of the topology. @defaultValue true
-   */
-  topology_headers: z.boolean().default(true),
-  /**
-   * How CLI programs run (README "Security"): `bwrap` runs each in a bubblewrap sandbox with its
-   * own PID namespace and `/proc`, the filesystem read-only (but `/tmp` and its `HOME`), the config
-   * file and `/run/secrets` hidden, so it can read none of the gateway's secrets; when the sandbox
-   * does not work on the host, CLI models answer 502 and the gateway logs why. `none` runs programs
-   * as the gateway's own children, which can read its environment through `/proc`. Read at start.
-   * @defaultValue bwrap
-   */
-  cli_sandbox: z
-    .enum(CLI_SANDBOXES, {
-      error:
-        "use bwrap (the default: every CLI program in a sandbox) or none (only for programs you trust with the gateway's secrets)",
-    })
-    .default('bwrap'),
-});
+export { gatewaySchema } from './gateway-schema';
 
 export const queueSchema = z.strictObject({
   /**

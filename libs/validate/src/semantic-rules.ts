@@ -23,6 +23,7 @@ export interface SemanticProblem {
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
  *   already served by a catalog provider. Disabled providers count: the rule is about the file;
  * - clients: unique ids, a key names one client, caps a pool can reach (`checkClients`).
+ * - with `queue.cluster: true`, `queue.prefix` holds no `{` or `}` (hash tags are the gateway's own).
  */
 export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
   return [
@@ -31,6 +32,26 @@ export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
     ...routeTargets(config),
     ...modelPlacement(config),
     ...checkClients(config),
+    ...clusterPrefix(config),
+  ];
+}
+
+/**
+ * With `queue.cluster: true` the gateway puts its own hash tag on the keys of every pool (and
+ * `{health}`, `{replicas}`; docs/architecture.md, "Redis and Redis Cluster"), so `queue.prefix` holds
+ * no `{` or `}`: a tag there would take the place of the gateway's (every pool on one slot) and an
+ * empty or unbalanced one (`iop{}`) splits a pool's keys over slots, so every pooled request fails.
+ */
+function clusterPrefix(config: EdgeConfig): SemanticProblem[] {
+  const { prefix, cluster } = config.queue;
+  if (!cluster || !/[{}]/.test(prefix)) return [];
+  const plain = prefix.replace(/[{}]/g, '') || 'iop-edge';
+  return [
+    {
+      path: 'queue.prefix',
+      message: `queue.prefix "${prefix}" holds "{" or "}", but with queue.cluster: true the hash tags of the keys are the gateway's own (one per pool, so the pools spread over the shards)`,
+      fix: `remove the braces, e.g. prefix: ${plain}.`,
+    },
   ];
 }
 

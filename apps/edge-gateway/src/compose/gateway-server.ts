@@ -5,7 +5,6 @@ import { createServer, type Server } from 'node:http';
 import { answerContinue, applyServerLimits, SERVER_OPTIONS } from '../http/access/server-limits';
 
 /** How long idle keep-alive connections stay open, in ms: longer than the usual load balancer's 60 s idle timeout. */
-const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /** How often the drain closes the keep-alive connections that turned idle, in ms. */
 const IDLE_SWEEP_MS = 100;
 /** How long requests cut by the end of the drain get to write their 503 or error event before their connections close, in ms. */
@@ -24,7 +23,8 @@ export function createGatewayServer(app: Express, config: () => EdgeConfig): Ser
 }
 
 /**
- * Once `server` listens: sets its keep-alive time and registers its close hook, which after a
+ * Once `server` listens: registers its close hook (its keep-alive time comes from
+ * `gateway.keep_alive_timeout_ms`, `applyServerLimits`), which after a
  * drain finds the server closed and on a fatal error cuts every connection.
  * @returns the address it is bound to as `host:port`, for the log and the "listening on" line
  */
@@ -34,7 +34,6 @@ export function serverListening(server: Server, toClose: CloseList, fallback: st
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   });
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   const address = server.address();
   return typeof address === 'object' && address ? `${address.address}:${address.port}` : fallback;
 }

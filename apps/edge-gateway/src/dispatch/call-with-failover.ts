@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { PoolCandidate, Route } from '@iop/dispatch';
-import { failsOver, toClientError, UpstreamError } from '../errors';
+import { failsOver, FirstByteTimeout, toClientError, UpstreamError } from '../errors';
 import { acquireLease } from './acquire-lease';
 import type { AttemptSignals } from './attempt-signals';
 import { bookOutcome } from './book-outcome';
@@ -9,6 +9,7 @@ import type { TrialPick } from './claim-trial';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
 import { fenceLease } from './fence-lease';
+import { weighFirstByteTimeout } from './health-event';
 import { logStreamEnd, logUpstreamFailure } from './log-upstream';
 import { poolUnavailable } from './pool-unavailable';
 
@@ -57,6 +58,7 @@ export async function callWithFailover(
     const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
     const providerId = candidate.providerId;
     const unfence = fenceLease(lease, attempt);
+    let startedAt = performance.now();
     try {
       if (lease) {
         outcome.queueWaitMs = lease.queueWaitMs;
@@ -64,21 +66,32 @@ export async function callWithFailover(
       }
       const trial = candidate === pick.trial;
       const sent = pick.bodies.get(candidate.adapter.type) ?? body;
+      startedAt = performance.now();
       const result = await callUpstream(req, sent, { ...candidate, resourceId: providerId }, attempt, () => {
+        deps.firstBytes?.mark(providerId);
         void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
       });
       logStreamEnd(req, providerId, result);
       void bookOutcome(deps.health, providerId, { at: 'ended', trial, result });
       return;
-    } catch (err) {
-      if (!(err instanceof UpstreamError)) throw err;
+    } catch (thrown) {
+      if (!(thrown instanceof UpstreamError)) throw thrown;
+      // A first-byte timeout is the provider's failure only if it answered nobody meanwhile.
+      const err =
+        thrown instanceof FirstByteTimeout
+          ? weighFirstByteTimeout(thrown, startedAt, deps.firstBytes?.lastFirstByte(providerId))
+          : thrown;
       await bookOutcome(deps.health, providerId, { at: 'failed', error: err });
       const retry = failsOver(err) && tries === 0 && !res.headersSent && !attempts.clientGone;
       logUpstreamFailure(
         req,
         providerId,
         err,
-        retry ? 'upstream failed before the first byte; retrying on another provider' : 'upstream failed',
+        retry
+          ? 'upstream failed before the first byte; retrying on another provider'
+          : err.countsAgainstProvider || !(err instanceof FirstByteTimeout)
+            ? 'upstream failed'
+            : 'no first byte in time while the provider answered other requests: the request is too long for gateway.request_timeout_ms; not booked against the provider, not retried',
       );
       if (!retry) throw toClientError(err, requestId);
       outcome.failedOver = [...(outcome.failedOver ?? []), providerId];

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { ChatRequest, EmbeddingsRequest, ResponsesRequest } from '../adapters/adapter';
 import type { AdapterRegistry } from '../adapters/adapter-registry';
 import type { Endpoint } from '../adapters/request-fields';
+import type { FirstByteClock } from './first-byte-clock';
 
 /** The OpenAI endpoint a request came in on; picks the adapter method and its field table. */
 export type CompletionEndpoint = Endpoint;
@@ -19,6 +20,11 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Provider health (README "Provider health"): providers out of it are not candidates; request results are recorded. */
   health?: HealthStore;
+  /**
+   * When each pool provider last sent a first byte, to weigh first-byte timeouts (README "Provider
+   * health"); `createApp` makes one when absent. Without it every first-byte timeout counts.
+   */
+  firstBytes?: FirstByteClock;
   /** `previous_response_id` affinity for `/v1/responses` (README "Affinity"). */
   affinity?: ResponseAffinity;
   /**

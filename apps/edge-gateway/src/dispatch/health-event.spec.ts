@@ -7,7 +7,8 @@ import {
   upstreamError,
   upstreamTimeout,
 } from '../errors';
-import { healthEventOf, type AttemptOutcome } from './health-event';
+import { FirstByteTimeout } from '../errors';
+import { healthEventOf, weighFirstByteTimeout, type AttemptOutcome } from './health-event';
 
 const unreachable = upstreamError('The upstream could not be reached (ECONNREFUSED).', { detail: 'ECONNREFUSED' });
 const rateLimited = new UpstreamError({ code: 'rate_limit_exceeded', fields: { retryAfterS: 7 }, retryAfterS: 7 });
@@ -97,5 +98,23 @@ const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> =
 describe('healthEventOf: only what an upstream did counts against its provider', () => {
   it.each(cases)('%s', (_rule, attempt, event) => {
     expect(healthEventOf(attempt)).toEqual(event);
+  });
+});
+
+describe('weighFirstByteTimeout: a first-byte timeout counts only when the provider answered nobody meanwhile', () => {
+  const timeout = new FirstByteTimeout(100);
+  it.each([
+    ['never answered anyone', undefined, true],
+    ['last answered before this attempt started', 999, true],
+    ['answered another request at the moment it started', 1000, false],
+    ['answered another request meanwhile', 1050, false],
+  ] as const)('a provider that %s: counts %s', (_what, lastFirstByteAt, counts) => {
+    const weighed = weighFirstByteTimeout(timeout, 1000, lastFirstByteAt);
+    expect(weighed.countsAgainstProvider).toBe(counts);
+    expect(weighed.failsOver).toBe(counts);
+    expect(healthEventOf({ at: 'failed', error: weighed })).toEqual(
+      counts ? { kind: 'request', ok: false, reason: 'upstream_timeout' } : undefined,
+    );
+    expect([weighed.status, weighed.code]).toEqual([504, 'upstream_timeout']);
   });
 });

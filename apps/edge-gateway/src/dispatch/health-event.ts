@@ -1,5 +1,5 @@
 import type { HealthEvent } from '@iop/dispatch';
-import { UpstreamError } from '../errors';
+import { FirstByteTimeout, UpstreamError } from '../errors';
 import type { SendResult } from '../http/answer/send-upstream';
 
 /**
@@ -30,12 +30,32 @@ function failureEvent(err: UpstreamError): HealthEvent | undefined {
 }
 
 /**
+ * Weighs a first-byte timeout (README "Provider health"): it counts against the provider (booked,
+ * and failed over) only when the provider sent no first byte to ANY request since this attempt
+ * started. A provider that answered others meanwhile is alive, and the timeout is the request's own
+ * length (a non-streamed answer of many tokens sends nothing until it is done): the error is then
+ * returned with `counts: false`, so it is neither booked nor retried on a sibling, which would take
+ * as long. Probes are not evidence: an API that answers `/health` while generation hangs is not.
+ * @param attemptStartedAt `performance.now()` when the attempt's upstream call started.
+ * @param lastFirstByteAt the provider's latest first byte (`FirstByteClock`), undefined when never.
+ */
+export function weighFirstByteTimeout(
+  err: FirstByteTimeout,
+  attemptStartedAt: number,
+  lastFirstByteAt: number | undefined,
+): FirstByteTimeout {
+  const answeredMeanwhile = lastFirstByteAt !== undefined && lastFirstByteAt >= attemptStartedAt;
+  return answeredMeanwhile ? new FirstByteTimeout(err.ms, false) : err;
+}
+
+/**
  * What an attempt books against its provider's health: the one rule every booking asks
  * (docs/architecture.md, "Request path"; README "Provider health"). Only what the upstream did
  * counts:
  * - a failure that counts against the provider (`UpstreamError.countsAgainstProvider`: unreachable,
- *   reset, no first byte in time, 5xx, a stream gone silent or cut) is a failed request, before the
- *   first byte or after it;
+ *   reset, 5xx, a stream gone silent or cut, no first byte in time unless the provider answered
+ *   others meanwhile ({@link weighFirstByteTimeout})) is a failed request, before the first byte or
+ *   after it;
  * - an upstream 429 before the first byte backs the provider off for its `Retry-After`;
  * - an answer is a success: booked at its end, or at its first byte for a trial (so a half-open
  *   provider is back as soon as it answers); an upstream 4xx passed on before the first byte is the

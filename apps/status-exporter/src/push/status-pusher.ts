@@ -1,8 +1,12 @@
 import type { StatusSnapshot } from '@iop/status';
+import { redactUrl } from '@iop/validate';
 
 /** Options of {@link StatusPusher} (`status.push_url`, `status.interval_ms`, README "Configuration"). */
 export interface StatusPusherOptions {
-  /** Where to POST the snapshot (JSON). */
+  /**
+   * Where to POST the snapshot (JSON). A `user:password@` in it is sent as HTTP Basic auth (RFC 7617)
+   * and never appears in a log line; neither does a query value (a token).
+   */
   readonly url: string;
   /** Time between two pushes after a success, in ms (`status.interval_ms`). */
   readonly intervalMs: number;
@@ -35,7 +39,9 @@ export interface StatusPusherOptions {
  * each with a timeout; on failure (network error, timeout, non-2xx) exponential backoff, capped;
  * the next push is only scheduled once the previous one settled, so never more than one request
  * is in flight and slow receivers never pile requests up. With a `lock`, only the exporter that
- * holds it pushes. `close()` stops the timer and aborts the request in flight.
+ * holds it pushes. Redirects are not followed (a 3xx is a failure): the snapshot goes to the
+ * configured host only. Errors name the URL redacted (`redactUrl`). `close()` stops the timer and
+ * aborts the request in flight.
  */
 export class StatusPusher {
   private readonly timeoutMs: number;
@@ -44,6 +50,8 @@ export class StatusPusher {
   private inFlight: Promise<void> | undefined;
   private abort: AbortController | undefined;
   private closed = false;
+  /** The URL without its userinfo, the `authorization` header that carries it, and the form logs show. */
+  private readonly target: { url: string; headers: Record<string, string>; shown: string };
   /** Consecutive failed pushes (0 after a success). */
   consecutiveFailures = 0;
 
@@ -55,6 +63,7 @@ export class StatusPusher {
     if (!(this.timeoutMs > 0)) throw new Error('StatusPusher: timeoutMs must be a positive number of ms');
     if (!(this.maxBackoffMs >= options.intervalMs))
       throw new Error('StatusPusher: maxBackoffMs must be at least intervalMs');
+    this.target = pushTarget(options.url);
   }
 
   /** Pushes once now, then keeps pushing until `close()`. */
@@ -101,14 +110,17 @@ export class StatusPusher {
     const timeout = setTimeout(() => abort.abort(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
     try {
       const body = JSON.stringify(await this.options.snapshot());
-      const res = await fetch(this.options.url, {
+      const res = await fetch(this.target.url, {
         method: 'POST',
-        headers: { ...this.options.headers, 'content-type': 'application/json' },
+        headers: { ...this.options.headers, ...this.target.headers, 'content-type': 'application/json' },
         body,
         signal: abort.signal,
+        redirect: 'manual',
       });
       await res.arrayBuffer().catch(() => undefined);
-      if (!res.ok) throw new Error(`${this.options.url} answered ${res.status}`);
+      if (res.status >= 300 && res.status < 400)
+        throw new Error(`${this.target.shown} answered a redirect (${res.status}); redirects are not followed`);
+      if (!res.ok) throw new Error(`${this.target.shown} answered ${res.status}`);
       this.consecutiveFailures = 0;
     } catch (err) {
       if (this.closed) return;
@@ -121,4 +133,18 @@ export class StatusPusher {
       this.abort = undefined;
     }
   }
+}
+
+/** Splits a push URL's userinfo off into an HTTP Basic `authorization` header (RFC 7617). */
+function pushTarget(url: string): { url: string; headers: Record<string, string>; shown: string } {
+  const parsed = new URL(url);
+  const headers: Record<string, string> = {};
+  if (parsed.username !== '' || parsed.password !== '') {
+    const user = decodeURIComponent(parsed.username);
+    const password = decodeURIComponent(parsed.password);
+    headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    parsed.username = '';
+    parsed.password = '';
+  }
+  return { url: parsed.toString(), headers, shown: redactUrl(url) };
 }

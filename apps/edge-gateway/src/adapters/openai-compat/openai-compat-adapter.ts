@@ -1,7 +1,7 @@
 import { ERROR_CATALOG, catalogMessage } from '@iop/errors';
 import { redactUrl, type HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
-import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
+import { invalidRequest, responseTooLarge, UpstreamError, upstreamError } from '../../errors';
 import type {
   Adapter,
   ChatRequest,
@@ -205,14 +205,7 @@ export class OpenAiCompatAdapter implements Adapter {
 }
 
 const tooLarge = (limit: number, where: string, what: string) =>
-  upstreamError(
-    `The upstream's answer is larger than the gateway's limit of ${limit} bytes (gateway.max_response_bytes).`,
-    {
-      detail: `${where}: ${what}, over gateway.max_response_bytes ${limit}`,
-      counts: false,
-      failover: false,
-    },
-  );
+  responseTooLarge(limit, `${where}: ${what}, over gateway.max_response_bytes ${limit}`);
 
 /**
  * The whole body, at most `limit` bytes. @throws UpstreamError 502 (not booked) past `limit`, the

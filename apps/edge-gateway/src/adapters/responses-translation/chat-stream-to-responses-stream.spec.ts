@@ -205,6 +205,34 @@ describe('chatStreamToResponsesStream', () => {
     },
   );
 
+  it('fails with a 502 not booked once the text passes maxTextBytes, and stops reading the upstream', async () => {
+    let pulled = 0;
+    async function* endless(): AsyncGenerator<string> {
+      for (;;) {
+        pulled++;
+        yield chunk('é'.repeat(100)); // 200 bytes of UTF-8
+      }
+    }
+    const frames: string[] = [];
+    let error: unknown;
+    try {
+      for await (const frame of chatStreamToResponsesStream(endless(), 'public-name', 1000)) frames.push(frame);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toMatchObject({
+      status: 502,
+      code: 'upstream_error',
+      countsAgainstProvider: false,
+      failsOver: false,
+    });
+    expect((error as Error).message).toContain('gateway.max_response_bytes');
+    // Five deltas of 200 bytes fit, the sixth passes 1000: no closing frame follows.
+    expect(frames.filter((f) => f.includes('response.output_text.delta'))).toHaveLength(5);
+    expect(frames.some((f) => f.includes('response.completed'))).toBe(false);
+    expect(pulled).toBe(6);
+  });
+
   it('stops reading the upstream when its consumer stops', async () => {
     let finished = false;
     async function* endless(): AsyncGenerator<string> {

@@ -1,5 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { UpstreamError, upstreamError } from '../../errors';
+import { responseTooLarge, UpstreamError, upstreamError } from '../../errors';
 import {
   buildMessageItem,
   buildResponseObject,
@@ -9,6 +9,9 @@ import {
   usageFromChat,
   type ResponseUsage,
 } from './response-object';
+
+/** Deltas held one by one before they are joined into one flat string. */
+const HELD_DELTAS = 1024;
 
 /**
  * Translates a streamed chat completion (SSE `data: {chat.completion.chunk}` frames ending with
@@ -25,10 +28,18 @@ import {
  * Nothing is yielded before the upstream's first event, so a failure there is still a clean
  * error status for the client, and the gateway's time-to-first-byte bound still applies upstream.
  * Stopping the returned iterator early stops the upstream iterator (closing its connection or process).
+ *
+ * The closing events must each carry the whole text (the spec marks `text`, `part`, `item` and
+ * `response.output` required, and OpenAI's own streams send it four times); the `openai` clients
+ * take the final Response from `response.completed`. So the text is held until the end, and its
+ * size is bounded: past `maxTextBytes` (UTF-8) the stream fails with a 502 `upstream_error`, not
+ * booked ({@link responseTooLarge}), like a non-streamed answer over `gateway.max_response_bytes`:
+ * the client gets the error event, the upstream is stopped, and the state held stays under the cap.
  * @param chatSse the upstream body: bytes or text in any chunking, parsed with `eventsource-parser`.
  * @param model the public model name the client asked for.
- * @throws UpstreamError (after or instead of frames) when the upstream sends an error event or an
- *   `{"error": …}` payload ({@link inBandError}: a 4xx about the client's request, else 502), sends
+ * @param maxTextBytes the most text held for the closing events, in bytes (`gateway.max_response_bytes`).
+ * @throws UpstreamError (after or instead of frames) when the text passes `maxTextBytes` (502, not
+ *   booked); when the upstream sends an error event or an `{"error": …}` payload ({@link inBandError}: a 4xx about the client's request, else 502), sends
  *   data that is not JSON or ends without `[DONE]` (502; `[DONE]` ended by the end of the stream counts);
  *   an error thrown by `chatSse` itself is rethrown as it is. No completion frame follows a failure
  *   (docs/architecture.md, "HTTP surface": a failed stream never ends cleanly).
@@ -36,6 +47,7 @@ import {
 export async function* chatStreamToResponsesStream(
   chatSse: AsyncIterable<Uint8Array | string>,
   model: string,
+  maxTextBytes = Infinity,
 ): AsyncGenerator<string, void, undefined> {
   const responseId = newId('resp_');
   const itemId = newId('msg_');
@@ -71,7 +83,11 @@ export async function* chatStreamToResponsesStream(
   const pending: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => pending.push(event) });
   const decoder = new TextDecoder();
-  let text = '';
+  // The text so far, flat: deltas are joined every HELD_DELTAS, since a string grown by `+=` one
+  // token at a time keeps a node per token (several times the text's own size).
+  const held: string[] = [];
+  let recent: string[] = [];
+  let textBytes = 0;
   let finishReason: unknown = null;
   let usage: ResponseUsage | null = null;
   let sawDone = false;
@@ -90,7 +106,14 @@ export async function* chatStreamToResponsesStream(
       if (isRecord(choice)) {
         const delta = isRecord(choice.delta) ? choice.delta.content : undefined;
         if (typeof delta === 'string' && delta !== '') {
-          text += delta;
+          textBytes += Buffer.byteLength(delta);
+          if (textBytes > maxTextBytes)
+            throw responseTooLarge(maxTextBytes, `translated Responses stream: text over ${maxTextBytes} bytes`);
+          recent.push(delta);
+          if (recent.length >= HELD_DELTAS) {
+            held.push(recent.join(''));
+            recent = [];
+          }
           yield frame('response.output_text.delta', { ...textPosition, delta, logprobs: [] });
         }
         if (choice.finish_reason != null) finishReason = choice.finish_reason;
@@ -116,6 +139,7 @@ export async function* chatStreamToResponsesStream(
     });
 
   if (!started) yield* preamble();
+  const text = held.join('') + recent.join('');
   const { status, incompleteReason } = statusFromFinishReason(finishReason);
   const part = { type: 'output_text', text, annotations: [] };
   const item = buildMessageItem(itemId, text, status);

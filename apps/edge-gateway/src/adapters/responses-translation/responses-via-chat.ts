@@ -11,7 +11,8 @@ export type ChatCall = (req: ChatRequest, ctx: DispatchContext) => Promise<Upstr
  * Serves a Responses API call through an upstream that only speaks chat completions (README "Adapters"):
  * the request goes through {@link responsesToChat}, then `chat`, and its answer comes back as a
  * Response — a JSON chat completion through {@link chatCompletionToResponse}, an SSE chat stream
- * through {@link chatStreamToResponsesStream} — named after the public model `req.model`.
+ * through {@link chatStreamToResponsesStream}, its text held up to `ctx.maxResponseBytes` — named
+ * after the public model `req.model`.
  * @throws ApiError 400 from the request translation; whatever `chat` throws, unchanged;
  *   UpstreamError 502 when the chat answer is not JSON or not a chat completion.
  */
@@ -22,7 +23,9 @@ export async function responsesViaChat(
 ): Promise<UpstreamResponse> {
   const upstream = await chat(responsesToChat(req), ctx);
   if (upstream.kind === 'sse') {
-    return { kind: 'sse', status: upstream.status, body: chatStreamToResponsesStream(upstream.body, req.model) };
+    // The text the closing events carry is held up to gateway.max_response_bytes (README "Streaming").
+    const body = chatStreamToResponsesStream(upstream.body, req.model, ctx.maxResponseBytes);
+    return { kind: 'sse', status: upstream.status, body };
   }
   let parsed: unknown;
   try {

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'nod
 import type { Socket } from 'node:net';
 import { requestTooLarge } from '../../errors';
 import { requestIdFrom } from '../request/request-id';
+import { ConnectionSlots, type SlotLimits } from './connection-slots';
 
 /**
  * How often the server looks for connections past their header or body time, in ms. Node's
@@ -13,24 +14,45 @@ export const CONNECTION_CHECK_INTERVAL_MS = 250;
 /** Options for `http.createServer` so the time limits below are enforced at a useful granularity. */
 export const SERVER_OPTIONS: ServerOptions = { connectionsCheckingInterval: CONNECTION_CHECK_INTERVAL_MS };
 
+/** The settings {@link applyServerLimits} applies. */
+export type ServerLimitSettings = Pick<
+  GatewaySettings,
+  'max_connections' | 'max_connections_per_address' | 'keep_alive_timeout_ms' | 'header_timeout_ms' | 'body_timeout_ms'
+>;
+
+/** The slots of each server and the settings they read, installed by the first {@link applyServerLimits}. */
+const installed = new WeakMap<Server, { settings: ServerLimitSettings; slots: ConnectionSlots }>();
+
+/** The slot limits of `settings`: an address's share defaults to half of `max_connections`. */
+function slotLimits(settings: ServerLimitSettings): SlotLimits {
+  const max = settings.max_connections;
+  return { max, perAddress: settings.max_connections_per_address ?? Math.ceil(max / 2) };
+}
+
 /**
  * Applies the connection limits of README "Security" to the gateway's HTTP server, at start and on
- * every config reload (Node reads these on each check):
- * - `gateway.max_connections`: connections past it are closed as they arrive, so slow or idle
- *   clients cannot use up the process's file descriptors;
+ * every config reload (they are read on each connection or check):
+ * - `gateway.max_connections` and `gateway.max_connections_per_address` (default: half of
+ *   `max_connections`): {@link ConnectionSlots}; at the cap, or past an address's share, the oldest
+ *   idle keep-alive connection is closed to make room, and only when none is idle is the new
+ *   connection closed as it arrives;
+ * - `gateway.keep_alive_timeout_ms`: an idle keep-alive connection is closed after this long;
  * - `gateway.header_timeout_ms`: a request's headers must be in within this time (from the
  *   request's first byte; a fresh connection that sends nothing counts from its opening), else
  *   Node answers `408` and closes the connection;
  * - `gateway.body_timeout_ms`: the body then has this long more (the whole request is bounded by
  *   `header_timeout_ms + body_timeout_ms`), else `408` and the connection is closed.
- * Neither time bounds a response: a long stream runs on. Idle keep-alive connections are closed by
- * `keepAliveTimeout` (65 s), not by these.
+ * Neither time bounds a response: a long stream runs on.
  */
-export function applyServerLimits(
-  server: Server,
-  gateway: Pick<GatewaySettings, 'max_connections' | 'header_timeout_ms' | 'body_timeout_ms'>,
-): void {
-  server.maxConnections = gateway.max_connections;
+export function applyServerLimits(server: Server, gateway: ServerLimitSettings): void {
+  const current = installed.get(server);
+  if (current) current.settings = gateway;
+  else {
+    const slots = new ConnectionSlots(() => slotLimits(installed.get(server)?.settings ?? gateway));
+    installed.set(server, { settings: gateway, slots });
+    slots.attach(server);
+  }
+  server.keepAliveTimeout = gateway.keep_alive_timeout_ms;
   server.headersTimeout = gateway.header_timeout_ms;
   server.requestTimeout = gateway.header_timeout_ms + gateway.body_timeout_ms;
 }
@@ -94,6 +116,8 @@ export function answerContinue(
       return;
     }
     res.writeContinue();
+    // Comes as this event, not `request`: the connection is busy all the same.
+    installed.get(server)?.slots.busy(req.socket, res);
     app(req, res);
   });
 }

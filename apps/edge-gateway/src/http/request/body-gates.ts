@@ -1,8 +1,10 @@
+import type { GatewaySettings } from '@iop/validate';
 import type { RequestHandler } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { ApiError, clientClosed, invalidRequest, requestTooLarge } from '../../errors';
+import { ApiError, clientClosed, invalidRequest, requestTooLarge, tooManyValues } from '../../errors';
+import { JsonValueCounter } from './json-values';
 
 /** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
 export const unsupportedMediaType = (got: string | undefined) =>
@@ -29,19 +31,22 @@ export function truncateForMessage(text: string, max: number): string {
  * 2. a `Content-Length` over `gateway.max_body_bytes` is a `413 request_too_large` at once, from
  *    the header alone;
  * 3. the body is read ({@link readJsonBody}) and parsed into `req.body`; a body that passes the
- *    limit while it arrives (chunked, or compressed) is a 413 as soon as it does.
+ *    byte limit while it arrives (chunked, or compressed), or holds more than
+ *    `gateway.max_body_values` JSON values, is a 413 as soon as it does, before it is parsed.
  * Every refusal here is answered before the rest of the body is read, and the connection is then
- * closed (the error middleware sees the request incomplete). The limit is read per request so a
- * config refresh changes it.
+ * closed (the error middleware sees the request incomplete). The limits are read per request so a
+ * config refresh changes them.
  */
-export function completionBody(maxBodyBytes: () => number): RequestHandler {
+export function completionBody(
+  limits: () => Pick<GatewaySettings, 'max_body_bytes' | 'max_body_values'>,
+): RequestHandler {
   return (req, _res, next) => {
     const contentType = req.headers['content-type'];
     if (!isJson(contentType)) return next(unsupportedMediaType(contentType));
-    const limit = maxBodyBytes();
+    const { max_body_bytes: limit, max_body_values: maxValues } = limits();
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) return next(requestTooLarge(limit));
-    readJsonBody(req, limit).then((body) => {
+    readJsonBody(req, limit, maxValues).then((body) => {
       req.body = body;
       next();
     }, next);
@@ -70,13 +75,15 @@ function decoder(encoding: string): Transform | undefined {
 /**
  * Reads a request body as UTF-8 JSON, at most `limit` bytes, counted both as received and as
  * decoded (gzip, deflate, br), so neither a large upload nor a compression bomb is read past the
- * limit: the moment either count passes it, reading stops and the promise rejects with a 413.
- * An empty body is `{}`.
- * @throws ApiError 413 `request_too_large`; 400 `invalid_request_error` for a charset other than
+ * limit, and at most `maxValues` JSON values ({@link JsonValueCounter}, counted on the decoded
+ * bytes as they arrive, so `JSON.parse` never sees a body of more): the moment a count passes its
+ * limit, reading stops and the promise rejects with a 413. An empty body is `{}`.
+ * @throws ApiError 413 `request_too_large` (naming `gateway.max_body_bytes` or
+ *   `gateway.max_body_values`); 400 `invalid_request_error` for a charset other than
  *   UTF-8, an unknown encoding, a corrupt compressed body or invalid JSON; 499 when the client
  *   went away first.
  */
-export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage, limit: number, maxValues: number): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const contentType = req.headers['content-type'];
     // The common `application/json` names no charset: no regex for it.
@@ -101,6 +108,7 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       return;
     }
     const chunks: Buffer[] = [];
+    const values = new JsonValueCounter();
     let received = 0;
     let decoded = 0;
     let settled = false;
@@ -121,6 +129,7 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
     const onDecoded = (chunk: Buffer) => {
       decoded += chunk.length;
       if (decoded > limit) return stop(requestTooLarge(limit));
+      if (!values.feed(chunk, maxValues)) return stop(tooManyValues(maxValues));
       chunks.push(chunk);
     };
     const onEnd = () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { invalidRequest } from '../../errors';
 import type { ChatRequest, ResponsesRequest } from '../../adapters/adapter';
+import { firstErrorArray } from './first-error-array';
 import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from './json-depth';
 
 /** Roles of a chat message: the closed OpenAI set (README "Errors"); anything else is a 400 naming the message. */
@@ -17,49 +18,57 @@ export const modelField = z
   })
   .min(1, 'you must provide a model parameter');
 
-/** `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through (OpenAI API reference). */
+/**
+ * `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through
+ * (OpenAI API reference). Arrays are {@link firstErrorArray}s: checking stops at the first bad element.
+ */
 const chatRequestSchema = z.looseObject({
   model: modelField,
-  messages: z
-    .array(
-      z.looseObject({
-        role: z.enum(CHAT_ROLES, {
-          error: (issue) =>
-            typeof issue.input === 'string'
-              ? `role must be one of ${CHAT_ROLES.join(', ')}`
-              : 'each message needs a string role',
-        }),
-        content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
+  messages: firstErrorArray(
+    z.looseObject({
+      role: z.enum(CHAT_ROLES, {
+        error: (issue) =>
+          typeof issue.input === 'string'
+            ? `role must be one of ${CHAT_ROLES.join(', ')}`
+            : 'each message needs a string role',
       }),
-      { error: 'messages must be an array of {role, content} objects' },
-    )
-    .min(1, 'messages must contain at least one message'),
+      content: z
+        .union([
+          z.string(),
+          firstErrorArray(contentPart, { error: 'content must be a string or an array of parts' }),
+          z.null(),
+        ])
+        .optional(),
+    }),
+    {
+      error: 'messages must be an array of {role, content} objects',
+      min: 1,
+      minError: 'messages must contain at least one message',
+    },
+  ),
   stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
 });
 
-/** `POST /v1/responses` body (OpenAI API reference): `model` and `input` are what the gateway reads. */
-const responsesRequestSchema = z
-  .looseObject({
-    model: modelField,
-    input: z
-      .union([z.string(), z.array(z.looseObject({}))], { error: 'input must be a string or an array of input items' })
-      .optional(),
-    instructions: z.string().nullable().optional(),
-    stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
-  })
-  .superRefine((body, ctx) => {
-    if (!Array.isArray(body.input)) return;
-    body.input.forEach((item, i) => {
-      const role = (item as { role?: unknown }).role;
-      if (role !== undefined && !(RESPONSES_ROLES as readonly unknown[]).includes(role)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['input', i, 'role'],
-          message: `role must be one of ${RESPONSES_ROLES.join(', ')}`,
-        });
-      }
-    });
-  });
+/** A Responses input item: any object; a `role`, when present, one of the Responses roles. */
+const responsesInputItem = z.looseObject({
+  role: z.enum(RESPONSES_ROLES, { error: `role must be one of ${RESPONSES_ROLES.join(', ')}` }).optional(),
+});
+
+/**
+ * `POST /v1/responses` body (OpenAI API reference): `model` and `input` are what the gateway reads.
+ * `input` as an array is a {@link firstErrorArray}: checking stops at the first bad item.
+ */
+const responsesRequestSchema = z.looseObject({
+  model: modelField,
+  input: z
+    .union(
+      [z.string(), firstErrorArray(responsesInputItem, { error: 'input must be a string or an array of input items' })],
+      { error: 'input must be a string or an array of input items' },
+    )
+    .optional(),
+  instructions: z.string().nullable().optional(),
+  stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
+});
 
 /**
  * Checks a parsed body against `schema` (README "Errors"): a JSON object, nested at most

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { clientSchema } from './client-schema';
+import { apiKey, listen, positiveMs } from './schema-fields';
+
+/** How the gateway runs CLI programs (`gateway.cli_sandbox`, README "Security"). */
+export const CLI_SANDBOXES = ['bwrap', 'none'] as const;
+export type CliSandboxMode = (typeof CLI_SANDBOXES)[number];
+
+/** A browser origin: `scheme://host[:port]`, no path, as browsers send it in `Origin`. */
+const origin = z
+  .string()
+  .regex(
+    /^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/,
+    'write an origin as scheme://host[:port], without a path or trailing slash, e.g. https://chat.example.com',
+  );
+
+/** The `gateway:` section of `edge.yaml` (README "Configuration", "Security"). */
+export const gatewaySchema = z.strictObject({
+  /** @defaultValue 127.0.0.1:8080 */
+  listen: listen.default('127.0.0.1:8080'),
+  /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
+  api_keys: z.array(apiKey).default([]),
+  /**
+   * Named clients: keys with a band, a weight and caps (docs/architecture.md, "Clients, priority and
+   * fair share"). A key of `api_keys` is a client of default settings. @defaultValue []
+   */
+  clients: z.array(clientSchema).default([]),
+  /** @defaultValue 4194304 (4 MiB) */
+  max_body_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
+  /**
+   * Most JSON values a request body may hold, counted on its decoded bytes before it is parsed
+   * (an array element counts 1, an object member 10); more is a 413. Parsing and checking a body
+   * costs CPU per value, not per byte (a 3 KB gzip body can hold a million), so this bounds what one
+   * request can cost. 500000 fits the largest embeddings request OpenAI accepts (2048 inputs, 300k
+   * token ids in all). @defaultValue 500000
+   */
+  max_body_values: z.number().int().positive().default(500_000),
+  /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */
+  request_timeout_ms: positiveMs.default(120_000),
+  /**
+   * A stream in which no byte moves for this long, in ms (the upstream sends nothing, or the client
+   * accepts nothing), is cut: the upstream call is aborted and the lease released. @defaultValue 60000
+   */
+  stream_idle_timeout_ms: positiveMs.default(60_000),
+  /**
+   * Largest non-streamed answer read from an upstream, in bytes; a larger one is a 502. Streams
+   * passed through are not capped (constant memory); a Responses stream translated from chat holds
+   * at most this much text for its closing events, then ends with an error event. @defaultValue 67108864 (64 MiB)
+   */
+  max_response_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
+  /**
+   * Open client connections this process accepts at once, so slow or idle clients cannot use up the
+   * process's file descriptors: at the cap the oldest idle keep-alive connection is closed for a new
+   * one; when none is idle the new one is closed as it arrives. @defaultValue 4096
+   */
+  max_connections: z.number().int().positive().default(4096),
+  /**
+   * Open connections one remote address may hold at once; past it, that address's oldest idle
+   * keep-alive connection is closed for the new one, or the new one is refused. Behind a load
+   * balancer or proxy every connection comes from its address: set this to `max_connections`
+   * there. @defaultValue half of max_connections
+   */
+  max_connections_per_address: z.number().int().positive().optional(),
+  /**
+   * An idle keep-alive connection (no request in progress) is closed after this long, in ms. Behind
+   * a load balancer that reuses connections, set it above the balancer's own idle timeout.
+   * @defaultValue 5000
+   */
+  keep_alive_timeout_ms: positiveMs.default(5_000),
+  /**
+   * Longest a client may take to send a request's headers, in ms; a slower connection is closed
+   * (408). @defaultValue 10000
+   */
+  header_timeout_ms: positiveMs.default(10_000),
+  /**
+   * Longest a client may take to send a request's body once its headers are in, in ms; a slower
+   * connection is closed (408). @defaultValue 30000
+   */
+  body_timeout_ms: positiveMs.default(30_000),
+  /** Cross-origin (browser) access to the `/v1` API. */
+  cors: z
+    .strictObject({
+      /**
+       * Origins (`https://host[:port]`) whose pages may call the API from a browser; empty = no
+       * cross-origin access (no CORS headers, preflights refused). @defaultValue []
+       */
+      allowed_origins: z.array(origin).default([]),
+    })
+    .prefault({}),
+  /**
+   * Send `x-iop-node` and `x-iop-resource` (the node and provider that served) on answers; false
+   * drops both so clients learn nothing of the topology. @defaultValue true
+   */
+  topology_headers: z.boolean().default(true),
+  /**
+   * How CLI programs run (README "Security"): `bwrap` runs each in a bubblewrap sandbox with its
+   * own PID namespace and `/proc`, the filesystem read-only (but `/tmp` and its `HOME`), the config
+   * file and `/run/secrets` hidden, so it can read none of the gateway's secrets; when the sandbox
+   * does not work on the host, CLI models answer 502 and the gateway logs why. `none` runs programs
+   * as the gateway's own children, which can read its environment through `/proc`. Read at start.
+   * @defaultValue bwrap
+   */
+  cli_sandbox: z
+    .enum(CLI_SANDBOXES, {
+      error:
+        "use bwrap (the default: every CLI program in a sandbox) or none (only for programs you trust with the gateway's secrets)",
+    })
+    .default('bwrap'),
+});
