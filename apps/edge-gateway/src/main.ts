@@ -5,7 +5,7 @@
  * nowhere else, and registered in one close list that every way out uses.
  */
 import {
-  BullmqProviderQueue,
+  RedisProviderQueue,
   connectRedis,
   MemoryHealthStore,
   MemoryProviderQueue,
@@ -159,7 +159,7 @@ async function serve(cmd: Extract<GatewayCommand, { command: 'serve' }>): Promis
     else logger.warn(line, msg);
   };
   const queue: ProviderQueue = redis
-    ? new BullmqProviderQueue({ redisUrl: choice.redisUrl!, cluster, prefix: initial.queue.prefix, logger })
+    ? new RedisProviderQueue({ redisUrl: choice.redisUrl!, cluster, prefix: initial.queue.prefix, logger })
     : new MemoryProviderQueue();
   toClose.add('queue', () => queue.close());
   await queue.configure(queueProviders(initial));

@@ -88,7 +88,7 @@ describe('the exporter and two gateway replicas on one Redis agree (cluster-wide
       expect(res(s, 'llama-b').in_flight).toBe(upB.stats().current);
       expect([res(s, 'llama-a').in_flight, res(s, 'llama-b').in_flight]).toEqual([3, 2]);
       expect(res(s, 'llama-a').queued! + res(s, 'llama-b').queued!).toBe(2);
-      // Each replica's own /status shows the same cluster-wide counts (bullmq counts are shared).
+      // Each replica's own /status shows the same cluster-wide counts (Redis counts are shared).
       for (const g of gateways) {
         const own = (await (await fetch(`${g.url}/status`)).json()) as StatusSnapshot;
         expect(res(own, 'llama-a').in_flight).toBe(3);

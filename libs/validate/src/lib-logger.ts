@@ -1,5 +1,5 @@
 /**
- * The one logger shape every lib takes (`ConfigRuntime`, `BullmqProviderQueue`): pino's
+ * The one logger shape every lib takes (`ConfigRuntime`, `RedisProviderQueue`): pino's
  * `(obj, msg)` call, so a pino logger (or a child of one) fits as it is. `obj` carries the
  * structured fields of the line; an error goes in as `{ err }` (the Error object itself, which
  * pino's standard `err` serializer writes with its type, message and stack), never pasted into

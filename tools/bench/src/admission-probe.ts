@@ -1,4 +1,4 @@
-import { BullmqProviderQueue, MemoryProviderQueue, type ProviderQueue, type QueueProvider } from '@iop/dispatch';
+import { MemoryProviderQueue, RedisProviderQueue, type ProviderQueue, type QueueProvider } from '@iop/dispatch';
 import { silentLibLogger, type LibLogger } from '@iop/validate';
 import { percentile, spread, type Spread } from './stats';
 
@@ -21,7 +21,7 @@ export interface AdmissionRow {
 const IDLE: QueueProvider = { providerId: 'idle', maxConcurrency: 1000, maxQueued: 10_000 };
 const SATURATED: QueueProvider = { providerId: 'saturated', maxConcurrency: 4, maxQueued: 10_000 };
 
-/** Builds the replicas of one backend: 1 memory queue, or 1 or 3 BullMQ queues sharing a prefix. */
+/** Builds the replicas of one backend: 1 memory queue, or 1 or 3 Redis queues sharing a prefix. */
 async function openBackend(
   backend: AdmissionBackend,
   redisUrl: () => Promise<string>,
@@ -37,7 +37,7 @@ async function openBackend(
   };
   return Array.from(
     { length: backend === 'bullmq-3' ? 3 : 1 },
-    () => new BullmqProviderQueue({ redisUrl: url, prefix, logger: quiet }),
+    () => new RedisProviderQueue({ redisUrl: url, prefix, logger: quiet }),
   );
 }
 
@@ -77,7 +77,7 @@ async function saturatedRate(queues: ProviderQueue[], callers: number, seconds: 
 /**
  * Admission overhead of the `ProviderQueue` backends, in process (README "Benchmarks"): the cost of
  * acquireLease + release on an idle pool (median, p99) and the hand-off rate of a saturated one,
- * memory vs BullMQ with 1 and 3 replicas on one Redis. Rounds are interleaved (memory, bullmq-1,
+ * memory vs Redis with 1 and 3 replicas on one Redis. Rounds are interleaved (memory, bullmq-1,
  * bullmq-3, memory, …); each round opens fresh queues and warms them up first.
  */
 export async function runAdmission(

@@ -12,7 +12,7 @@ export const BENCH_MAX_CONCURRENCY = 2000;
 export interface BenchGatewayConfig {
   /** The fake upstream's OpenAI base URL, e.g. `http://127.0.0.1:PORT/v1`. */
   upstreamUrl: string;
-  /** Queue backend (README "Queue backend"): `memory` (one process) or `redis` (BullMQ). */
+  /** Queue backend (README "Queue backend"): `memory` (one process) or `redis` (exact across replicas). */
   backend: 'memory' | 'redis';
   /** Redis key prefix, so gateway groups on one redis-server do not share queues. @defaultValue 'iop-bench' */
   prefix?: string;

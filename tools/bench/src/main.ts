@@ -331,7 +331,7 @@ async function main(): Promise<number> {
       );
     }
     if (opts.scenarios.includes('admission')) {
-      log('admission: acquireLease + release in process, memory vs BullMQ (1 and 3 replicas)');
+      log('admission: acquireLease + release in process, memory vs Redis (1 and 3 replicas)');
       results.admission = await runAdmission(
         { rounds: opts.rounds, seconds: opts.seconds, cycles: opts.quick ? 500 : 2000 },
         () => launcher.redis(),

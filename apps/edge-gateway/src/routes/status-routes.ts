@@ -19,7 +19,7 @@ export interface StatusRouteDeps {
 /**
  * This replica's status surface (docs/architecture.md, "Status model", "HTTP surface"):
  * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
- *   `counts()` (process-local for the memory backend, cluster-wide for bullmq; `null` counts when
+ *   `counts()` (process-local for the memory backend, cluster-wide for redis; `null` counts when
  *   there is no queue or it cannot answer now);
  * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
  * Builds no I/O of its own: it only reads the queue when a request asks. `auth` runs first on both

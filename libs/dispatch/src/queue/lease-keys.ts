@@ -1,6 +1,6 @@
 /**
  * Redis key and channel layout of the Redis `ProviderQueue` backend (docs/architecture.md,
- * "Lease protocol"). Every key of one provider, and of every provider that can be a candidate of
+ * "Key layout"). Every key of one provider, and of every provider that can be a candidate of
  * the same request, shares one hash tag (`{<shardTag>}`), so an admission script touches one Redis
  * Cluster slot; providers of unrelated pools may live on other shards.
  *
@@ -22,6 +22,15 @@
  * replica whose process died is told apart from one that is only stalled (`CLIENT LIST`).
  * Health records: `<prefix>:{health}:<providerId>` (hash); response affinity:
  * `<prefix>:affinity:<responseId>` (string, single-key, any slot).
+ *
+ * BullMQ compatibility (docs/architecture.md, "Lease protocol"), and all it means: each provider's
+ * waiting requests and leases are kept in BullMQ's key layout for a queue named `provider.<id>` under
+ * the BullMQ prefix `<prefix>:{<tag>}` (`queueName`, `tagBase`): a waiting request is a job in `wait`,
+ * a lease a job in `active`, each job a hash with BullMQ's fields. So BullMQ's own
+ * `Queue.getJobCounts()`, `getWaiting()` and `getActive()` read the numbers admission decides on
+ * (`in_flight` = LLEN `active`, `queued` = LLEN `wait`), and a test pins that against BullMQ. Nothing
+ * else of BullMQ is used: no BullMQ worker ever runs on these queues, the Lua scripts make every grant,
+ * and production code never imports BullMQ.
  */
 export class LeaseKeys {
   /**

@@ -51,7 +51,7 @@ export interface ProviderCounts {
 
 /**
  * Admission control for provider pools (docs/architecture.md, "Admission"). Two backends pass one contract suite
- * (`provider-queue.contract.ts`): `memory` (one process) and `bullmq` (exact across replicas).
+ * (`provider-queue.contract.ts`): `memory` (one process) and `redis` (exact across replicas).
  * Only provider-pool requests reach it; direct routes never call it (`entersQueue`).
  */
 export interface ProviderQueue {
@@ -69,9 +69,9 @@ export interface ProviderQueue {
    * @throws AdmissionError `queue_full`, `queue_timeout`, `queue_unavailable`, `no_available_provider`, `client_aborted`.
    */
   acquireLease(request: LeaseRequest): Promise<Lease>;
-  /** Counts for the given providers (every configured one when omitted). Exact across replicas for bullmq. */
+  /** Counts for the given providers (every configured one when omitted). Exact across replicas for redis. */
   counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>>;
-  /** True when the backend can admit now (Redis reachable for bullmq); feeds `/readyz`. */
+  /** True when the backend can admit now (Redis reachable for redis); feeds `/readyz`. */
   isReady(): Promise<boolean>;
   /** Stops admitting, fails this process's waiting requests, releases nothing it does not own, closes connections and timers. */
   close(): Promise<void>;

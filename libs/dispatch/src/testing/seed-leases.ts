@@ -1,10 +1,10 @@
 import { silentLibLogger } from '@iop/validate';
-import { BullmqProviderQueue } from '../queue/bullmq-queue';
+import { RedisProviderQueue } from '../queue/redis/redis-provider-queue';
 import { waitUntil } from './wait-until';
 
 /**
  * Puts `active` held leases and `waiting` queued requests on one provider in Redis, the way a
- * gateway replica would (a real `BullmqProviderQueue` with `max_concurrency = active`), for
+ * gateway replica would (a real `RedisProviderQueue` with `max_concurrency = active`), for
  * readers such as the status exporter; `cluster` for a Redis Cluster seed URL and the provider's shard tag.
  * Resolves a function that releases everything and closes.
  * @throws when `waiting > 0` with `active < 1` (nothing can queue in front of a free slot).
@@ -18,7 +18,7 @@ export async function seedLeases(
   cluster?: { shardTag: string },
 ): Promise<() => Promise<void>> {
   if (waiting > 0 && active < 1) throw new Error('seedLeases: waiting requests need at least one active lease');
-  const queue = new BullmqProviderQueue({ redisUrl, prefix, cluster: cluster !== undefined, logger: silentLibLogger });
+  const queue = new RedisProviderQueue({ redisUrl, prefix, cluster: cluster !== undefined, logger: silentLibLogger });
   const provider = {
     providerId,
     maxConcurrency: Math.max(1, active),

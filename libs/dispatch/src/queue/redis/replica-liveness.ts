@@ -1,5 +1,5 @@
-import type { QueueLogger } from './bullmq-options';
-import type { LeaseStore } from './lease-store';
+import type { QueueLogger } from './redis-queue-options';
+import type { LeaseStore } from '../lease-store';
 
 /**
  * One replica's side of "who is alive" (docs/architecture.md, "Dead replicas" and "Redis restarts"):

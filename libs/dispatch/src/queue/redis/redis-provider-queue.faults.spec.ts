@@ -1,14 +1,12 @@
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { scanKeys, startRedis, uniquePrefix, type TestRedis } from '../testing';
-import type { AdmissionError } from './admission-error';
-import { BullmqProviderQueue } from './bullmq-queue';
-import type { BullmqProviderQueueOptions } from './bullmq-options';
-import { DEFAULT_SHARD_TAG } from './lease-keys';
-import { readLeaseCounts } from './lease-store';
-import { MemoryProviderQueue } from './memory-queue';
-import { describeProviderQueueContract, waitUntil } from './provider-queue.contract';
-import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from './provider-queue';
+import { scanKeys, startRedis, uniquePrefix, type TestRedis } from '../../testing';
+import type { AdmissionError } from '../admission-error';
+import { RedisProviderQueue } from './redis-provider-queue';
+import type { RedisProviderQueueOptions } from './redis-queue-options';
+import { DEFAULT_SHARD_TAG } from '../lease-keys';
+import { readLeaseCounts } from '../lease-store';
+import { waitUntil } from '../provider-queue.contract';
+import type { Lease, LeaseRequest, QueueProvider } from '../provider-queue';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -20,11 +18,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-function makeQueue(prefix: string, extra: Partial<BullmqProviderQueueOptions> = {}): BullmqProviderQueue {
-  return new BullmqProviderQueue({ redisUrl: redis.url, prefix, logger: silent, ...extra });
+function makeQueue(prefix: string, extra: Partial<RedisProviderQueueOptions> = {}): RedisProviderQueue {
+  return new RedisProviderQueue({ redisUrl: redis.url, prefix, logger: silent, ...extra });
 }
-
-describeProviderQueueContract('bullmq', async () => makeQueue(uniquePrefix('contract')));
 
 const provider = (providerId: string, maxConcurrency: number, maxQueued = 1000): QueueProvider => ({
   providerId,
@@ -38,129 +34,8 @@ const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {})
   ...extra,
 });
 
-/** Fires `n` acquireLease calls at once over `queues` (round robin); resolves granted leases, queued promises and refusals. */
-async function burst(queues: ProviderQueue[], n: number, candidates: QueueProvider[], maxWaitMs = 20_000) {
-  const granted: Lease[] = [];
-  const refused: string[] = [];
-  const all = Array.from({ length: n }, (_, i) =>
-    queues[i % queues.length].acquireLease(request(candidates, { maxWaitMs })).then(
-      (lease) => void granted.push(lease),
-      (e: AdmissionError) => void refused.push(e.code),
-    ),
-  );
-  return { granted, refused, all };
-}
-
-describe('BullmqProviderQueue admission is one atomic step', () => {
-  const open: ProviderQueue[] = [];
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((q) => q.close()));
-  });
-
-  /** Providers a (max 2) and b (max 3), max_queued 50, one model; `n` requests at once; counts once all are placed. */
-  async function placement(queues: ProviderQueue[], n: number) {
-    const a = provider('a', 2, 50);
-    const b = provider('b', 3, 50);
-    await Promise.all(queues.map((q) => q.configure([a, b])));
-    const { granted, refused } = await burst(queues, n, [a, b]);
-    const admitted = Math.min(n, 105);
-    await waitUntil(() => refused.length === n - admitted, 5000, `${n - admitted} refusals`);
-    await waitUntil(
-      async () => {
-        const c = await queues[0].counts(['a', 'b']);
-        return c.get('a')!.inFlight + c.get('a')!.queued + c.get('b')!.inFlight + c.get('b')!.queued === admitted;
-      },
-      5000,
-      'every admitted request to be counted',
-    );
-    const counts = Object.fromEntries([...(await queues[0].counts(['a', 'b']))]);
-    const result = { counts, granted: granted.length, refused: [...refused] };
-    for (const q of queues) await q.close();
-    return result;
-  }
-
-  it('gives a burst of 120 into one replica exactly what the memory backend gives: 2+50, 3+50, 15 × queue_full', async () => {
-    const memory = await placement([new MemoryProviderQueue()], 120);
-    const q = makeQueue(uniquePrefix('burst120'));
-    open.push(q);
-    const redisResult = await placement([q], 120);
-    expect(memory.counts).toEqual({ a: { inFlight: 2, queued: 50 }, b: { inFlight: 3, queued: 50 } });
-    expect(redisResult.counts).toEqual(memory.counts);
-    expect(redisResult.refused).toEqual(Array(15).fill('queue_full'));
-    expect(redisResult.granted).toBe(5);
-  });
-
-  it('places a burst of 30 least-loaded as the memory backend does (10 and 15 queued), on one replica and across three', async () => {
-    const memory = await placement([new MemoryProviderQueue()], 30);
-    expect(memory.counts).toEqual({ a: { inFlight: 2, queued: 10 }, b: { inFlight: 3, queued: 15 } });
-    const one = makeQueue(uniquePrefix('burst30'));
-    open.push(one);
-    expect((await placement([one], 30)).counts).toEqual(memory.counts);
-    const prefix = uniquePrefix('burst30x3');
-    const three = [makeQueue(prefix), makeQueue(prefix), makeQueue(prefix)];
-    open.push(...three);
-    expect((await placement(three, 30)).counts).toEqual(memory.counts);
-  });
-
-  it('admits exactly 1 running + 1 queued of 6 simultaneous requests over 3 replicas (max_concurrency 1, max_queued 1)', async () => {
-    const prefix = uniquePrefix('tiny');
-    const queues = [makeQueue(prefix), makeQueue(prefix), makeQueue(prefix)];
-    open.push(...queues);
-    const p = provider('p', 1, 1);
-    await Promise.all(queues.map((q) => q.configure([p])));
-    const { granted, refused } = await burst(queues, 6, [p]);
-    await waitUntil(() => refused.length === 4, 5000, '4 refusals');
-    expect(refused).toEqual(Array(4).fill('queue_full'));
-    expect(granted).toHaveLength(1);
-    expect((await queues[0].counts(['p'])).get('p')).toEqual({ inFlight: 1, queued: 1 });
-    await granted[0].release();
-    await waitUntil(() => granted.length === 2, 5000, 'the queued request to be granted');
-    await granted[1].release();
-  });
-});
-
-describe('BullmqProviderQueue keeps BullMQ as the queue', () => {
-  it('matches BullMQ getJobCounts and getJobs: leases are active jobs, waiting requests are waiting jobs in FIFO order', async () => {
-    const prefix = uniquePrefix('pin');
-    const q = makeQueue(prefix);
-    const a = provider('a', 2);
-    await q.configure([a]);
-    const leases = [await q.acquireLease(request([a])), await q.acquireLease(request([a]))];
-    const waiting = [0, 1, 2].map(() => q.acquireLease(request([a])));
-    await waitUntil(async () => (await q.counts(['a'])).get('a')?.queued === 3, 5000, '3 waiting');
-    const bull = new Queue(q.keys.queueName('a'), {
-      connection: { url: redis.url },
-      prefix: q.keys.tagBase(DEFAULT_SHARD_TAG),
-    });
-    try {
-      expect(await bull.getJobCounts('active', 'wait', 'prioritized', 'delayed')).toEqual({
-        active: 2,
-        wait: 3,
-        prioritized: 0,
-        delayed: 0,
-      });
-      const jobs = await bull.getWaiting();
-      expect(jobs.map((j) => j.name)).toEqual(['lease', 'lease', 'lease']);
-      // BullMQ lists waiting jobs oldest first: the order they are granted in.
-      const ids = jobs.map((j) => Number(j.id!.split('.').pop()));
-      expect(ids).toEqual([...ids].sort((x, y) => x - y));
-      expect(jobs[0].data).toMatchObject({ origin: q.replicaId, model: 'llama' });
-      expect((await bull.getActive()).map((j) => j.name)).toEqual(['lease', 'lease']);
-      await leases[0].release();
-      const next = await waiting[0];
-      expect(await bull.getJobCounts('active', 'wait')).toEqual({ active: 2, wait: 2 });
-      await Promise.all([leases[1].release(), next.release()]);
-      for (const w of waiting.slice(1)) await (await w).release();
-      expect(await bull.getJobCounts('active', 'wait')).toEqual({ active: 0, wait: 0 });
-    } finally {
-      await bull.close();
-      await q.close();
-    }
-  });
-});
-
-describe('BullmqProviderQueue fencing and dead replicas', () => {
-  const open: BullmqProviderQueue[] = [];
+describe('RedisProviderQueue fencing and dead replicas', () => {
+  const open: RedisProviderQueue[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((q) => q.close()));
   });
@@ -238,7 +113,7 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
 
   it('costs at most 25 Redis commands per pooled request, scripts and their inner commands counted', async () => {
     const own = await startRedis({ forceOwn: true });
-    const q = new BullmqProviderQueue({ redisUrl: own.url, prefix: uniquePrefix('cost'), logger: silent });
+    const q = new RedisProviderQueue({ redisUrl: own.url, prefix: uniquePrefix('cost'), logger: silent });
     const admin = new Redis(own.url);
     try {
       const [a, b] = [provider('a', 4), provider('b', 4)];
@@ -262,9 +137,9 @@ describe('BullmqProviderQueue fencing and dead replicas', () => {
   });
 });
 
-describe('BullmqProviderQueue when Redis fails', () => {
+describe('RedisProviderQueue when Redis fails', () => {
   let own: TestRedis;
-  const open: BullmqProviderQueue[] = [];
+  const open: RedisProviderQueue[] = [];
   beforeEach(async () => {
     own = await startRedis({ forceOwn: true });
   });
@@ -275,8 +150,8 @@ describe('BullmqProviderQueue when Redis fails', () => {
       await own.stop();
     }
   }, 15_000);
-  const make = (prefix: string, extra: Partial<BullmqProviderQueueOptions> = {}) => {
-    const q = new BullmqProviderQueue({ redisUrl: own.url, prefix, logger: silent, ...extra });
+  const make = (prefix: string, extra: Partial<RedisProviderQueueOptions> = {}) => {
+    const q = new RedisProviderQueue({ redisUrl: own.url, prefix, logger: silent, ...extra });
     open.push(q);
     return q;
   };

@@ -1,10 +1,10 @@
-import { startRedisCluster, uniquePrefix, type TestRedisCluster } from '../testing';
-import type { AdmissionError } from './admission-error';
-import { BullmqProviderQueue } from './bullmq-queue';
-import { readLeaseCounts } from './lease-store';
-import { waitUntil } from './provider-queue.contract';
-import type { Lease, LeaseRequest, QueueProvider } from './provider-queue';
-import { connectRedis, masterNodes, type RedisClient } from './redis-connection';
+import { startRedisCluster, uniquePrefix, type TestRedisCluster } from '../../testing';
+import type { AdmissionError } from '../admission-error';
+import { RedisProviderQueue } from './redis-provider-queue';
+import { readLeaseCounts } from '../lease-store';
+import { waitUntil } from '../provider-queue.contract';
+import type { Lease, LeaseRequest, QueueProvider } from '../provider-queue';
+import { connectRedis, masterNodes, type RedisClient } from '../redis-connection';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -27,8 +27,8 @@ const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {})
   ...extra,
 });
 
-describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
-  const open: BullmqProviderQueue[] = [];
+describe('RedisProviderQueue on a real 3-master Redis Cluster', () => {
+  const open: RedisProviderQueue[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((q) => q.close()));
   });
@@ -36,7 +36,7 @@ describe('BullmqProviderQueue on a real 3-master Redis Cluster', () => {
     const queues = Array.from(
       { length: n },
       (_, i) =>
-        new BullmqProviderQueue({
+        new RedisProviderQueue({
           redisUrl: cluster.urls[i % cluster.urls.length],
           cluster: true,
           prefix,

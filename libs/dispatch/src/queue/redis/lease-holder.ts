@@ -1,7 +1,7 @@
-import { AdmissionError } from './admission-error';
-import type { QueueLogger } from './bullmq-options';
-import type { LeaseStore, StoredProvider } from './lease-store';
-import type { Lease } from './provider-queue';
+import { AdmissionError } from '../admission-error';
+import type { QueueLogger } from './redis-queue-options';
+import type { LeaseStore, StoredProvider } from '../lease-store';
+import type { Lease } from '../provider-queue';
 
 /** A lease this replica holds for one of its requests. */
 interface HeldLease {
@@ -14,7 +14,7 @@ interface HeldLease {
   released: boolean;
 }
 
-/** Timing of the holder side, in ms (see `BullmqProviderQueueOptions`). */
+/** Timing of the holder side, in ms (see `RedisProviderQueueOptions`). */
 export interface LeaseHolderTiming {
   readonly leaseTtlMs: number;
   readonly fenceMarginMs: number;

@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
  */
 export type QueueLogger = LibLogger;
 
-/** Options of `BullmqProviderQueue` (docs/architecture.md, "Lease protocol"). */
-export interface BullmqProviderQueueOptions {
+/** Options of `RedisProviderQueue` (docs/architecture.md, "Lease protocol"). */
+export interface RedisProviderQueueOptions {
   /** Redis to use, e.g. `redis://127.0.0.1:6379` or `rediss://user:pass@host:6380` (`queue.redis_url`). */
   readonly redisUrl: string;
   /** Key prefix shared by every replica of one deployment (`queue.prefix`); no `:` at the end. */
@@ -80,19 +80,19 @@ export interface BullmqProviderQueueOptions {
 }
 
 /** Options with every default applied. */
-export type ResolvedBullmqOptions = Required<BullmqProviderQueueOptions>;
+export type ResolvedRedisQueueOptions = Required<RedisProviderQueueOptions>;
 
 /**
- * Applies the defaults of `BullmqProviderQueueOptions` and checks every value.
+ * Applies the defaults of `RedisProviderQueueOptions` and checks every value.
  * @throws Error naming the option and the accepted range.
  */
-export function resolveBullmqOptions(options: BullmqProviderQueueOptions): ResolvedBullmqOptions {
-  if (!options.redisUrl) throw new Error('BullmqProviderQueue: redisUrl is required (e.g. redis://127.0.0.1:6379)');
+export function resolveRedisQueueOptions(options: RedisProviderQueueOptions): ResolvedRedisQueueOptions {
+  if (!options.redisUrl) throw new Error('RedisProviderQueue: redisUrl is required (e.g. redis://127.0.0.1:6379)');
   if (!options.prefix || options.prefix.endsWith(':')) {
-    throw new Error('BullmqProviderQueue: prefix must be a non-empty string without a trailing ":"');
+    throw new Error('RedisProviderQueue: prefix must be a non-empty string without a trailing ":"');
   }
   const leaseTtlMs = options.leaseTtlMs ?? 2000;
-  const resolved: ResolvedBullmqOptions = {
+  const resolved: ResolvedRedisQueueOptions = {
     redisUrl: options.redisUrl,
     prefix: options.prefix,
     cluster: options.cluster ?? false,
@@ -108,7 +108,7 @@ export function resolveBullmqOptions(options: BullmqProviderQueueOptions): Resol
     logger: options.logger ?? consoleLibLogger,
   };
   if (!/^[A-Za-z0-9_-]+$/.test(resolved.replicaId)) {
-    throw new Error('BullmqProviderQueue: replicaId must be letters, digits, "_" or "-"');
+    throw new Error('RedisProviderQueue: replicaId must be letters, digits, "_" or "-"');
   }
   const positive = [
     'leaseTtlMs',
@@ -123,20 +123,20 @@ export function resolveBullmqOptions(options: BullmqProviderQueueOptions): Resol
   for (const key of positive) {
     const value = resolved[key];
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-      throw new Error(`BullmqProviderQueue: ${key} must be a positive number of ms, got ${String(value)}`);
+      throw new Error(`RedisProviderQueue: ${key} must be a positive number of ms, got ${String(value)}`);
     }
   }
   if (resolved.renewIntervalMs * 3 > resolved.leaseTtlMs) {
     throw new Error(
-      'BullmqProviderQueue: renewIntervalMs must be at most leaseTtlMs / 3, or a short stall fences live leases',
+      'RedisProviderQueue: renewIntervalMs must be at most leaseTtlMs / 3, or a short stall fences live leases',
     );
   }
   if (resolved.fenceMarginMs + resolved.renewIntervalMs >= resolved.leaseTtlMs) {
-    throw new Error('BullmqProviderQueue: fenceMarginMs + renewIntervalMs must stay below leaseTtlMs');
+    throw new Error('RedisProviderQueue: fenceMarginMs + renewIntervalMs must stay below leaseTtlMs');
   }
   if (resolved.restartBarrierMs <= resolved.leaseTtlMs) {
     throw new Error(
-      'BullmqProviderQueue: restartBarrierMs must exceed leaseTtlMs, or a live holder cannot register again in time',
+      'RedisProviderQueue: restartBarrierMs must exceed leaseTtlMs, or a live holder cannot register again in time',
     );
   }
   return resolved;

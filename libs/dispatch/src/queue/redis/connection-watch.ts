@@ -1,0 +1,119 @@
+import { queueUnavailable } from '../admission-errors';
+import type { RedisClient } from '../redis-connection';
+import type { QueueLogger } from './redis-queue-options';
+import { withTimeout } from './with-timeout';
+
+/** What a `ConnectionWatch` watches and whom it tells. */
+export interface ConnectionWatchOptions {
+  /** The fail-fast connection every command and script goes through; its `ready` starts the reconnect check. */
+  readonly commands: RedisClient;
+  /** The grant subscriber: its errors count as outage signs too. */
+  readonly subscriber: RedisClient;
+  readonly logger: QueueLogger;
+  /** Longest an admission waits for the (re)connect check, in ms (`commandTimeoutMs`). */
+  readonly commandTimeoutMs: number;
+  /** How long Redis may stay silent before waiting requests fail, in ms (`leaseTtlMs - fenceMarginMs`). */
+  readonly silenceLimitMs: number;
+  /** Runs on every (re)connect before admissions resume (`RestartRecovery.onReconnect`). */
+  readonly onReconnect: () => Promise<void>;
+  /** True once the queue closed or crashed: nothing is logged any more. */
+  readonly isClosed: () => boolean;
+}
+
+/**
+ * Whether this replica can reach Redis (docs/architecture.md, "Fencing"; README "Fleet mode"): follows
+ * the connections' `ready`, `close` and `error` events, logs an outage once when it starts and once when
+ * it ends, holds admissions back until the reconnect check ran, and keeps the time Redis last answered
+ * (`reachedAt`, monotonic clock) so a waiting request does not outwait an outage.
+ */
+export class ConnectionWatch {
+  private outage = false;
+  /** `performance.now()` when this replica's liveness refresh last succeeded: Redis answered then. */
+  private reachedAt = performance.now();
+  /** The check of the last (re)connect; admissions wait for it. */
+  private reconnectCheck: Promise<void> = Promise.resolve();
+  private readonly firstConnection: Promise<void>;
+
+  constructor(private readonly opts: ConnectionWatchOptions) {
+    const { commands, subscriber, logger } = opts;
+    let markFirstConnection: () => void = () => undefined;
+    this.firstConnection = new Promise<void>((resolve) => (markFirstConnection = resolve));
+    commands.on('error', (e: Error) => this.onRedisError('commands', e));
+    subscriber.on('error', (e: Error) => this.onRedisError('subscriber', e));
+    commands.on('ready', () => {
+      this.reconnectCheck = opts
+        .onReconnect()
+        .then(() => {
+          if (this.outage) logger.info({}, 'redis queue: Redis reachable again');
+          this.outage = false;
+        })
+        .catch((e: unknown) => logger.warn({ err: e }, 'redis queue: reconnect check failed'))
+        .finally(() => markFirstConnection());
+    });
+    commands.on('close', () => this.markOutage('connection closed'));
+  }
+
+  /** True while the command connection is up. */
+  connected(): boolean {
+    return this.opts.commands.status === 'ready';
+  }
+
+  /** Resolves once the first connection's check ran, or after `commandTimeoutMs`; never rejects. */
+  waitForFirstConnection(): Promise<void> {
+    return withTimeout(this.firstConnection, this.opts.commandTimeoutMs).catch(() => undefined);
+  }
+
+  /**
+   * Resolves when an admission may run now: connected (waiting up to `commandTimeoutMs` for the first
+   * connection) and the last reconnect check done.
+   * @throws AdmissionError `queue_unavailable` when Redis is not connected or the check does not end in time.
+   */
+  async admissible(): Promise<void> {
+    if (!this.connected()) {
+      await this.waitForFirstConnection();
+      if (!this.connected()) throw queueUnavailable('Redis is not connected');
+    }
+    await withTimeout(this.reconnectCheck, this.opts.commandTimeoutMs).catch((e: unknown) => {
+      throw queueUnavailable(e);
+    });
+  }
+
+  /** Redis answered a command sent at `sentAt` (`performance.now()`). */
+  reached(sentAt: number): void {
+    this.reachedAt = sentAt;
+  }
+
+  /** Time since Redis last answered, in ms. */
+  silentMs(): number {
+    return performance.now() - this.reachedAt;
+  }
+
+  /**
+   * A queued request does not outwait a Redis outage (README "Fleet mode"): true once Redis has not
+   * answered for as long as a held lease is fenced after (`leaseTtlMs - fenceMarginMs`). Then every
+   * waiter fails with `queue_unavailable`; its job leaves Redis when Redis answers again.
+   */
+  silentTooLong(): boolean {
+    return this.silentMs() > this.opts.silenceLimitMs;
+  }
+
+  private onRedisError(source: string, error: Error): void {
+    if (this.opts.isClosed()) return;
+    if (this.markOutage(source, error)) return;
+    this.opts.logger.info({ err: error, connection: source }, 'redis queue: connection error');
+  }
+
+  /**
+   * Logs the first error of an outage only: why (`reason`: the connection that failed, or how) and the
+   * error, when there is one. Returns false while the command connection is still up.
+   */
+  private markOutage(reason: string, err?: Error): boolean {
+    if (this.opts.isClosed()) return true;
+    if (this.connected()) return false;
+    if (!this.outage) {
+      this.opts.logger.warn({ reason, err }, 'redis queue: Redis unreachable; pool routes answer queue_unavailable');
+    }
+    this.outage = true;
+    return true;
+  }
+}

@@ -1,0 +1,2 @@
+export * from './redis-provider-queue';
+export * from './redis-queue-options';

@@ -1,0 +1,237 @@
+import type { AdmissionError } from '../admission-error';
+import {
+  clientAborted,
+  noAvailableProvider,
+  queueFull,
+  queueTimeout,
+  queueUnavailable,
+  shuttingDown,
+} from '../admission-errors';
+import { DEFAULT_SHARD_TAG } from '../lease-keys';
+import type { LeaseStore } from '../lease-store';
+import type { Lease, LeaseRequest } from '../provider-queue';
+import type { ConnectionWatch } from './connection-watch';
+import type { LeaseHolder } from './lease-holder';
+import { LeaseWaiter, type LeaveReason } from './lease-waiter';
+import type { ProviderSlot, ProviderSlots } from './provider-slots';
+
+/** The parts of one replica's queue its waiters use. */
+export interface LeaseWaitersParts {
+  readonly store: LeaseStore;
+  readonly holder: LeaseHolder;
+  readonly slots: ProviderSlots;
+  readonly watch: ConnectionWatch;
+  /** This replica's id: the prefix of its job ids, and the origin in each job's data. */
+  readonly replicaId: string;
+  /** Writes every limit again; run once when admission finds a candidate Redis has no limits for. */
+  readonly writeLimits: () => Promise<void>;
+  /** True once the queue closed or crashed. */
+  readonly isClosed: () => boolean;
+}
+
+/**
+ * The requests this replica (their origin) waits on (docs/architecture.md, "Lease protocol"): admits
+ * each one with one script, confirms a grant that arrives by message or poll, leaves the queue at the
+ * deadline, on abort or in an outage (a grant that raced the leave is used or released, never leaked),
+ * and moves a waiter off a provider the config removed. The steps of one waiter run one at a time
+ * (`LeaseWaiter.step`).
+ */
+export class LeaseWaiters {
+  /** Waiters by their current job id. */
+  private readonly waiters = new Map<string, LeaseWaiter>();
+  private jobSeq = 0;
+
+  constructor(private readonly parts: LeaseWaitersParts) {}
+
+  /**
+   * Queues one request on `usable` (its configured candidates, at least one; the first one's shard tag
+   * is the one admitted on) and resolves its lease once granted.
+   * @throws AdmissionError `queue_full`, `queue_timeout`, `queue_unavailable`, `no_available_provider`, `client_aborted`.
+   */
+  admit(request: LeaseRequest, usable: readonly ProviderSlot[]): Promise<Lease> {
+    return new Promise<Lease>((resolve, reject) => {
+      const waiter = new LeaseWaiter(request, usable[0], {
+        resolve,
+        reject,
+        settled: (w) => this.waiters.delete(w.jobId),
+        leave: (w, why) => this.leave(w, why),
+      });
+      waiter.step(() => this.enqueue(waiter, usable, true));
+    });
+  }
+
+  /** A grant published on this replica's channel (`jobId|queueName`): confirm it, or give back a slot nobody waits for. */
+  onGrantMessage(payload: string): void {
+    const sep = payload.lastIndexOf('|');
+    const jobId = payload.slice(0, sep);
+    const providerId = this.parts.store.keys.providerOf(payload.slice(sep + 1));
+    const waiter = this.waiters.get(jobId);
+    if (waiter) {
+      waiter.step(() => this.confirm(waiter, providerId), jobId);
+    } else if (!this.parts.holder.knows(jobId) && !this.parts.isClosed()) {
+      // A grant nobody waits for any more (the waiter settled on a Redis error): give the slot back.
+      void this.parts.holder.release(jobId, this.parts.slots.at(providerId, DEFAULT_SHARD_TAG));
+    }
+  }
+
+  /** After a `configure`: every waiter on a provider not in `kept` moves to its remaining candidates. */
+  moveOffRemoved(kept: ReadonlySet<string>): void {
+    for (const waiter of [...this.waiters.values()]) {
+      if (!kept.has(waiter.provider.providerId)) waiter.step(() => this.moveOff(waiter));
+    }
+  }
+
+  /**
+   * Recovery, not the hot path (runs every `grantPollMs`): asks Redis for the state of every idle
+   * waiter's job (one script per shard tag), confirms a grant whose message was lost and queues again
+   * a job lost with Redis state. @throws the Redis error; the next poll tries again.
+   */
+  async poll(): Promise<void> {
+    const byTag = new Map<string, LeaseWaiter[]>();
+    for (const waiter of this.idle()) {
+      const list = byTag.get(waiter.provider.shardTag) ?? [];
+      list.push(waiter);
+      byTag.set(waiter.provider.shardTag, list);
+    }
+    for (const [tag, list] of byTag) {
+      const jobs = list.map((w) => ({ providerId: w.provider.providerId, jobId: w.jobId }));
+      const states = await this.parts.store.poll(tag, jobs);
+      list.forEach((waiter, i) => {
+        const state = states[i];
+        const { jobId } = jobs[i];
+        if (state.kind === 'granted') waiter.step(() => this.confirm(waiter, state.providerId), jobId);
+        // Lost with Redis state: queue it again.
+        if (state.kind === 'gone') waiter.step(() => this.requeue(waiter), jobId);
+      });
+    }
+  }
+
+  /** Every idle waiter leaves its queue (`why`: Redis stayed silent too long, see `ConnectionWatch.silentTooLong`). */
+  leaveAll(why: 'outage'): void {
+    for (const waiter of this.idle()) waiter.step(() => this.leave(waiter, why));
+  }
+
+  /** Fails every waiter with `error` at once, telling Redis nothing (a simulated crash). */
+  failAll(error: AdmissionError): void {
+    for (const waiter of [...this.waiters.values()]) waiter.fail(error);
+  }
+
+  /**
+   * Shutdown: fails every waiter with `queue_unavailable` and takes its job out of Redis (releasing it
+   * if it was granted meanwhile). Returns one promise per job; each rejects with the Redis error.
+   */
+  closeAll(): Promise<unknown>[] {
+    const { store, slots } = this.parts;
+    const leaving: Promise<unknown>[] = [];
+    for (const waiter of [...this.waiters.values()]) {
+      const { jobId, provider } = waiter;
+      waiter.fail(shuttingDown());
+      if (jobId === '') continue;
+      leaving.push(
+        store.leave(provider, jobId).then(async (outcome) => {
+          if (outcome.kind === 'granted') await store.release(slots.at(outcome.providerId, provider.shardTag), jobId);
+        }),
+      );
+    }
+    return leaving;
+  }
+
+  /** One admission script for a waiter; a grant resolves it, a place in line leaves it to grants and polls. */
+  private async enqueue(waiter: LeaseWaiter, usable: readonly ProviderSlot[], mayRewrite: boolean): Promise<void> {
+    const { store, holder, slots, replicaId } = this.parts;
+    const tag = usable[0].shardTag;
+    const candidates = usable.filter((p) => p.shardTag === tag);
+    const jobId = `${replicaId}.${++this.jobSeq}`;
+    waiter.jobId = jobId;
+    // Registered before the script runs: a grant message can arrive before its reply.
+    this.waiters.set(jobId, waiter);
+    const sentAt = performance.now();
+    const data = JSON.stringify({ origin: replicaId, model: waiter.request.modelGroupKey });
+    let result;
+    try {
+      result = await store.admit(
+        tag,
+        candidates.map((p) => p.providerId),
+        jobId,
+        data,
+      );
+    } catch (e) {
+      // The script may have run: leave (or release) that job once Redis answers.
+      holder.leaveLater(jobId, candidates[0]);
+      waiter.fail(queueUnavailable(e));
+      return;
+    }
+    if (result.kind === 'unconfigured' && mayRewrite) {
+      this.waiters.delete(jobId);
+      await this.parts.writeLimits().catch(() => undefined);
+      return this.enqueue(waiter, usable, false);
+    }
+    if (result.kind === 'full' || result.kind === 'unconfigured') {
+      waiter.fail(queueFull(waiter.request.modelGroupKey));
+      return;
+    }
+    const provider = (waiter.provider = slots.at(result.providerId, tag));
+    if (result.kind === 'granted') waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt));
+  }
+
+  /** A grant for a queued waiter (message or poll): confirm it in Redis, then hand the lease over. */
+  private async confirm(waiter: LeaseWaiter, providerId: string): Promise<void> {
+    const { store, holder, slots } = this.parts;
+    const { jobId } = waiter;
+    const provider = slots.at(providerId, waiter.provider.shardTag);
+    const sentAt = performance.now();
+    const lost = await store.renew(provider.shardTag, [{ providerId, jobId }], true);
+    if (lost.includes(jobId)) {
+      waiter.fail(queueUnavailable('the granted lease was lost in Redis'));
+      return;
+    }
+    waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt));
+  }
+
+  /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */
+  private async leave(waiter: LeaseWaiter, why: LeaveReason): Promise<void> {
+    const { store, holder, slots, watch } = this.parts;
+    let outcome;
+    try {
+      outcome = await store.leave(waiter.provider, waiter.jobId);
+    } catch {
+      holder.leaveLater(waiter.jobId, waiter.provider);
+      outcome = { kind: 'left' as const };
+    }
+    if (outcome.kind === 'granted') {
+      if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
+      await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
+    }
+    const model = waiter.request.modelGroupKey;
+    const silentMs = Math.round(watch.silentMs());
+    waiter.fail(
+      why === 'abort'
+        ? clientAborted()
+        : why === 'outage'
+          ? queueUnavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
+          : queueTimeout(model, waiter.request.maxWaitMs),
+    );
+  }
+
+  /** The waiter's provider was removed from the config: queue it again on its remaining candidates. */
+  private async moveOff(waiter: LeaseWaiter): Promise<void> {
+    const outcome = await this.parts.store
+      .leave(waiter.provider, waiter.jobId)
+      .catch(() => ({ kind: 'gone' as const }));
+    if (outcome.kind === 'granted') return this.confirm(waiter, outcome.providerId);
+    await this.requeue(waiter);
+  }
+
+  /** Queues a waiter whose job is out of Redis again on its usable candidates, or fails it with `no_available_provider`. */
+  private async requeue(waiter: LeaseWaiter): Promise<void> {
+    this.waiters.delete(waiter.jobId);
+    const usable = this.parts.slots.usable(waiter.request.candidates.map((c) => c.providerId));
+    if (usable.length === 0) return waiter.fail(noAvailableProvider(waiter.request.modelGroupKey));
+    await this.enqueue(waiter, usable, true);
+  }
+
+  /** Waiters with a job in Redis and no step pending. */
+  private idle(): LeaseWaiter[] {
+    return [...this.waiters.values()].filter((w) => w.idle);
+  }
+}

@@ -1,0 +1,203 @@
+import { clientAborted, noAvailableProvider, queueUnavailable, shuttingDown } from '../admission-errors';
+import { DEFAULT_SHARD_TAG, type LeaseKeys } from '../lease-keys';
+import { LeaseStore } from '../lease-store';
+import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from '../provider-queue';
+import { connectRedis, type RedisClient } from '../redis-connection';
+import { ConnectionWatch } from './connection-watch';
+import { LeaseHolder } from './lease-holder';
+import { LeaseWaiters } from './lease-waiters';
+import { ProviderSlots } from './provider-slots';
+import {
+  resolveRedisQueueOptions,
+  type RedisProviderQueueOptions,
+  type ResolvedRedisQueueOptions,
+} from './redis-queue-options';
+import { ReplicaLiveness } from './replica-liveness';
+import { RestartRecovery } from './restart-recovery';
+import { withTimeout } from './with-timeout';
+
+/**
+ * `ProviderQueue` on Redis, exact across gateway replicas (docs/architecture.md, "Lease protocol";
+ * the key layout, and what it shares with BullMQ, is `LeaseKeys`).
+ *
+ * Admission is one Lua script per request (`LeaseStore.admit`): it picks the least-loaded candidate,
+ * checks `max_concurrency` and `max_queued`, and takes the slot or a place in line atomically. A
+ * release hands the slot on inside the same script (own queue first, then a sibling's waiter) and
+ * publishes the grant to the origin, which confirms it (`LeaseWaiters`). The origin is also the
+ * holder: it calls the upstream and renews its leases every `renewIntervalMs` (`LeaseHolder`).
+ * Fencing: a lease not renewed for `leaseTtlMs - fenceMarginMs` (monotonic clock) is aborted before
+ * Redis could free it. Redis frees the slots of a replica only once its liveness key expired AND it
+ * has no connection left (`ReplicaLiveness`), so a stalled (SIGSTOP) replica keeps its slots until it
+ * resumes and fences itself, while a killed one loses them within `leaseTtlMs + sweepIntervalMs`.
+ * Outages are `ConnectionWatch`'s, lost Redis state `RestartRecovery`'s.
+ */
+export class RedisProviderQueue implements ProviderQueue {
+  readonly backend = 'redis' as const;
+  /** This replica's id in job ids, grants and connection names. */
+  readonly replicaId: string;
+
+  private readonly opts: ResolvedRedisQueueOptions;
+  private readonly store: LeaseStore;
+  /** Fail-fast connection (no offline queue) for every command and script. */
+  private readonly producer: RedisClient;
+  private readonly subscriber: RedisClient;
+  private readonly slots = new ProviderSlots();
+  private readonly holder: LeaseHolder;
+  private readonly liveness: ReplicaLiveness;
+  private readonly watch: ConnectionWatch;
+  private readonly recovery: RestartRecovery;
+  private readonly waiters: LeaseWaiters;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly busyLoops = new Set<string>();
+  private closed = false;
+  private closing: Promise<void> | undefined;
+
+  /** @throws Error when an option is out of range (see `RedisProviderQueueOptions`). */
+  constructor(options: RedisProviderQueueOptions) {
+    const opts = (this.opts = resolveRedisQueueOptions(options));
+    this.replicaId = opts.replicaId;
+    const connectionName = `${opts.prefix}:replica:${this.replicaId}`;
+    const target = { url: opts.redisUrl, cluster: opts.cluster, connectionName };
+    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs });
+    this.subscriber = connectRedis(target);
+    const store = (this.store = new LeaseStore(this.producer, opts.prefix, opts.leaseTtlMs));
+    const holder = (this.holder = new LeaseHolder(store, opts, opts.logger));
+    const liveness = (this.liveness = new ReplicaLiveness(store, this.replicaId, opts.leaseTtlMs, opts.logger));
+    const { slots, replicaId } = this;
+    const logger = opts.logger;
+    const isClosed = () => this.closed;
+    const watch = (this.watch = new ConnectionWatch({
+      commands: this.producer,
+      subscriber: this.subscriber,
+      logger,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      silenceLimitMs: opts.leaseTtlMs - opts.fenceMarginMs,
+      onReconnect: () => this.recovery.onReconnect(),
+      isClosed,
+    }));
+    const renewAll = () => this.renewAll();
+    const restartBarrierMs = opts.restartBarrierMs;
+    this.recovery = new RestartRecovery({ store, liveness, holder, slots, restartBarrierMs, logger, renewAll });
+    const writeLimits = () => this.recovery.writeLimits();
+    this.waiters = new LeaseWaiters({ store, holder, slots, watch, replicaId, writeLimits, isClosed });
+    this.subscriber.on('message', (_channel: string, payload: string) => this.waiters.onGrantMessage(payload));
+    this.subscriber
+      .subscribe(store.keys.grantChannel(this.replicaId))
+      .catch((e: unknown) => opts.logger.warn({ err: e }, 'redis queue: subscribe failed'));
+    this.timers.push(
+      setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
+      setInterval(() => holder.fenceOverdue(), Math.max(10, Math.floor(opts.fenceMarginMs / 2))),
+      setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
+      setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
+    );
+  }
+
+  /** Key layout of this deployment (for the exporter and tests). */
+  get keys(): LeaseKeys {
+    return this.store.keys;
+  }
+
+  async configure(providers: readonly QueueProvider[]): Promise<void> {
+    if (this.closed) throw shuttingDown();
+    await this.watch.waitForFirstConnection();
+    const kept = this.slots.apply(providers);
+    try {
+      await this.recovery.writeLimits();
+    } catch (e) {
+      this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again on reconnect)');
+    }
+    this.waiters.moveOffRemoved(kept);
+  }
+
+  async acquireLease(request: LeaseRequest): Promise<Lease> {
+    if (this.closed) throw shuttingDown();
+    if (request.signal?.aborted) throw clientAborted();
+    const usable = this.slots.usable(request.candidates.map((c) => c.providerId));
+    if (usable.length === 0) throw noAvailableProvider(request.modelGroupKey);
+    await this.watch.admissible();
+    return this.waiters.admit(request, usable);
+  }
+
+  async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
+    const ids = providerIds ?? this.slots.activeIds();
+    try {
+      return await this.store.counts(ids.map((id) => this.slots.at(id, DEFAULT_SHARD_TAG)));
+    } catch (e) {
+      throw queueUnavailable(e);
+    }
+  }
+
+  /** Leases this replica holds right now. */
+  get heldLeaseCount(): number {
+    return this.holder.size;
+  }
+
+  /** True when Redis answers PING within `commandTimeoutMs` (feeds `/readyz`). */
+  async isReady(): Promise<boolean> {
+    if (this.closed || !this.watch.connected()) return false;
+    try {
+      return (await this.producer.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  /** Fails waiting requests (their jobs leave Redis), releases held leases, unregisters, closes connections and timers. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  /**
+   * Test hook that behaves like SIGKILL as far as Redis can tell: drops every connection and timer
+   * without leaving, releasing or unregistering anything. Pending `acquireLease` calls reject.
+   */
+  async simulateCrash(): Promise<void> {
+    this.closed = true;
+    this.closing ??= (async () => {
+      for (const timer of this.timers) clearInterval(timer);
+      this.producer.disconnect();
+      this.subscriber.disconnect();
+      this.waiters.failAll(shuttingDown());
+      this.holder.abandon();
+    })();
+    return this.closing;
+  }
+
+  /** Refreshes this replica's liveness, then renews every held lease and retries leftovers. */
+  private async renewAll(): Promise<void> {
+    if (this.closed || !this.watch.connected()) return;
+    const sentAt = performance.now();
+    await this.liveness.refresh();
+    this.watch.reached(sentAt);
+    await this.holder.renew();
+  }
+
+  /** Fails the waiters once Redis stayed silent too long, else looks for lost grants and jobs. */
+  private async pollWaiters(): Promise<void> {
+    if (this.closed) return;
+    if (this.watch.silentTooLong()) this.waiters.leaveAll('outage');
+    if (!this.watch.connected()) return;
+    await this.waiters.poll();
+  }
+
+  /** Runs a periodic task unless its previous run is still going; errors wait for the next round. */
+  private loop(name: string, fn: () => Promise<void>): void {
+    if (this.busyLoops.has(name) || this.closed) return;
+    this.busyLoops.add(name);
+    fn()
+      .catch(() => undefined)
+      .finally(() => this.busyLoops.delete(name));
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    const settle = (p: Promise<unknown>) => withTimeout(p, this.opts.commandTimeoutMs).catch(() => undefined);
+    const leaving = [...this.waiters.closeAll(), ...this.holder.releaseAll()];
+    await Promise.all(leaving.map(settle));
+    await settle(this.store.forgetReplica(this.replicaId));
+    await Promise.all([this.producer, this.subscriber].map((c) => settle(c.quit())));
+    for (const c of [this.producer, this.subscriber]) c.disconnect();
+  }
+}

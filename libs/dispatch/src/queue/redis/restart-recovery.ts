@@ -1,0 +1,71 @@
+import type { LeaseStore } from '../lease-store';
+import type { LeaseHolder } from './lease-holder';
+import type { ProviderSlots } from './provider-slots';
+import type { QueueLogger } from './redis-queue-options';
+import type { ReplicaLiveness } from './replica-liveness';
+
+/** The parts of one replica's queue that a restart recovery reads and drives. */
+export interface RestartRecoveryParts {
+  readonly store: LeaseStore;
+  readonly liveness: ReplicaLiveness;
+  readonly holder: LeaseHolder;
+  readonly slots: ProviderSlots;
+  /** How long no slot is granted after Redis lost its state, in ms (`restartBarrierMs`). */
+  readonly restartBarrierMs: number;
+  readonly logger: QueueLogger;
+  /** Refreshes liveness and renews every held lease; behind the barrier a renewal registers a missing lease again. */
+  readonly renewAll: () => Promise<void>;
+}
+
+/**
+ * Keeps the limit when Redis loses its state (docs/architecture.md, "Redis restarts"): detects a
+ * restart or failover by the server's `run_id`, or by limits gone missing while leases are held, raises
+ * the barrier so no slot is granted before every live holder registered its running leases again,
+ * writes the limits again and registers this replica's leases.
+ */
+export class RestartRecovery {
+  constructor(private readonly parts: RestartRecoveryParts) {}
+
+  /**
+   * Runs on every (re)connect before admissions resume: on a changed `run_id` raises the barrier on
+   * every shard tag, then writes every limit and renews (re-registers) this replica's leases.
+   * @throws the Redis error; the connection watch logs it and the next reconnect runs it again.
+   */
+  async onReconnect(): Promise<void> {
+    const { liveness, slots, store, restartBarrierMs, logger } = this.parts;
+    if (await liveness.restarted()) {
+      logger.warn(
+        { barrier_ms: restartBarrierMs },
+        `redis queue: Redis restarted; no grants for ${restartBarrierMs} ms while running leases register again`,
+      );
+      for (const tag of slots.byTag().keys()) await store.raiseBarrier(tag, restartBarrierMs);
+    }
+    await this.writeLimits();
+    await this.parts.renewAll();
+  }
+
+  /**
+   * Writes every provider's limits (one script per shard tag). Where Redis had none while this replica
+   * holds leases there, Redis lost its state: the script raises the barrier before it grants anything,
+   * and this replica's leases are registered again at once.
+   * @throws the Redis error.
+   */
+  async writeLimits(): Promise<void> {
+    const { slots, holder, store, restartBarrierMs, logger } = this.parts;
+    let lostState = false;
+    for (const tag of slots.byTag().keys()) {
+      const limits = slots.limitsOn(tag);
+      if (limits.length === 0) continue;
+      const holding = holder.holdsOn(tag);
+      const missing = await store.configure(tag, limits, holding ? restartBarrierMs : 0);
+      if (missing && holding) lostState = true;
+    }
+    if (lostState) {
+      logger.warn(
+        {},
+        'redis queue: Redis lost the limits while leases were held; registering them again behind the barrier',
+      );
+      await this.parts.renewAll();
+    }
+  }
+}
