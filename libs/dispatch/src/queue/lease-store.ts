@@ -111,17 +111,45 @@ export class LeaseStore {
     );
   }
 
-  /** Frees the leases and waiting jobs of dead replicas on the given providers of one tag; resolves how many. */
-  async sweep(shardTag: string, deadReplicaIds: readonly string[], providerIds: readonly string[]): Promise<number> {
+  /**
+   * Takes `jobId` out of Redis wherever its admission put it among `providerIds` (all of one tag):
+   * out of a wait list, or its lease dropped and the slot handed on (`scripts/settle.lua`). For a job
+   * whose last command got no answer (docs/architecture.md, "Leftovers"). Idempotent.
+   * @returns what it was: `left` (waiting), `released` (a lease), `gone` (nothing left of it).
+   */
+  async settle(shardTag: string, providerIds: readonly string[], jobId: string): Promise<'left' | 'released' | 'gone'> {
+    const { status } = await this.run(LEASE_SCRIPTS.settle, shardTag, [
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+      jobId,
+      ...providerIds.map((id) => this.keys.queueName(id)),
+    ]);
+    return status;
+  }
+
+  /**
+   * One sweep of the given providers of one tag (`scripts/sweep.lua`): frees the leases and waiting
+   * jobs of `deadReplicaIds`, and reaps every lease expired more than `graceMs` ago (Redis time)
+   * unless it names one of `stalledReplicaIds`. Resolves how many of each were freed.
+   */
+  async sweep(
+    shardTag: string,
+    replicas: { readonly dead: readonly string[]; readonly stalled: readonly string[] },
+    providerIds: readonly string[],
+    graceMs: number,
+  ): Promise<{ removed: number; reaped: number }> {
     const names = providerIds.map((id) => this.keys.queueName(id));
     const { values } = await this.run(LEASE_SCRIPTS.sweep, shardTag, [
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
-      String(deadReplicaIds.length),
-      ...deadReplicaIds,
+      String(graceMs),
+      String(replicas.dead.length),
+      ...replicas.dead,
+      String(replicas.stalled.length),
+      ...replicas.stalled,
       ...names,
     ]);
-    return Number(values[0]);
+    return { removed: Number(values[0]), reaped: Number(values[1]) };
   }
 
   /**

@@ -62,7 +62,13 @@ export class RedisProviderQueue implements ProviderQueue {
     this.subscriber = connectRedis(target);
     const store = (this.store = new LeaseStore(this.producer, opts.prefix, opts.leaseTtlMs));
     const holder = (this.holder = new LeaseHolder(store, opts, opts.logger));
-    const liveness = (this.liveness = new ReplicaLiveness(store, this.replicaId, opts.leaseTtlMs, opts.logger));
+    const liveness = (this.liveness = new ReplicaLiveness(
+      store,
+      this.replicaId,
+      opts.leaseTtlMs,
+      opts.logger,
+      opts.fenceMarginMs,
+    ));
     const { slots, replicaId } = this;
     const logger = opts.logger;
     const isClosed = () => this.closed;
@@ -84,12 +90,7 @@ export class RedisProviderQueue implements ProviderQueue {
     this.subscriber
       .subscribe(store.keys.grantChannel(this.replicaId))
       .catch((e: unknown) => opts.logger.warn({ err: e }, 'redis queue: subscribe failed'));
-    this.timers.push(
-      setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
-      setInterval(() => holder.fenceOverdue(), Math.max(10, Math.floor(opts.fenceMarginMs / 2))),
-      setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
-      setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
-    );
+    this.startTimers();
   }
 
   /** Key layout of this deployment (for the exporter and tests). */
@@ -164,13 +165,42 @@ export class RedisProviderQueue implements ProviderQueue {
     return this.closing;
   }
 
-  /** Refreshes this replica's liveness, then renews every held lease and retries leftovers. */
+  /** Starts the periodic tasks: renewal, fencing, sweep, poll. */
+  private startTimers(): void {
+    const { opts, holder, liveness, slots } = this;
+    this.timers.push(
+      setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
+      setInterval(() => holder.fenceOverdue(), Math.max(10, Math.floor(opts.fenceMarginMs / 2))),
+      setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
+      setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
+    );
+  }
+
+  /**
+   * Test hook that behaves like SIGSTOP as far as Redis can tell: every periodic task stops (no
+   * renewal, liveness refresh, fencing, sweep or poll) while the connections stay open. Returns the
+   * SIGCONT: the tasks start again, and the first fencing round aborts every overdue lease.
+   */
+  simulateStall(): () => void {
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
+    return () => {
+      if (!this.closed) this.startTimers();
+    };
+  }
+
+  /**
+   * Renews every held lease, then refreshes this replica's liveness, then settles leftovers. Overdue
+   * leases are fenced first and liveness is refreshed only after every renewal succeeded, so a replica
+   * that looks alive holds no lease that expired (docs/architecture.md, "Expired leases").
+   */
   private async renewAll(): Promise<void> {
     if (this.closed || !this.watch.connected()) return;
+    this.holder.fenceOverdue();
+    await this.holder.renew();
     const sentAt = performance.now();
     await this.liveness.refresh();
     this.watch.reached(sentAt);
-    await this.holder.renew();
+    await this.holder.settleLeftovers();
   }
 
   /** Fails the waiters once Redis stayed silent too long, else looks for lost grants and jobs. */
