@@ -243,6 +243,16 @@ export class LeaseStore {
       .join(',');
   }
 
+  /**
+   * How long the Redis server has been up, in ms, rounded down to the second (`INFO server`
+   * `uptime_in_seconds`; the least of every master's on a cluster): a restart without persistence
+   * shows as a small uptime (docs/architecture.md, "Redis restarts").
+   */
+  async serverUptimeMs(): Promise<number> {
+    const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
+    return Math.min(...infos.map((info) => Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? 0) * 1000));
+  }
+
   /** Runs a lease script on the slot of `shardTag`: KEYS[1] `<base>:seq`, ARGV[1] the tag base, then `args`. */
   private run<S extends string>(
     script: LuaScript<S>,
