@@ -20,6 +20,8 @@ export interface TestRedis {
   kill(): Promise<void>;
   /** Starts an own server again on the same port, empty (no persistence); throws for `REDIS_URL`. */
   start(): Promise<void>;
+  /** SIGSTOPs (`true`) or SIGCONTs (`false`) an own server: a hung Redis whose sockets stay open; throws for `REDIS_URL`. */
+  freeze(frozen: boolean): void;
 }
 
 const MISSING_BINARY =
@@ -38,7 +40,12 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
         'this test Redis comes from REDIS_URL: start it with startRedis({ forceOwn: true }) to kill or restart it',
       );
     };
-    return { url: external, own: false, stop: async () => undefined, kill: notOwn, start: notOwn };
+    const refuse = () => {
+      throw new Error(
+        'this test Redis comes from REDIS_URL: start it with startRedis({ forceOwn: true }) to freeze it',
+      );
+    };
+    return { url: external, own: false, stop: async () => undefined, kill: notOwn, start: notOwn, freeze: refuse };
   }
   const port = await freePort();
   let child: ChildProcess | undefined = await spawnRedis(port);
@@ -48,6 +55,8 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
     if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
     running.kill(signal);
+    // A frozen server takes SIGTERM only once it runs again.
+    running.kill('SIGCONT');
     await exited;
   };
   return {
@@ -59,6 +68,10 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
     start: async () => {
       if (child) throw new Error(`redis-server on port ${port} is already running`);
       child = await spawnRedis(port);
+    },
+    freeze: (frozen) => {
+      if (!child) throw new Error(`redis-server on port ${port} is not running`);
+      child.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
     },
   };
 }

@@ -206,7 +206,9 @@ export class LeaseWaiters {
 
   /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */
   private async leave(waiter: LeaseWaiter, why: LeaveReason): Promise<void> {
-    const { store, holder, slots, watch } = this.parts;
+    const { store, holder, slots } = this.parts;
+    // An outage or a client gone does not wait for Redis: the request fails now, its job leaves after.
+    if (why !== 'deadline') waiter.fail(this.leaveError(waiter, why));
     let outcome;
     try {
       outcome = await store.leave(waiter.provider, waiter.jobId);
@@ -218,15 +220,17 @@ export class LeaseWaiters {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
       await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
     }
-    const model = waiter.request.modelGroupKey;
-    const silentMs = Math.round(watch.silentMs());
-    waiter.fail(
-      why === 'abort'
-        ? clientAborted()
-        : why === 'outage'
-          ? queueUnavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
-          : queueTimeout(model, waiter.request.maxWaitMs),
-    );
+    waiter.fail(this.leaveError(waiter, why));
+  }
+
+  /** What a waiter that leaves answers. */
+  private leaveError(waiter: LeaseWaiter, why: LeaveReason): AdmissionError {
+    const silentMs = Math.round(this.parts.watch.silentMs());
+    return why === 'abort'
+      ? clientAborted()
+      : why === 'outage'
+        ? queueUnavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
+        : queueTimeout(waiter.request.modelGroupKey, waiter.request.maxWaitMs);
   }
 
   /** The waiter's provider was removed from the config: queue it again on its remaining candidates. */

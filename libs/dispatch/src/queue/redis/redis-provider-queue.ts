@@ -133,9 +133,17 @@ export class RedisProviderQueue implements ProviderQueue {
     return this.holder.size;
   }
 
-  /** True when Redis answers PING within `commandTimeoutMs` (feeds `/readyz`). */
+  /**
+   * True while Redis is reachable as far as this replica knows, without a command: connected, and it
+   * answered within `leaseTtlMs - fenceMarginMs` (docs/architecture.md, "Hung Redis"). For `/readyz`.
+   */
+  redisReachable(): boolean {
+    return !this.closed && this.watch.reachable();
+  }
+
+  /** True when Redis is reachable and answers PING within `commandTimeoutMs` (feeds `/readyz`). */
   async isReady(): Promise<boolean> {
-    if (this.closed || !this.watch.connected()) return false;
+    if (!this.redisReachable()) return false;
     try {
       return (await this.producer.ping()) === 'PONG';
     } catch {
@@ -206,6 +214,7 @@ export class RedisProviderQueue implements ProviderQueue {
   /** Fails the waiters once Redis stayed silent too long, else looks for lost grants and jobs. */
   private async pollWaiters(): Promise<void> {
     if (this.closed) return;
+    this.watch.checkSilence();
     if (this.watch.silentTooLong()) this.waiters.leaveAll('outage');
     if (!this.watch.connected()) return;
     await this.waiters.poll();
