@@ -15,18 +15,39 @@ export interface RedisConnectionOptions {
   readonly failFast?: boolean;
   /** Longest a command may take before it rejects, in ms. @defaultValue none */
   readonly commandTimeoutMs?: number;
+  /**
+   * Called when Redis answers `READONLY` (the node was demoted by a failover), right before the
+   * connection is dropped and opened again. @defaultValue none
+   */
+  readonly onReadOnly?: (error: Error) => void;
+}
+
+/**
+ * ioredis's `reconnectOnError`: a `READONLY` reply means the endpoint now names another primary
+ * while this connection still talks to the demoted node (docs/architecture.md, "Failover"), so the
+ * connection is dropped and opened again (1: without sending the command again; it fails and the
+ * caller's own recovery runs). Any other error keeps the connection.
+ */
+export function reconnectOnReadOnly(onReadOnly?: (error: Error) => void): (error: Error) => 1 | false {
+  return (error) => {
+    if (!error.message.startsWith('READONLY')) return false;
+    onReadOnly?.(error);
+    return 1;
+  };
 }
 
 /**
  * Opens a connection to a single Redis or a Redis Cluster (docs/architecture.md, "Redis and Redis
- * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s. The caller
- * must attach an `error` listener. Never logs the URL.
+ * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s; a `READONLY`
+ * reply (a failover) drops and re-opens the connection. The caller must attach an `error` listener.
+ * Never logs the URL.
  * @throws TypeError when `url` is not a URL.
  */
 export function connectRedis(opts: RedisConnectionOptions): RedisClient {
   const retryStrategy = (times: number) => Math.min(times * 100, 1000);
   const common: RedisOptions = {
     connectionName: opts.connectionName,
+    reconnectOnError: reconnectOnReadOnly(opts.onReadOnly),
     ...(opts.failFast ? { enableOfflineQueue: false, maxRetriesPerRequest: 0 } : { maxRetriesPerRequest: null }),
     ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
   };

@@ -90,6 +90,16 @@ export class ConnectionWatch {
   }
 
   /**
+   * Redis answered `READONLY`: a failover demoted the node this connection talks to; the connection is
+   * being re-opened (to the endpoint's new primary), and its reconnect check treats the failover like a
+   * restart (docs/architecture.md, "Failover"). Logged once, as the start of an outage.
+   */
+  failover(error: Error): void {
+    if (this.opts.isClosed()) return;
+    this.startOutage('Redis answered READONLY: a failover demoted this node; reconnecting', error);
+  }
+
+  /**
    * Runs every poll round: an open connection on which Redis has not answered for the silence limit
    * (a SIGSTOPped or hung server keeps the socket open) starts an outage, logged once.
    */

@@ -58,7 +58,12 @@ export class RedisProviderQueue implements ProviderQueue {
     this.replicaId = opts.replicaId;
     const connectionName = `${opts.prefix}:replica:${this.replicaId}`;
     const target = { url: opts.redisUrl, cluster: opts.cluster, connectionName };
-    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs });
+    // A failover: the command connection answers READONLY; the subscriber follows it to the new primary.
+    const onReadOnly = (e: Error) => {
+      this.watch.failover(e);
+      if (this.subscriber.status === 'ready') this.subscriber.disconnect(true);
+    };
+    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs, onReadOnly });
     this.subscriber = connectRedis(target);
     const store = (this.store = new LeaseStore(this.producer, opts.prefix, opts.leaseTtlMs));
     const holder = (this.holder = new LeaseHolder(store, opts, opts.logger));

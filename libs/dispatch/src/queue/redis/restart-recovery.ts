@@ -27,7 +27,8 @@ export class RestartRecovery {
   constructor(private readonly parts: RestartRecoveryParts) {}
 
   /**
-   * Runs on every (re)connect before admissions resume: on a changed `run_id` raises the barrier on
+   * Runs on every (re)connect before admissions resume: on a changed `run_id` (a restart, or a
+   * failover to another primary: docs/architecture.md, "Failover") raises the barrier on
    * every shard tag, then writes every limit and renews (re-registers) this replica's leases.
    * @throws the Redis error; the connection watch logs it and the next reconnect runs it again.
    */
@@ -36,7 +37,7 @@ export class RestartRecovery {
     if (await liveness.restarted()) {
       logger.warn(
         { barrier_ms: restartBarrierMs },
-        `redis queue: Redis restarted; no grants for ${restartBarrierMs} ms while running leases register again`,
+        `redis queue: Redis restarted (or failed over: its run_id changed); no grants for ${restartBarrierMs} ms while running leases register again`,
       );
       for (const tag of slots.byTag().keys()) await store.raiseBarrier(tag, restartBarrierMs);
     }
