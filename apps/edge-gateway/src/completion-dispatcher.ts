@@ -303,7 +303,8 @@ function poolUnavailable(deps: DispatcherDeps, config: EdgeConfig, model: string
   const all = resolveRoute(config, model);
   const ids = all?.providerPool ? all.candidates.map((c) => c.providerId) : [];
   const views = deps.health?.views();
-  const now = Date.now();
+  // The views' times are on the store's clock (Redis's when shared), not necessarily this process's.
+  const now = deps.health?.now() ?? Date.now();
   const waits = ids.flatMap((id) => {
     const at = views?.get(id)?.retryAt;
     return at == null ? [] : [Math.max(1, Math.ceil((at - now) / 1000))];

@@ -228,6 +228,12 @@ export interface HealthStore {
   views(): ReadonlyMap<string, HealthView>;
   /** Reloads the cache from the store, keeping only `providerIds`. Never throws. */
   refresh(providerIds: readonly string[]): Promise<void>;
+  /**
+   * Now, in epoch ms, on the clock the records' times are on (`since`, `retryAt`): this process's for
+   * the memory store, Redis's for the shared one (docs/architecture.md, "Provider health"), so every
+   * replica compares a back-off's end with the same clock.
+   */
+  now(): number;
 }
 
 /**
@@ -242,6 +248,10 @@ export abstract class CachedHealthStore implements HealthStore {
   protected abstract apply(providerId: string, event: HealthEvent): Promise<boolean>;
 
   abstract refresh(providerIds: readonly string[]): Promise<void>;
+
+  now(): number {
+    return Date.now();
+  }
 
   async record(providerId: string, ok: boolean, reason?: string): Promise<void> {
     await this.apply(providerId, { kind: 'probe', ok, reason });
@@ -261,15 +271,15 @@ export abstract class CachedHealthStore implements HealthStore {
   }
 
   unhealthy(): ReadonlySet<string> {
-    return this.cache.unhealthy();
+    return this.cache.unhealthy(this.now());
   }
 
   trialsDue(): ReadonlySet<string> {
-    return this.cache.trialsDue();
+    return this.cache.trialsDue(this.now());
   }
 
   views(): ReadonlyMap<string, HealthView> {
-    return this.cache.views();
+    return this.cache.views(this.now());
   }
 }
 
