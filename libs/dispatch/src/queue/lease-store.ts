@@ -130,14 +130,15 @@ export class LeaseStore {
   /**
    * One sweep of the given providers of one tag (`scripts/sweep.lua`): frees the leases and waiting
    * jobs of `deadReplicaIds`, and reaps every lease expired more than `graceMs` ago (Redis time)
-   * unless it names one of `stalledReplicaIds`. Resolves how many of each were freed.
+   * unless it names one of `stalledReplicaIds`. Resolves how many of each were freed, and in how
+   * many ms a lease of these providers can next be due for reaping (`nextMs`).
    */
   async sweep(
     shardTag: string,
     replicas: { readonly dead: readonly string[]; readonly stalled: readonly string[] },
     providerIds: readonly string[],
     graceMs: number,
-  ): Promise<{ removed: number; reaped: number }> {
+  ): Promise<{ removed: number; reaped: number; nextMs: number }> {
     const names = providerIds.map((id) => this.keys.queueName(id));
     const { values } = await this.run(LEASE_SCRIPTS.sweep, shardTag, [
       String(this.leaseTtlMs),
@@ -149,7 +150,7 @@ export class LeaseStore {
       ...replicas.stalled,
       ...names,
     ]);
-    return { removed: Number(values[0]), reaped: Number(values[1]) };
+    return { removed: Number(values[0]), reaped: Number(values[1]), nextMs: Number(values[2]) };
   }
 
   /**
@@ -251,6 +252,17 @@ export class LeaseStore {
   async serverUptimeMs(): Promise<number> {
     const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
     return Math.min(...infos.map((info) => Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? 0) * 1000));
+  }
+
+  /**
+   * `CONFIG GET <name>` on every master: one value per master ('' where unset).
+   * @throws the Redis error, e.g. `NOPERM` or `unknown command` where CONFIG is refused (managed Redis).
+   */
+  async serverConfig(name: string): Promise<string[]> {
+    const replies = await Promise.all(
+      masterNodes(this.client).map((node) => node.call('CONFIG', 'GET', name) as Promise<string[]>),
+    );
+    return replies.map((reply) => reply[1] ?? '');
   }
 
   /** Runs a lease script on the slot of `shardTag`: KEYS[1] `<base>:seq`, ARGV[1] the tag base, then `args`. */

@@ -12,6 +12,7 @@ import {
   type RedisProviderQueueOptions,
   type ResolvedRedisQueueOptions,
 } from './redis-queue-options';
+import { checkRedisSettings } from './redis-settings-check';
 import { ReplicaLiveness } from './replica-liveness';
 import { RestartRecovery } from './restart-recovery';
 import { withTimeout } from './with-timeout';
@@ -50,6 +51,8 @@ export class RedisProviderQueue implements ProviderQueue {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly busyLoops = new Set<string>();
   private closed = false;
+  /** The one start-up check of Redis's settings (after the first connection). */
+  private settingsCheck: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   /** @throws Error when an option is out of range (see `RedisProviderQueueOptions`). */
@@ -83,7 +86,10 @@ export class RedisProviderQueue implements ProviderQueue {
       logger,
       commandTimeoutMs: opts.commandTimeoutMs,
       silenceLimitMs: opts.leaseTtlMs - opts.fenceMarginMs,
-      onReconnect: () => this.recovery.onReconnect(),
+      onReconnect: async () => {
+        await this.recovery.onReconnect();
+        this.settingsCheck ??= checkRedisSettings(store, logger);
+      },
       isClosed,
     }));
     const renewAll = () => this.renewAll();

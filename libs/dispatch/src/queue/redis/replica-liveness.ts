@@ -9,6 +9,8 @@ import type { LeaseStore } from '../lease-store';
 export class ReplicaLiveness {
   private runId: string | undefined;
   private clientListRefused = false;
+  /** Per shard tag, `performance.now()` before which no lease there can be due for reaping. */
+  private readonly reapDueAt = new Map<string, number>();
 
   constructor(
     private readonly store: LeaseStore,
@@ -41,7 +43,8 @@ export class ReplicaLiveness {
    * every lease expired more than `reapGraceMs` ago unless its replica is stalled (liveness expired,
    * connections open: a SIGSTOPped holder's upstream call still runs, so its slots stay taken until it
    * resumes and fences itself). Where `CLIENT LIST` is refused, liveness alone decides (no replica
-   * counts as stalled).
+   * counts as stalled). A tag is swept when a replica died or when its earliest lease can be due (the
+   * script says when), so an idle replica does not sweep every round.
    * @param providersByTag every provider this replica knows, by shard tag.
    * @throws the Redis error (a `CLIENT LIST` that times out included); the caller retries next round.
    */
@@ -55,7 +58,10 @@ export class ReplicaLiveness {
     let removed = 0;
     let reaped = 0;
     for (const [tag, ids] of providersByTag) {
+      if (replicas.dead.length === 0 && performance.now() < (this.reapDueAt.get(tag) ?? 0)) continue;
+      const sentAt = performance.now();
       const swept = await this.store.sweep(tag, replicas, ids, this.reapGraceMs);
+      this.reapDueAt.set(tag, sentAt + swept.nextMs);
       removed += swept.removed;
       reaped += swept.reaped;
     }

@@ -18,8 +18,9 @@
   ARGV[7+nDead..6+nDead+nStalled]  stalledReplicaIds  ids of the stalled replicas (their leases stay)
   ARGV[7+nDead+nStalled..]         qnames  queues to sweep
 
-  Reply: {'swept', removed, reaped} (leases and waiting jobs of dead replicas removed; expired
-  leases reaped; decimal)
+  Reply: {'swept', removed, reaped, nextMs} (decimal: leases and waiting jobs of dead replicas
+  removed; expired leases reaped; ms from now until a lease here can next be reaped: the earliest
+  expiry not yet past graceMs, or now + ttlMs for leases granted later, plus graceMs)
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"
@@ -41,6 +42,7 @@ for _, id in ipairs(deadReplicaIds) do dead[id] = true end
 for _, id in ipairs(stalledReplicaIds) do stalled[id] = true end
 local now = nowMs()
 local removed, reaped = 0, 0
+local nextExpiry = now + ttl
 for _, qname in ipairs(qnames) do
   local q = base .. ':' .. qname .. ':'
   if nDead > 0 then
@@ -54,8 +56,10 @@ for _, qname in ipairs(qnames) do
   for _, jobId in ipairs(rcall('ZRANGEBYSCORE', q .. 'leases', '-inf', '(' .. (now - graceMs))) do
     if not stalled[ownerOf(jobId) or ''] then reaped = reaped + dropLease(base, qname, jobId) end
   end
+  local first = rcall('ZRANGEBYSCORE', q .. 'leases', now - graceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[2] and tonumber(first[2]) < nextExpiry then nextExpiry = tonumber(first[2]) end
 end
 if removed + reaped > 0 then
   for _, qname in ipairs(qnames) do promote(base, qname, now, ttl, channelPrefix) end
 end
-return {'swept', tostring(removed), tostring(reaped)}
+return {'swept', tostring(removed), tostring(reaped), tostring(math.max(0, nextExpiry - now) + graceMs)}
