@@ -3,3 +3,5 @@ export { waitUntil } from './wait-until';
 export { seedLeases } from './seed-leases';
 export { proxyClusterMasters, startRedisCluster, type TestRedisCluster } from './redis-cluster';
 export { startTcpProxy, type TcpProxy } from './tcp-proxy';
+export { startRedisSentinel, type TestRedisSentinel } from './redis-sentinel';
+export { startLeaseLoad, type LeaseLoad } from './lease-load';

@@ -135,7 +135,8 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
   return child;
 }
 
-async function waitForPing(port: number, timeoutMs: number): Promise<void> {
+/** Resolves once a server on `port` of 127.0.0.1 answers PING. @throws Error after `timeoutMs`. */
+export async function waitForPing(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await ping(port)) return;
