@@ -29,7 +29,10 @@ const MISSING_BINARY =
 
 /**
  * Starts (or borrows) a Redis for tests. `forceOwn` ignores `REDIS_URL`, for tests that stop
- * and restart Redis. Resolves once the server answers PING.
+ * and restart Redis. Resolves once the server answers PING and has been up 3 s: limits written to a
+ * younger Redis hold grants back until it has been up `restartBarrierMs` (2.5 s by default;
+ * docs/architecture.md, "Redis restarts"), which a test of the first grants' timing must not see.
+ * (`start()` after `kill()` does not wait: that is the restart a test means.)
  * @throws Error naming the `redis-server` package when the binary is missing.
  */
 export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<TestRedis> {
@@ -49,6 +52,7 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
   }
   const port = await freePort();
   let child: ChildProcess | undefined = await spawnRedis(port);
+  await waitForUptime(port, 3);
   const exit = async (signal: NodeJS.Signals) => {
     const running = child;
     child = undefined;
@@ -133,6 +137,21 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
   child.removeAllListeners('error');
   child.on('error', () => undefined);
   return child;
+}
+
+/** Resolves once the server on `port` of 127.0.0.1 says `uptime_in_seconds` ≥ `seconds`. */
+async function waitForUptime(port: number, seconds: number): Promise<void> {
+  const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  try {
+    for (;;) {
+      const uptime = Number(/uptime_in_seconds:(\d+)/.exec(await client.info('server'))?.[1] ?? 0);
+      if (uptime >= seconds) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** Resolves once a server on `port` of 127.0.0.1 answers PING. @throws Error after `timeoutMs`. */
