@@ -95,11 +95,6 @@ export class LeaseHolder {
     this.leftovers.set(jobId, { shardTag: candidates[0].shardTag, providerIds });
   }
 
-  /** Leftovers not settled yet. */
-  get leftoverCount(): number {
-    return this.leftovers.size;
-  }
-
   /** Settles every leftover, one script each (`LeaseStore.settle`). @throws the Redis error; the rest wait for the next round. */
   async settleLeftovers(): Promise<void> {
     for (const [jobId, { shardTag, providerIds }] of [...this.leftovers]) {

@@ -206,9 +206,17 @@ export class LeaseWaiters {
 
   /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */
   private async leave(waiter: LeaseWaiter, why: LeaveReason): Promise<void> {
-    const { store, holder, slots } = this.parts;
+    const { store, holder, slots, watch } = this.parts;
+    const model = waiter.request.modelGroupKey;
+    const silentMs = Math.round(watch.silentMs());
+    const error =
+      why === 'abort'
+        ? clientAborted()
+        : why === 'outage'
+          ? queueUnavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
+          : queueTimeout(model, waiter.request.maxWaitMs);
     // An outage or a client gone does not wait for Redis: the request fails now, its job leaves after.
-    if (why !== 'deadline') waiter.fail(this.leaveError(waiter, why));
+    if (why !== 'deadline') waiter.fail(error);
     let outcome;
     try {
       outcome = await store.leave(waiter.provider, waiter.jobId);
@@ -220,17 +228,7 @@ export class LeaseWaiters {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
       await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
     }
-    waiter.fail(this.leaveError(waiter, why));
-  }
-
-  /** What a waiter that leaves answers. */
-  private leaveError(waiter: LeaseWaiter, why: LeaveReason): AdmissionError {
-    const silentMs = Math.round(this.parts.watch.silentMs());
-    return why === 'abort'
-      ? clientAborted()
-      : why === 'outage'
-        ? queueUnavailable(`Redis has not answered for ${silentMs} ms while the request waited in the queue`)
-        : queueTimeout(waiter.request.modelGroupKey, waiter.request.maxWaitMs);
+    waiter.fail(error);
   }
 
   /** The waiter's provider was removed from the config: queue it again on its remaining candidates. */
