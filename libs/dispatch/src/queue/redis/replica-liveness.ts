@@ -49,6 +49,7 @@ export class ReplicaLiveness {
    * @throws the Redis error (a `CLIENT LIST` that times out included); the caller retries next round.
    */
   async sweep(providersByTag: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const checkedAt = performance.now();
     const expired = await this.store.expiredReplicas(this.replicaId);
     const connected = expired.length > 0 ? await this.connectedReplicas() : new Set<string>();
     const replicas = {
@@ -60,7 +61,9 @@ export class ReplicaLiveness {
     for (const [tag, ids] of providersByTag) {
       if (replicas.dead.length === 0 && performance.now() < (this.reapDueAt.get(tag) ?? 0)) continue;
       const sentAt = performance.now();
-      const swept = await this.store.sweep(tag, replicas, ids, this.reapGraceMs);
+      // A replica alive at the check may have stalled since: only leases expired before the check are reaped.
+      const graceMs = this.reapGraceMs + Math.ceil(sentAt - checkedAt);
+      const swept = await this.store.sweep(tag, replicas, ids, graceMs);
       this.reapDueAt.set(tag, sentAt + swept.nextMs);
       removed += swept.removed;
       reaped += swept.reaped;
