@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createServer, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -104,8 +107,13 @@ export async function scanKeys(url: string, prefix: string): Promise<string[]> {
   }
 }
 
-/** Spawns `redis-server` without persistence on `port` (plus `extraArgs`) and waits for PING. */
+/**
+ * Spawns `redis-server` without persistence on `port` (plus `extraArgs`) and waits for PING. Its
+ * directory is a fresh temporary one (removed when it exits), so an RDB written for a replica's full
+ * sync never lands in the working directory; `extraArgs` may name another `--dir`.
+ */
 export async function spawnRedis(port: number, extraArgs: readonly string[] = []): Promise<ChildProcess> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'iop-redis-'));
   const child = spawn(
     'redis-server',
     [
@@ -119,6 +127,8 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
       'no',
       '--loglevel',
       'warning',
+      '--dir',
+      dir,
       ...extraArgs,
     ],
     { stdio: 'ignore' },
@@ -132,10 +142,15 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
     );
   });
   failed.catch(() => undefined);
-  await Promise.race([waitForPing(port, 10_000), failed]);
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  await Promise.race([waitForPing(port, 10_000), failed]).catch((e: unknown) => {
+    removeDir();
+    throw e;
+  });
   child.removeAllListeners('exit');
   child.removeAllListeners('error');
   child.on('error', () => undefined);
+  child.once('exit', removeDir);
   return child;
 }
 
