@@ -29,6 +29,13 @@ export {
   type RuntimeLogger,
   ConfigRuntime,
 } from './config-runtime';
-export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
+export {
+  type ListenAddress,
+  type RedisSentinelUrl,
+  parseListenAddress,
+  parseRedisSentinelUrl,
+  isRedisUrl,
+  redactUrl,
+} from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';
