@@ -17,6 +17,7 @@ COPY package.json package-lock.json ./
 COPY apps/edge-gateway/package.json apps/edge-gateway/
 COPY apps/status-exporter/package.json apps/status-exporter/
 COPY libs/dispatch/package.json libs/dispatch/
+COPY libs/errors/package.json libs/errors/
 COPY libs/runtime/package.json libs/runtime/
 COPY libs/status/package.json libs/status/
 COPY libs/validate/package.json libs/validate/
@@ -39,6 +40,7 @@ COPY package.json package-lock.json ./
 COPY apps/edge-gateway/package.json apps/edge-gateway/
 COPY apps/status-exporter/package.json apps/status-exporter/
 COPY libs/dispatch/package.json libs/dispatch/
+COPY libs/errors/package.json libs/errors/
 COPY libs/runtime/package.json libs/runtime/
 COPY libs/status/package.json libs/status/
 COPY libs/validate/package.json libs/validate/

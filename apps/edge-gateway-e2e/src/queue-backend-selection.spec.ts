@@ -143,7 +143,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
 
   it('refuses a REDIS_URL that is not a redis:// URL (exit 2), password redacted', async () => {
     await expect(start({ env: { REDIS_URL: 'http://user:s3cret@127.0.0.1:6379' } })).rejects.toThrow(
-      /exited with 2 before listening:\nREDIS_URL: "http:\/\/\*\*\*@127\.0\.0\.1:6379" is not a redis:\/\/ or rediss:\/\/ URL/,
+      /exited with 2 before listening:\nREDIS_URL: "http:\/\/\*\*\*@127\.0\.0\.1:6379" is not a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL/,
     );
   });
 });

@@ -64,6 +64,6 @@ function checkAddresses(listen: string | undefined, redis: string | undefined): 
   }
   if (redis !== undefined && !isRedisUrl(redis))
     throw new Error(
-      `--redis: "${redactUrl(redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`,
+      `--redis: "${redactUrl(redis)}" is not a redis://, rediss:// or redis+sentinel:// URL (percent-encode "/", "?" or "#" in a password)`,
     );
 }

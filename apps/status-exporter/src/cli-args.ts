@@ -40,7 +40,7 @@ export function parseExporterArgs(argv: string[]): ExporterCommand {
   if (values.listen !== undefined) parseListenAddress(values.listen);
   if (values.redis !== undefined && !isRedisUrl(values.redis))
     throw new Error(
-      `--redis: "${redactUrl(values.redis)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`,
+      `--redis: "${redactUrl(values.redis)}" is not a redis://, rediss:// or redis+sentinel:// URL (percent-encode "/", "?" or "#" in a password)`,
     );
   return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis };
 }

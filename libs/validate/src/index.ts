@@ -29,7 +29,14 @@ export {
   type RuntimeLogger,
   ConfigRuntime,
 } from './config-runtime';
-export { type ListenAddress, parseListenAddress, isRedisUrl, redactUrl } from './listen-address';
+export {
+  type ListenAddress,
+  type RedisSentinelUrl,
+  parseListenAddress,
+  parseRedisSentinelUrl,
+  isRedisUrl,
+  redactUrl,
+} from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
 export * from './client-schema';
 export { type FlowClient, ANONYMOUS_CLIENT, ClientKeys, configuredClients, flatKeyClientId } from './client-keys';

@@ -1,4 +1,4 @@
-import { isRedisUrl, parseListenAddress, redactUrl } from './listen-address';
+import { isRedisUrl, parseListenAddress, parseRedisSentinelUrl, redactUrl } from './listen-address';
 
 describe('parseListenAddress (listen settings)', () => {
   it.each([
@@ -25,8 +25,39 @@ describe('isRedisUrl', () => {
     ['redis://', false],
     ['redis://:pa/ss@host:6379', false],
     ['redis://:pa%2Fss@host:6379', true],
+    ['redis+sentinel://s1:26379,s2:26380/mymaster', true],
+    ['redis+sentinel://s1/mymaster', true],
+    ['redis+sentinel://s1:26379', false],
+    ['redis+sentinel://s1:99999/mymaster', false],
   ])('%s → %s', (text, expected) => {
     expect(isRedisUrl(text)).toBe(expected);
+  });
+});
+
+describe('parseRedisSentinelUrl', () => {
+  it("reads the Sentinels (26379 when no port), the master name and the data nodes' credentials", () => {
+    expect(parseRedisSentinelUrl('redis+sentinel://edge:p%40ss@s1:26379,s2,[::1]:26380/my%20master')).toEqual({
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+      name: 'my master',
+      username: 'edge',
+      password: 'p@ss',
+    });
+    expect(parseRedisSentinelUrl('redis+sentinel://:secret@s1/m')).toEqual({
+      sentinels: [{ host: 's1', port: 26379 }],
+      name: 'm',
+      password: 'secret',
+    });
+    expect(parseRedisSentinelUrl('redis://s1:6379/0')).toBeUndefined();
+  });
+
+  it('is printed without its credentials, hosts and name kept', () => {
+    expect(redactUrl('redis+sentinel://edge:Top@Secret@s1:26379,s2:26380/mymaster')).toBe(
+      'redis+sentinel://***@s1:26379,s2:26380/mymaster',
+    );
   });
 });
 

@@ -157,7 +157,7 @@ describe('resolveQueueBackend (README "Configuration": queue.backend, --redis, R
   it('refuses a REDIS_URL that is not a redis:// URL, naming the variable, password redacted', () => {
     const attempt = () => resolveQueueBackend(withQueue({}), { REDIS_URL: 'http://user:s3cret@h:6379' });
     expect(attempt).toThrow(QueueBackendError);
-    expect(attempt).toThrow('REDIS_URL: "http://***@h:6379" is not a redis:// or rediss:// URL');
+    expect(attempt).toThrow('REDIS_URL: "http://***@h:6379" is not a redis://, rediss:// or redis+sentinel:// URL');
   });
 
   it('refuses a --redis that is not a redis:// URL even when REDIS_URL is valid', () => {

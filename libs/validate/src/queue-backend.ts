@@ -62,7 +62,7 @@ export function resolveQueueBackend(
     if (url === undefined) continue;
     if (!isRedisUrl(url))
       throw new QueueBackendError(
-        `${source}: "${redactUrl(url)}" is not a redis:// or rediss:// URL (percent-encode "/", "?" or "#" in a password)`,
+        `${source}: "${redactUrl(url)}" is not a redis://, rediss:// or redis+sentinel:// URL (percent-encode "/", "?" or "#" in a password)`,
       );
     const overridden = [
       ...(source === '--redis' && envUrl ? ['REDIS_URL'] : []),

@@ -37,7 +37,10 @@ export const queueSchema = z.strictObject({
   backend: z.enum(['redis', 'memory']).optional(),
   redis_url: z
     .string()
-    .refine(isRedisUrl, 'write a redis:// or rediss:// URL; percent-encode "/", "?" or "#" in a password')
+    .refine(
+      isRedisUrl,
+      'write a redis://, rediss:// or redis+sentinel:// URL; percent-encode "/", "?" or "#" in a password',
+    )
     .optional(),
   /** Key prefix of every Redis key; `:` may separate namespaces but cannot end it. @defaultValue iop-edge */
   prefix: z

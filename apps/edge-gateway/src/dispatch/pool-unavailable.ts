@@ -13,7 +13,8 @@ export function poolUnavailable(health: HealthStore | undefined, config: EdgeCon
   const all = resolveRoute(config, model);
   const ids = all?.providerPool ? all.candidates.map((c) => c.providerId) : [];
   const views = health?.views();
-  const now = Date.now();
+  // The views' times are on the store's clock (Redis's when shared), not necessarily this process's.
+  const now = health?.now() ?? Date.now();
   const waits = ids.flatMap((id) => {
     const at = views?.get(id)?.retryAt;
     return at == null ? [] : [Math.max(1, Math.ceil((at - now) / 1000))];

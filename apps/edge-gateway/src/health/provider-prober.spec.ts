@@ -20,6 +20,7 @@ function recordingStore(): HealthStore & { booked: string[] } {
     trialsDue: () => new Set<string>(),
     views: () => new Map(),
     refresh: async () => undefined,
+    now: () => Date.now(),
   };
 }
 

@@ -16,6 +16,10 @@ export abstract class CachedHealthStore implements HealthStore {
 
   abstract refresh(providerIds: readonly string[]): Promise<void>;
 
+  now(): number {
+    return Date.now();
+  }
+
   async record(providerId: string, ok: boolean, reason?: string): Promise<void> {
     await this.apply(providerId, { kind: 'probe', ok, reason });
   }
@@ -29,19 +33,19 @@ export abstract class CachedHealthStore implements HealthStore {
   }
 
   async claimTrial(providerId: string, holdMs: number): Promise<boolean> {
-    if (!this.cache.trialsDue().has(providerId)) return false;
+    if (!this.cache.trialsDue(this.now()).has(providerId)) return false;
     return this.apply(providerId, { kind: 'trial', holdMs });
   }
 
   unhealthy(): ReadonlySet<string> {
-    return this.cache.unhealthy();
+    return this.cache.unhealthy(this.now());
   }
 
   trialsDue(): ReadonlySet<string> {
-    return this.cache.trialsDue();
+    return this.cache.trialsDue(this.now());
   }
 
   views(): ReadonlyMap<string, HealthView> {
-    return this.cache.views();
+    return this.cache.views(this.now());
   }
 }

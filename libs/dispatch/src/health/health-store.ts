@@ -28,4 +28,10 @@ export interface HealthStore {
   views(): ReadonlyMap<string, HealthView>;
   /** Reloads the cache from the store, keeping only `providerIds`. Never throws. */
   refresh(providerIds: readonly string[]): Promise<void>;
+  /**
+   * Now, in epoch ms, on the clock the records' times are on (`since`, `retryAt`): this process's for
+   * the memory store, Redis's for the shared one (docs/architecture.md, "Provider health"), so every
+   * replica compares a back-off's end with the same clock.
+   */
+  now(): number;
 }

@@ -21,7 +21,7 @@ export class MemoryHealthStore extends CachedHealthStore {
       this.cache.get(providerId) ?? INITIAL_HEALTH,
       event,
       this.settings(),
-      Date.now(),
+      this.now(),
     );
     if (!changed) return false;
     this.cache.set(providerId, next);

@@ -80,6 +80,31 @@ describe('RedisHealthStore across replicas', () => {
     }
   });
 
+  it("agrees on when a back-off and a cooldown end although the replicas' clocks differ by 3 minutes (Redis's clock)", async () => {
+    const prefix = uniquePrefix('health-clock');
+    const [ca, cb] = await Promise.all([connect(), connect()]);
+    const skewed = (ms: number) => () => Date.now() + ms;
+    const thresholds = () => ({ unhealthy_after: 1, healthy_after: 1, cooldown_ms: 4000 });
+    const ahead = new RedisHealthStore(ca, prefix, thresholds, () => 60_000, undefined, undefined, skewed(90_000));
+    const behind = new RedisHealthStore(cb, prefix, thresholds, () => 60_000, undefined, undefined, skewed(-90_000));
+    try {
+      await ahead.backOff('p', 3, 'upstream 429');
+      await behind.recordRequest('q', false, 'upstream_error');
+      await Promise.all([ahead.refresh(['p', 'q']), behind.refresh(['p', 'q'])]);
+      for (const store of [ahead, behind]) {
+        const [p, q] = [store.views().get('p'), store.views().get('q')];
+        expect([p?.state, q?.state]).toEqual(['backoff', 'unhealthy']);
+        // Both ends measured from each store's own now: 3 s and 4 s away, whichever replica wrote them.
+        expect(Math.abs((p?.retryAt ?? 0) - store.now() - 3000)).toBeLessThan(500);
+        expect(Math.abs((q?.retryAt ?? 0) - store.now() - 4000)).toBeLessThan(500);
+      }
+      expect(Math.abs(ahead.now() - behind.now())).toBeLessThan(100);
+    } finally {
+      ca.disconnect();
+      cb.disconnect();
+    }
+  });
+
   it("forgets a provider's health when no replica refreshes it within the TTL", async () => {
     const prefix = uniquePrefix('health-ttl');
     const conn = await connect();

@@ -22,6 +22,11 @@ const MAX_CAS_ATTEMPTS = 32;
  * reports it (one log line per transition for the whole fleet). A request that succeeds on a provider
  * whose cached record has nothing to reset writes nothing (no Redis command on the hot path).
  * A Redis outage leaves the cache as it was and is reported through `onError`.
+ *
+ * Times in a record (`since`, `retryAt`, `trialUntil`, `backoffUntil`) are on Redis's clock, whatever
+ * each replica's clock says: the store reads `TIME` every `refresh` (and before its first write) and
+ * keeps the offset to this process's clock, so replicas with skewed clocks agree on when a cooldown or
+ * a back-off ends (`now()`).
  */
 export class RedisHealthStore extends CachedHealthStore {
   private readonly versions = new Map<string, string>();
@@ -39,12 +44,30 @@ export class RedisHealthStore extends CachedHealthStore {
     private readonly ttlMs: () => number,
     private readonly onError: (err: unknown) => void = () => undefined,
     private readonly onTransition: HealthTransitionListener = () => undefined,
+    /** This process's clock, epoch ms (a test skews it). @defaultValue `Date.now` */
+    private readonly localClock: () => number = () => Date.now(),
   ) {
     super();
     this.keys = new LeaseKeys(prefix);
   }
 
+  /** Now on Redis's clock, epoch ms: this process's clock plus the offset last measured (none before the first). */
+  override now(): number {
+    return this.localClock() + (this.offsetMs ?? 0);
+  }
+
+  /** Redis's clock minus this process's, in ms, from `TIME` (half the round trip assumed each way). */
+  private offsetMs: number | undefined;
+
+  private async syncClock(): Promise<void> {
+    const sentAt = this.localClock();
+    const [seconds, micros] = await this.redis.time();
+    const receivedAt = this.localClock();
+    this.offsetMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - (sentAt + receivedAt) / 2;
+  }
+
   async refresh(providerIds: readonly string[]): Promise<void> {
+    await this.syncClock().catch((err: unknown) => this.onError(err));
     if (providerIds.length === 0) {
       this.cache.replace(new Map());
       this.versions.clear();
@@ -93,8 +116,9 @@ export class RedisHealthStore extends CachedHealthStore {
   private async applyNow(providerId: string, event: HealthEvent): Promise<{ wrote: boolean }> {
     const key = this.keys.healthKey(providerId);
     try {
+      if (this.offsetMs === undefined) await this.syncClock();
       for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-        const now = Date.now();
+        const now = this.now();
         const prev = this.cache.get(providerId) ?? INITIAL_HEALTH;
         const version = this.versions.get(providerId) ?? '0';
         const { next, changed, transition } = nextHealth(prev, event, this.settings(), now);

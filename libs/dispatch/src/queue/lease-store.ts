@@ -1,8 +1,11 @@
 import type { LuaScript, ScriptReply } from '../lua/script-loader';
 import { LeaseKeys } from './lease-keys';
+import { readLeaseCounts } from './lease-counts';
 import type { ProviderCounts, QueueProvider } from './provider-queue';
 import { masterNodes, type RedisClient } from './redis-connection';
 import { LEASE_SCRIPTS } from './scripts/lease-scripts';
+
+export { readLeaseCounts } from './lease-counts';
 
 /** A provider as the lease store addresses it: its id and the shard tag its keys live under. */
 export interface StoredProvider {
@@ -111,17 +114,46 @@ export class LeaseStore {
     );
   }
 
-  /** Frees the leases and waiting jobs of dead replicas on the given providers of one tag; resolves how many. */
-  async sweep(shardTag: string, deadReplicaIds: readonly string[], providerIds: readonly string[]): Promise<number> {
+  /**
+   * Takes `jobId` out of Redis wherever its admission put it among `providerIds` (all of one tag):
+   * out of a wait list, or its lease dropped and the slot handed on (`scripts/settle.lua`). For a job
+   * whose last command got no answer (docs/architecture.md, "Leftovers"). Idempotent.
+   * @returns what it was: `left` (waiting), `released` (a lease), `gone` (nothing left of it).
+   */
+  async settle(shardTag: string, providerIds: readonly string[], jobId: string): Promise<'left' | 'released' | 'gone'> {
+    const { status } = await this.run(LEASE_SCRIPTS.settle, shardTag, [
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+      jobId,
+      ...providerIds.map((id) => this.keys.queueName(id)),
+    ]);
+    return status;
+  }
+
+  /**
+   * One sweep of the given providers of one tag (`scripts/sweep.lua`): frees the leases and waiting
+   * jobs of `deadReplicaIds`, and reaps every lease expired more than `graceMs` ago (Redis time)
+   * unless it names one of `stalledReplicaIds`. Resolves how many of each were freed, and in how
+   * many ms a lease of these providers can next be due for reaping (`nextMs`).
+   */
+  async sweep(
+    shardTag: string,
+    replicas: { readonly dead: readonly string[]; readonly stalled: readonly string[] },
+    providerIds: readonly string[],
+    graceMs: number,
+  ): Promise<{ removed: number; reaped: number; nextMs: number }> {
     const names = providerIds.map((id) => this.keys.queueName(id));
     const { values } = await this.run(LEASE_SCRIPTS.sweep, shardTag, [
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
-      String(deadReplicaIds.length),
-      ...deadReplicaIds,
+      String(graceMs),
+      String(replicas.dead.length),
+      ...replicas.dead,
+      String(replicas.stalled.length),
+      ...replicas.stalled,
       ...names,
     ]);
-    return Number(values[0]);
+    return { removed: Number(values[0]), reaped: Number(values[1]), nextMs: Number(values[2]) };
   }
 
   /**
@@ -215,6 +247,27 @@ export class LeaseStore {
       .join(',');
   }
 
+  /**
+   * How long the Redis server has been up, in ms, rounded down to the second (`INFO server`
+   * `uptime_in_seconds`; the least of every master's on a cluster): a restart without persistence
+   * shows as a small uptime (docs/architecture.md, "Redis restarts").
+   */
+  async serverUptimeMs(): Promise<number> {
+    const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
+    return Math.min(...infos.map((info) => Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? 0) * 1000));
+  }
+
+  /**
+   * `CONFIG GET <name>` on every master: one value per master ('' where unset).
+   * @throws the Redis error, e.g. `NOPERM` or `unknown command` where CONFIG is refused (managed Redis).
+   */
+  async serverConfig(name: string): Promise<string[]> {
+    const replies = await Promise.all(
+      masterNodes(this.client).map((node) => node.call('CONFIG', 'GET', name) as Promise<string[]>),
+    );
+    return replies.map((reply) => reply[1] ?? '');
+  }
+
   /** Runs a lease script on the slot of `shardTag`: KEYS[1] `<base>:seq`, ARGV[1] the tag base, then `args`. */
   private run<S extends string>(
     script: LuaScript<S>,
@@ -224,41 +277,4 @@ export class LeaseStore {
     const base = this.keys.tagBase(shardTag);
     return script.run(this.client, [`${base}:seq`], [base, ...args]);
   }
-}
-
-/**
- * Reads the live counts of providers straight from Redis, for processes that hold no leases (the
- * status exporter, tests) as well as for the gateway: `inFlight` = `LLEN active`, `queued` = `LLEN wait`,
- * the numbers admission decides on. Read-only; a provider with no keys reads 0/0. One pipeline.
- * @param prefix `queue.prefix` (no trailing `:`).
- * @throws the Redis error when any command fails (connection lost, wrong key type).
- */
-export async function readLeaseCounts(
-  redis: RedisClient,
-  prefix: string,
-  providers: readonly StoredProvider[],
-): Promise<Map<string, ProviderCounts>> {
-  const keys = new LeaseKeys(prefix);
-  const out = new Map<string, ProviderCounts>();
-  // One pipeline per shard tag: a cluster pipeline must stay on one slot.
-  const byTag = new Map<string, StoredProvider[]>();
-  for (const p of providers) byTag.set(p.shardTag, [...(byTag.get(p.shardTag) ?? []), p]);
-  await Promise.all(
-    [...byTag.values()].map(async (group) => {
-      const pipeline = redis.pipeline();
-      for (const p of group) {
-        pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'active'));
-        pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'wait'));
-      }
-      const results = (await pipeline.exec()) ?? [];
-      const numbers = results.map(([error, value], i) => {
-        if (error) throw error;
-        if (typeof value !== 'number') throw new Error(`readLeaseCounts: reply ${i} is not a number`);
-        return value;
-      });
-      if (numbers.length !== group.length * 2) throw new Error('readLeaseCounts: the pipeline was aborted');
-      group.forEach((p, i) => out.set(p.providerId, { inFlight: numbers[2 * i], queued: numbers[2 * i + 1] }));
-    }),
-  );
-  return new Map(providers.map((p) => [p.providerId, out.get(p.providerId)!]));
 }

@@ -1,3 +1,4 @@
+import { parseRedisSentinelUrl } from '@iop/validate';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 /** A connection to a single Redis or to a Redis Cluster; both speak the same commands here. */
@@ -5,7 +6,11 @@ export type RedisClient = Redis | Cluster;
 
 /** How to reach Redis (`queue.redis_url`, `queue.cluster`) and how the connection behaves. */
 export interface RedisConnectionOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://…` (TLS); for a cluster, any one seed node. */
+  /**
+   * `redis://[user:password@]host:port[/db]` or `rediss://…` (TLS); for a cluster, any one seed node;
+   * or `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>`: the primary the
+   * Sentinels name, asked again on every reconnect (credentials are the data nodes').
+   */
   readonly url: string;
   /** Treat `url` as a seed node of a Redis Cluster and follow its slot map. @defaultValue false */
   readonly cluster?: boolean;
@@ -15,21 +20,58 @@ export interface RedisConnectionOptions {
   readonly failFast?: boolean;
   /** Longest a command may take before it rejects, in ms. @defaultValue none */
   readonly commandTimeoutMs?: number;
+  /**
+   * Called when Redis answers `READONLY` (the node was demoted by a failover), right before the
+   * connection is dropped and opened again. @defaultValue none
+   */
+  readonly onReadOnly?: (error: Error) => void;
+}
+
+/**
+ * ioredis's `reconnectOnError`: a `READONLY` reply means the endpoint now names another primary
+ * while this connection still talks to the demoted node (docs/architecture.md, "Failover"), so the
+ * connection is dropped and opened again (1: without sending the command again; it fails and the
+ * caller's own recovery runs). Any other error keeps the connection.
+ */
+export function reconnectOnReadOnly(onReadOnly?: (error: Error) => void): (error: Error) => 1 | false {
+  return (error) => {
+    if (!error.message.startsWith('READONLY')) return false;
+    onReadOnly?.(error);
+    return 1;
+  };
 }
 
 /**
  * Opens a connection to a single Redis or a Redis Cluster (docs/architecture.md, "Redis and Redis
- * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s. The caller
- * must attach an `error` listener. Never logs the URL.
- * @throws TypeError when `url` is not a URL.
+ * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s; a `READONLY`
+ * reply (a failover) drops and re-opens the connection. The caller must attach an `error` listener.
+ * Never logs the URL.
+ * @throws TypeError when `url` is not a URL, or is a Sentinel URL with `cluster`.
  */
 export function connectRedis(opts: RedisConnectionOptions): RedisClient {
   const retryStrategy = (times: number) => Math.min(times * 100, 1000);
   const common: RedisOptions = {
     connectionName: opts.connectionName,
+    reconnectOnError: reconnectOnReadOnly(opts.onReadOnly),
     ...(opts.failFast ? { enableOfflineQueue: false, maxRetriesPerRequest: 0 } : { maxRetriesPerRequest: null }),
     ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
   };
+  const sentinel = parseRedisSentinelUrl(opts.url);
+  if (sentinel) {
+    if (opts.cluster)
+      throw new TypeError('a redis+sentinel:// URL names one primary, not a Redis Cluster: unset cluster');
+    // failoverDetector: the Sentinels' +switch-master re-opens the connection at once (ioredis).
+    const { sentinels, name, username, password } = sentinel;
+    return new Redis({
+      ...common,
+      retryStrategy,
+      sentinels: [...sentinels],
+      name,
+      username,
+      password,
+      failoverDetector: true,
+    });
+  }
   if (!opts.cluster) return new Redis(opts.url, { ...common, retryStrategy });
   const url = new URL(opts.url);
   return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], {

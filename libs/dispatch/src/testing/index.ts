@@ -1,4 +1,7 @@
 export * from './redis-server';
 export { waitUntil } from './wait-until';
 export { seedLeases } from './seed-leases';
-export { startRedisCluster, type TestRedisCluster } from './redis-cluster';
+export { proxyClusterMasters, startRedisCluster, type TestRedisCluster } from './redis-cluster';
+export { startTcpProxy, type TcpProxy } from './tcp-proxy';
+export { startRedisSentinel, type TestRedisSentinel } from './redis-sentinel';
+export { startLeaseLoad, type LeaseLoad } from './lease-load';

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { freePort, spawnRedis } from './redis-server';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
 /** A real Redis Cluster of `redis-server --cluster-enabled yes` processes on 127.0.0.1, for one test file. */
 export interface TestRedisCluster {
@@ -129,5 +130,46 @@ async function clusterInfo(port: number): Promise<string> {
     return '';
   } finally {
     client.disconnect();
+  }
+}
+
+/**
+ * Puts a `TcpProxy` in front of every master of `cluster` and makes each master announce its proxy's
+ * port (`cluster-announce-port`; the bus keeps its own port), as a cluster behind NAT does, so a
+ * cluster client seeded with a proxy's URL reaches every node through the proxies. Resolves the
+ * proxies, in the order of `cluster.ports`, once every node's `CLUSTER SLOTS` names only proxy ports.
+ * @throws Error after 20 s when the announced ports do not spread.
+ */
+export async function proxyClusterMasters(cluster: TestRedisCluster): Promise<TcpProxy[]> {
+  const proxies = await Promise.all(cluster.ports.map((port) => startTcpProxy(port)));
+  await Promise.all(
+    cluster.ports.map(async (port, i) => {
+      const admin = new Redis({ host: '127.0.0.1', port });
+      try {
+        await admin.config('SET', 'cluster-announce-bus-port', String(port + 10000));
+        await admin.config('SET', 'cluster-announce-port', String(proxies[i].port));
+      } finally {
+        admin.disconnect();
+      }
+    }),
+  );
+  const wanted = new Set(proxies.map((p) => p.port));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const announced = await Promise.all(cluster.ports.map((port) => slotPorts(port)));
+    if (announced.every((ports) => ports.length > 0 && ports.every((p) => wanted.has(p)))) return proxies;
+    if (Date.now() > deadline) throw new Error('the cluster nodes did not announce their proxy ports within 20 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Ports of the masters in one node's `CLUSTER SLOTS`. */
+async function slotPorts(port: number): Promise<number[]> {
+  const admin = new Redis({ host: '127.0.0.1', port });
+  try {
+    const slots = await admin.cluster('SLOTS');
+    return slots.map(([, , master]) => master[1]);
+  } finally {
+    admin.disconnect();
   }
 }

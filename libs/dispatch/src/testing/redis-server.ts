@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createServer, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -20,6 +23,8 @@ export interface TestRedis {
   kill(): Promise<void>;
   /** Starts an own server again on the same port, empty (no persistence); throws for `REDIS_URL`. */
   start(): Promise<void>;
+  /** SIGSTOPs (`true`) or SIGCONTs (`false`) an own server: a hung Redis whose sockets stay open; throws for `REDIS_URL`. */
+  freeze(frozen: boolean): void;
 }
 
 const MISSING_BINARY =
@@ -27,7 +32,10 @@ const MISSING_BINARY =
 
 /**
  * Starts (or borrows) a Redis for tests. `forceOwn` ignores `REDIS_URL`, for tests that stop
- * and restart Redis. Resolves once the server answers PING.
+ * and restart Redis. Resolves once the server answers PING and has been up 3 s: limits written to a
+ * younger Redis hold grants back until it has been up `restartBarrierMs` (2.5 s by default;
+ * docs/architecture.md, "Redis restarts"), which a test of the first grants' timing must not see.
+ * (`start()` after `kill()` does not wait: that is the restart a test means.)
  * @throws Error naming the `redis-server` package when the binary is missing.
  */
 export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<TestRedis> {
@@ -38,16 +46,24 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
         'this test Redis comes from REDIS_URL: start it with startRedis({ forceOwn: true }) to kill or restart it',
       );
     };
-    return { url: external, own: false, stop: async () => undefined, kill: notOwn, start: notOwn };
+    const refuse = () => {
+      throw new Error(
+        'this test Redis comes from REDIS_URL: start it with startRedis({ forceOwn: true }) to freeze it',
+      );
+    };
+    return { url: external, own: false, stop: async () => undefined, kill: notOwn, start: notOwn, freeze: refuse };
   }
   const port = await freePort();
   let child: ChildProcess | undefined = await spawnRedis(port);
+  await waitForUptime(port, 3);
   const exit = async (signal: NodeJS.Signals) => {
     const running = child;
     child = undefined;
     if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
     running.kill(signal);
+    // A frozen server takes SIGTERM only once it runs again.
+    running.kill('SIGCONT');
     await exited;
   };
   return {
@@ -59,6 +75,10 @@ export async function startRedis(opts: { forceOwn?: boolean } = {}): Promise<Tes
     start: async () => {
       if (child) throw new Error(`redis-server on port ${port} is already running`);
       child = await spawnRedis(port);
+    },
+    freeze: (frozen) => {
+      if (!child) throw new Error(`redis-server on port ${port} is not running`);
+      child.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
     },
   };
 }
@@ -87,8 +107,13 @@ export async function scanKeys(url: string, prefix: string): Promise<string[]> {
   }
 }
 
-/** Spawns `redis-server` without persistence on `port` (plus `extraArgs`) and waits for PING. */
+/**
+ * Spawns `redis-server` without persistence on `port` (plus `extraArgs`) and waits for PING. Its
+ * directory is a fresh temporary one (removed when it exits), so an RDB written for a replica's full
+ * sync never lands in the working directory; `extraArgs` may name another `--dir`.
+ */
 export async function spawnRedis(port: number, extraArgs: readonly string[] = []): Promise<ChildProcess> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'iop-redis-'));
   const child = spawn(
     'redis-server',
     [
@@ -102,6 +127,8 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
       'no',
       '--loglevel',
       'warning',
+      '--dir',
+      dir,
       ...extraArgs,
     ],
     { stdio: 'ignore' },
@@ -115,14 +142,35 @@ export async function spawnRedis(port: number, extraArgs: readonly string[] = []
     );
   });
   failed.catch(() => undefined);
-  await Promise.race([waitForPing(port, 10_000), failed]);
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  await Promise.race([waitForPing(port, 10_000), failed]).catch((e: unknown) => {
+    removeDir();
+    throw e;
+  });
   child.removeAllListeners('exit');
   child.removeAllListeners('error');
   child.on('error', () => undefined);
+  child.once('exit', removeDir);
   return child;
 }
 
-async function waitForPing(port: number, timeoutMs: number): Promise<void> {
+/** Resolves once the server on `port` of 127.0.0.1 says `uptime_in_seconds` ≥ `seconds`. */
+async function waitForUptime(port: number, seconds: number): Promise<void> {
+  const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  try {
+    for (;;) {
+      const uptime = Number(/uptime_in_seconds:(\d+)/.exec(await client.info('server'))?.[1] ?? 0);
+      if (uptime >= seconds) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Resolves once a server on `port` of 127.0.0.1 answers PING. @throws Error after `timeoutMs`. */
+export async function waitForPing(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await ping(port)) return;

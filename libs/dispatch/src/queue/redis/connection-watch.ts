@@ -21,10 +21,11 @@ export interface ConnectionWatchOptions {
 }
 
 /**
- * Whether this replica can reach Redis (docs/architecture.md, "Fencing"; README "Running a fleet"): follows
- * the connections' `ready`, `close` and `error` events, logs an outage once when it starts and once when
- * it ends, holds admissions back until the reconnect check ran, and keeps the time Redis last answered
- * (`reachedAt`, monotonic clock) so a waiting request does not outwait an outage.
+ * Whether this replica can reach Redis (docs/architecture.md, "Fencing" and "Hung Redis"; README "Running a
+ * fleet"): follows the connections' `ready`, `close` and `error` events, and the time Redis last answered
+ * (`reachedAt`, monotonic clock), so a Redis that stops answering on an open socket (SIGSTOP, a hung
+ * host) is an outage too; logs an outage once when it starts and once when it ends, holds admissions
+ * back until the reconnect check ran, and lets no waiting request outwait an outage.
  */
 export class ConnectionWatch {
   private outage = false;
@@ -43,10 +44,7 @@ export class ConnectionWatch {
     commands.on('ready', () => {
       this.reconnectCheck = opts
         .onReconnect()
-        .then(() => {
-          if (this.outage) logger.info({}, 'redis queue: Redis reachable again');
-          this.outage = false;
-        })
+        .then(() => this.endOutage())
         .catch((e: unknown) => logger.warn({ err: e }, 'redis queue: reconnect check failed'))
         .finally(() => markFirstConnection());
     });
@@ -63,10 +61,16 @@ export class ConnectionWatch {
     return withTimeout(this.firstConnection, this.opts.commandTimeoutMs).catch(() => undefined);
   }
 
+  /** True while the command connection is up and Redis answered within the silence limit (`/readyz`). */
+  reachable(): boolean {
+    return this.connected() && !this.silentTooLong();
+  }
+
   /**
    * Resolves when an admission may run now: connected (waiting up to `commandTimeoutMs` for the first
-   * connection) and the last reconnect check done.
-   * @throws AdmissionError `queue_unavailable` when Redis is not connected or the check does not end in time.
+   * connection), answering, and the last reconnect check done.
+   * @throws AdmissionError `queue_unavailable` when Redis is not connected, has not answered for the
+   *   silence limit, or the check does not end in time.
    */
   async admissible(): Promise<void> {
     if (!this.connected()) {
@@ -76,11 +80,32 @@ export class ConnectionWatch {
     await withTimeout(this.reconnectCheck, this.opts.commandTimeoutMs).catch((e: unknown) => {
       throw queueUnavailable(e);
     });
+    if (this.silentTooLong()) throw queueUnavailable(`Redis has not answered for ${Math.round(this.silentMs())} ms`);
   }
 
-  /** Redis answered a command sent at `sentAt` (`performance.now()`). */
+  /** Redis answered a command sent at `sentAt` (`performance.now()`); ends an outage of a hung Redis. */
   reached(sentAt: number): void {
-    this.reachedAt = sentAt;
+    this.reachedAt = Math.max(this.reachedAt, sentAt);
+    if (this.connected()) this.endOutage();
+  }
+
+  /**
+   * Redis answered `READONLY`: a failover demoted the node this connection talks to; the connection is
+   * being re-opened (to the endpoint's new primary), and its reconnect check treats the failover like a
+   * restart (docs/architecture.md, "Failover"). Logged once, as the start of an outage.
+   */
+  failover(error: Error): void {
+    if (this.opts.isClosed()) return;
+    this.startOutage('Redis answered READONLY: a failover demoted this node; reconnecting', error);
+  }
+
+  /**
+   * Runs every poll round: an open connection on which Redis has not answered for the silence limit
+   * (a SIGSTOPped or hung server keeps the socket open) starts an outage, logged once.
+   */
+  checkSilence(): void {
+    if (this.opts.isClosed() || this.outage || !this.connected() || !this.silentTooLong()) return;
+    this.startOutage(`no answer for ${Math.round(this.silentMs())} ms on an open connection (hung or overloaded)`);
   }
 
   /** Time since Redis last answered, in ms. */
@@ -110,10 +135,24 @@ export class ConnectionWatch {
   private markOutage(reason: string, err?: Error): boolean {
     if (this.opts.isClosed()) return true;
     if (this.connected()) return false;
-    if (!this.outage) {
-      this.opts.logger.warn({ reason, err }, 'redis queue: Redis unreachable; pool routes answer queue_unavailable');
-    }
-    this.outage = true;
+    this.startOutage(reason, err);
     return true;
+  }
+
+  /** Logs the start of an outage once. */
+  private startOutage(reason: string, err?: Error): void {
+    if (this.outage) return;
+    this.outage = true;
+    this.opts.logger.warn(
+      { reason, err },
+      `redis queue: Redis unreachable (${reason}); pool routes answer queue_unavailable`,
+    );
+  }
+
+  /** Logs the end of an outage once. */
+  private endOutage(): void {
+    if (!this.outage) return;
+    this.outage = false;
+    this.opts.logger.info({}, 'redis queue: Redis reachable again');
   }
 }

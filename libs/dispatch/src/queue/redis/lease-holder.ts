@@ -24,12 +24,13 @@ export interface LeaseHolderTiming {
 /**
  * The leases one replica holds (docs/architecture.md, "Lease protocol" and "Fencing"): hands them
  * out as `Lease` objects, renews them (one script per shard tag), aborts the ones it could not renew
- * in time, and keeps jobs whose release or removal could not reach Redis until it answers again.
+ * in time, and keeps the jobs whose last command got no answer (leftovers) until Redis answers again,
+ * then settles each one wherever it landed (docs/architecture.md, "Leftovers").
  */
 export class LeaseHolder {
   private readonly leases = new Map<string, HeldLease>();
-  /** Jobs whose leave or release could not reach Redis: retried by `renew`. */
-  private readonly leftovers = new Map<string, { provider: StoredProvider; action: 'leave' | 'release' }>();
+  /** Jobs whose last command got no answer, with every candidate of their admission: settled by `settleLeftovers`. */
+  private readonly leftovers = new Map<string, { shardTag: string; providerIds: string[] }>();
 
   constructor(
     private readonly store: LeaseStore,
@@ -73,24 +74,38 @@ export class LeaseHolder {
     };
   }
 
-  /** Ends a lease in Redis; on failure it is kept (never renewed, so never lost) and released once Redis answers. */
+  /** Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. */
   async release(jobId: string, provider: StoredProvider): Promise<void> {
     try {
       await this.store.release(provider, jobId);
       this.leftovers.delete(jobId);
     } catch {
-      this.leftovers.set(jobId, { provider, action: 'release' });
+      this.settleLater(jobId, [provider]);
     }
   }
 
-  /** A waiting job whose removal failed: removed (or its lease released, if granted meanwhile) once Redis answers. */
-  leaveLater(jobId: string, provider: StoredProvider): void {
-    this.leftovers.set(jobId, { provider, action: 'leave' });
+  /**
+   * A job whose command got no answer (admit, confirm, leave or release timed out or lost its
+   * connection: the script may have run or not): once Redis answers, `settleLeftovers` takes it out
+   * wherever it landed among `candidates` (all of one shard tag), waiting or granted.
+   */
+  settleLater(jobId: string, candidates: readonly StoredProvider[]): void {
+    if (candidates.length === 0) return;
+    const providerIds = [...new Set(candidates.map((c) => c.providerId))];
+    this.leftovers.set(jobId, { shardTag: candidates[0].shardTag, providerIds });
+  }
+
+  /** Settles every leftover, one script each (`LeaseStore.settle`). @throws the Redis error; the rest wait for the next round. */
+  async settleLeftovers(): Promise<void> {
+    for (const [jobId, { shardTag, providerIds }] of [...this.leftovers]) {
+      await this.store.settle(shardTag, providerIds, jobId);
+      this.leftovers.delete(jobId);
+    }
   }
 
   /**
    * Renews every held lease (one script per shard tag): a lease Redis no longer has is fenced.
-   * Then retries leftovers. @throws the Redis error; the caller retries next round.
+   * @throws the Redis error; the caller retries next round.
    */
   async renew(): Promise<void> {
     const byTag = new Map<string, HeldLease[]>();
@@ -110,16 +125,6 @@ export class LeaseHolder {
         if (lost.has(lease.jobId)) this.fence(lease, 'Redis no longer has it');
         else lease.renewedAt = sentAt;
       }
-    }
-    for (const [jobId, { provider, action }] of [...this.leftovers]) {
-      if (action === 'leave') {
-        const outcome = await this.store.leave(provider, jobId);
-        if (outcome.kind === 'granted')
-          await this.store.release({ ...provider, providerId: outcome.providerId }, jobId);
-      } else {
-        await this.store.release(provider, jobId);
-      }
-      this.leftovers.delete(jobId);
     }
   }
 
@@ -147,8 +152,8 @@ export class LeaseHolder {
       out.push(this.store.release(lease.provider, lease.jobId));
     }
     this.leases.clear();
-    for (const [jobId, { provider }] of this.leftovers)
-      out.push(this.store.leave(provider, jobId).then(() => this.store.release(provider, jobId)));
+    for (const [jobId, { shardTag, providerIds }] of this.leftovers)
+      out.push(this.store.settle(shardTag, providerIds, jobId));
     return out;
   }
 

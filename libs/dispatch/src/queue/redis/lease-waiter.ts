@@ -28,6 +28,8 @@ export class LeaseWaiter {
   readonly startedAt = Date.now();
   /** Its job in Redis; empty until the first admission script is sent. */
   jobId = '';
+  /** Every candidate its job's admission was sent with (one shard tag): where the job may have landed. */
+  candidates: readonly StoredProvider[] = [];
   private done = false;
   /** Steps scheduled and not finished yet. */
   private pending = 0;

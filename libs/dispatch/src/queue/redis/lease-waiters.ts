@@ -40,7 +40,12 @@ export interface LeaseWaitersParts {
 export class LeaseWaiters {
   /** Waiters by their current job id. */
   private readonly waiters = new Map<string, LeaseWaiter>();
-  private jobSeq = 0;
+  /**
+   * The number of this replica's last job id. Starts at the process's start time in µs, so a replica
+   * id used again by a later process (a restart under a fixed id) never repeats a job id that may still
+   * be in Redis.
+   */
+  private jobSeq = Date.now() * 1000;
 
   constructor(private readonly parts: LeaseWaitersParts) {}
 
@@ -118,20 +123,22 @@ export class LeaseWaiters {
   }
 
   /**
-   * Shutdown: fails every waiter with `queue_unavailable` and takes its job out of Redis (releasing it
-   * if it was granted meanwhile). Returns one promise per job; each rejects with the Redis error.
+   * Shutdown: fails every waiter with `queue_unavailable` and takes its job out of Redis wherever it
+   * is (released, if it was granted meanwhile). Returns one promise per job; each rejects with the Redis error.
    */
   closeAll(): Promise<unknown>[] {
-    const { store, slots } = this.parts;
+    const { store } = this.parts;
     const leaving: Promise<unknown>[] = [];
     for (const waiter of [...this.waiters.values()]) {
-      const { jobId, provider } = waiter;
+      const { jobId, candidates } = waiter;
       waiter.fail(queueClosing());
-      if (jobId === '') continue;
+      if (jobId === '' || candidates.length === 0) continue;
       leaving.push(
-        store.leave(provider, jobId).then(async (outcome) => {
-          if (outcome.kind === 'granted') await store.release(slots.at(outcome.providerId, provider.shardTag), jobId);
-        }),
+        store.settle(
+          candidates[0].shardTag,
+          candidates.map((c) => c.providerId),
+          jobId,
+        ),
       );
     }
     return leaving;
@@ -144,6 +151,7 @@ export class LeaseWaiters {
     const candidates = usable.filter((p) => p.shardTag === tag);
     const jobId = `${replicaId}.${++this.jobSeq}`;
     waiter.jobId = jobId;
+    waiter.candidates = candidates;
     // Registered before the script runs: a grant message can arrive before its reply.
     this.waiters.set(jobId, waiter);
     const sentAt = performance.now();
@@ -157,8 +165,8 @@ export class LeaseWaiters {
         data,
       );
     } catch (e) {
-      // The script may have run: leave (or release) that job once Redis answers.
-      holder.leaveLater(jobId, candidates[0]);
+      // The script may have run (queued or granted on any candidate): settle that job once Redis answers.
+      holder.settleLater(jobId, candidates);
       waiter.fail(queueUnavailable(e));
       return;
     }
@@ -181,7 +189,15 @@ export class LeaseWaiters {
     const { jobId } = waiter;
     const provider = slots.at(providerId, waiter.provider.shardTag);
     const sentAt = performance.now();
-    const lost = await store.renew(provider.shardTag, [{ providerId, jobId }], true);
+    let lost;
+    try {
+      lost = await store.renew(provider.shardTag, [{ providerId, jobId }], true);
+    } catch (e) {
+      // The confirmation may have run: nobody will renew that lease, so it is settled once Redis answers.
+      holder.settleLater(jobId, waiter.candidates);
+      waiter.fail(queueUnavailable(e));
+      return;
+    }
     if (lost.includes(jobId)) {
       waiter.fail(queueUnavailable('the granted lease was lost in Redis'));
       return;
@@ -192,32 +208,36 @@ export class LeaseWaiters {
   /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */
   private async leave(waiter: LeaseWaiter, why: LeaveReason): Promise<void> {
     const { store, holder, slots, watch } = this.parts;
+    const model = waiter.request.modelGroupKey;
+    const silentMs = Math.round(watch.silentMs());
+    const error =
+      why === 'abort'
+        ? clientAborted()
+        : why === 'outage'
+          ? redisSilent(silentMs)
+          : queueTimeout(model, waiter.request.maxWaitMs);
+    // An outage or a client gone does not wait for Redis: the request fails now, its job leaves after.
+    if (why !== 'deadline') waiter.fail(error);
     let outcome;
     try {
       outcome = await store.leave(waiter.provider, waiter.jobId);
     } catch {
-      holder.leaveLater(waiter.jobId, waiter.provider);
+      holder.settleLater(waiter.jobId, waiter.candidates);
       outcome = { kind: 'left' as const };
     }
     if (outcome.kind === 'granted') {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
       await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
     }
-    const { modelGroupKey, maxWaitMs } = waiter.request;
-    waiter.fail(
-      why === 'abort'
-        ? clientAborted()
-        : why === 'outage'
-          ? redisSilent(Math.round(watch.silentMs()))
-          : queueTimeout(modelGroupKey, maxWaitMs),
-    );
+    waiter.fail(error);
   }
 
   /** The waiter's provider was removed from the config: queue it again on its remaining candidates. */
   private async moveOff(waiter: LeaseWaiter): Promise<void> {
-    const outcome = await this.parts.store
-      .leave(waiter.provider, waiter.jobId)
-      .catch(() => ({ kind: 'gone' as const }));
+    const outcome = await this.parts.store.leave(waiter.provider, waiter.jobId).catch(() => {
+      this.parts.holder.settleLater(waiter.jobId, waiter.candidates);
+      return { kind: 'gone' as const };
+    });
     if (outcome.kind === 'granted') return this.confirm(waiter, outcome.providerId);
     await this.requeue(waiter);
   }

@@ -19,6 +19,7 @@ import {
   type RedisProviderQueueOptions,
   type ResolvedRedisQueueOptions,
 } from './redis-queue-options';
+import { checkRedisSettings } from './redis-settings-check';
 import { ReplicaLiveness } from './replica-liveness';
 import { RestartRecovery } from './restart-recovery';
 import { withTimeout } from './with-timeout';
@@ -57,6 +58,8 @@ export class RedisProviderQueue implements ProviderQueue {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly busyLoops = new Set<string>();
   private closed = false;
+  /** The one start-up check of Redis's settings (after the first connection). */
+  private settingsCheck: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   /** @throws Error when an option is out of range (see `RedisProviderQueueOptions`). */
@@ -65,11 +68,22 @@ export class RedisProviderQueue implements ProviderQueue {
     this.replicaId = opts.replicaId;
     const connectionName = `${opts.prefix}:replica:${this.replicaId}`;
     const target = { url: opts.redisUrl, cluster: opts.cluster, connectionName };
-    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs });
+    // A failover: the command connection answers READONLY; the subscriber follows it to the new primary.
+    const onReadOnly = (e: Error) => {
+      this.watch.failover(e);
+      if (this.subscriber.status === 'ready') this.subscriber.disconnect(true);
+    };
+    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs, onReadOnly });
     this.subscriber = connectRedis(target);
     const store = (this.store = new LeaseStore(this.producer, opts.prefix, opts.leaseTtlMs));
     const holder = (this.holder = new LeaseHolder(store, opts, opts.logger));
-    const liveness = (this.liveness = new ReplicaLiveness(store, this.replicaId, opts.leaseTtlMs, opts.logger));
+    const liveness = (this.liveness = new ReplicaLiveness(
+      store,
+      this.replicaId,
+      opts.leaseTtlMs,
+      opts.logger,
+      opts.fenceMarginMs,
+    ));
     const { slots, replicaId } = this;
     const logger = opts.logger;
     const isClosed = () => this.closed;
@@ -79,7 +93,10 @@ export class RedisProviderQueue implements ProviderQueue {
       logger,
       commandTimeoutMs: opts.commandTimeoutMs,
       silenceLimitMs: opts.leaseTtlMs - opts.fenceMarginMs,
-      onReconnect: () => this.recovery.onReconnect(),
+      onReconnect: async () => {
+        await this.recovery.onReconnect();
+        this.settingsCheck ??= checkRedisSettings(store, logger);
+      },
       isClosed,
     }));
     const renewAll = () => this.renewAll();
@@ -91,12 +108,7 @@ export class RedisProviderQueue implements ProviderQueue {
     this.subscriber
       .subscribe(store.keys.grantChannel(this.replicaId))
       .catch((e: unknown) => opts.logger.warn({ err: e }, 'redis queue: subscribe failed'));
-    this.timers.push(
-      setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
-      setInterval(() => holder.fenceOverdue(), Math.max(10, Math.floor(opts.fenceMarginMs / 2))),
-      setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
-      setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
-    );
+    this.startTimers();
   }
 
   /** Key layout of this deployment (for the exporter and tests). */
@@ -143,9 +155,17 @@ export class RedisProviderQueue implements ProviderQueue {
     return this.holder.size;
   }
 
-  /** True when Redis answers PING within `commandTimeoutMs` (feeds `/readyz`). */
+  /**
+   * True while Redis is reachable as far as this replica knows, without a command: connected, and it
+   * answered within `leaseTtlMs - fenceMarginMs` (docs/architecture.md, "Hung Redis"). For `/readyz`.
+   */
+  redisReachable(): boolean {
+    return !this.closed && this.watch.reachable();
+  }
+
+  /** True when Redis is reachable and answers PING within `commandTimeoutMs` (feeds `/readyz`). */
   async isReady(): Promise<boolean> {
-    if (this.closed || !this.watch.connected()) return false;
+    if (!this.redisReachable()) return false;
     try {
       return (await this.producer.ping()) === 'PONG';
     } catch {
@@ -175,18 +195,48 @@ export class RedisProviderQueue implements ProviderQueue {
     return this.closing;
   }
 
-  /** Refreshes this replica's liveness, then renews every held lease and retries leftovers. */
+  /** Starts the periodic tasks: renewal, fencing, sweep, poll. */
+  private startTimers(): void {
+    const { opts, holder, liveness, slots } = this;
+    this.timers.push(
+      setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
+      setInterval(() => holder.fenceOverdue(), Math.max(10, Math.floor(opts.fenceMarginMs / 2))),
+      setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
+      setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
+    );
+  }
+
+  /**
+   * Test hook that behaves like SIGSTOP as far as Redis can tell: every periodic task stops (no
+   * renewal, liveness refresh, fencing, sweep or poll) while the connections stay open. Returns the
+   * SIGCONT: the tasks start again, and the first fencing round aborts every overdue lease.
+   */
+  simulateStall(): () => void {
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
+    return () => {
+      if (!this.closed) this.startTimers();
+    };
+  }
+
+  /**
+   * Renews every held lease, then refreshes this replica's liveness, then settles leftovers. Overdue
+   * leases are fenced first and liveness is refreshed only after every renewal succeeded, so a replica
+   * that looks alive holds no lease that expired (docs/architecture.md, "Expired leases").
+   */
   private async renewAll(): Promise<void> {
     if (this.closed || !this.watch.connected()) return;
+    this.holder.fenceOverdue();
+    await this.holder.renew();
     const sentAt = performance.now();
     await this.liveness.refresh();
     this.watch.reached(sentAt);
-    await this.holder.renew();
+    await this.holder.settleLeftovers();
   }
 
   /** Fails the waiters once Redis stayed silent too long, else looks for lost grants and jobs. */
   private async pollWaiters(): Promise<void> {
     if (this.closed) return;
+    this.watch.checkSilence();
     if (this.watch.silentTooLong()) this.waiters.leaveAll('outage');
     if (!this.watch.connected()) return;
     await this.waiters.poll();

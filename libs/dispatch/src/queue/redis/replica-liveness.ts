@@ -3,18 +3,22 @@ import type { LeaseStore } from '../lease-store';
 
 /**
  * One replica's side of "who is alive" (docs/architecture.md, "Dead replicas" and "Redis restarts"):
- * refreshes its liveness key, sweeps the leases and waiting jobs of replicas that died, and tells
- * when Redis restarted (its `run_id` changed) so the caller raises the barrier.
+ * refreshes its liveness key, sweeps the leases and waiting jobs of replicas that died and the
+ * expired leases nobody renews, and tells when Redis restarted (its `run_id` changed) so the caller raises the barrier.
  */
 export class ReplicaLiveness {
   private runId: string | undefined;
   private clientListRefused = false;
+  /** Per shard tag, `performance.now()` before which no lease there can be due for reaping. */
+  private readonly reapDueAt = new Map<string, number>();
 
   constructor(
     private readonly store: LeaseStore,
     private readonly replicaId: string,
     private readonly ttlMs: number,
     private readonly logger: QueueLogger,
+    /** How long past its expiry an abandoned lease is reaped, in ms (`fenceMarginMs`). */
+    private readonly reapGraceMs: number,
   ) {}
 
   /** Marks this replica alive for `ttlMs`. @throws the Redis error. */
@@ -34,19 +38,55 @@ export class ReplicaLiveness {
   }
 
   /**
-   * Frees the leases and waiting jobs of replicas that died: liveness key expired AND no Redis
-   * connection left. A stalled replica keeps its connections, so its slots stay taken until it
-   * resumes and fences itself; where `CLIENT LIST` is refused, liveness alone decides.
+   * One sweep round (docs/architecture.md, "Dead replicas" and "Expired leases"): frees the leases and
+   * waiting jobs of replicas that died (liveness key expired AND no Redis connection left), and reaps
+   * every lease expired more than `reapGraceMs` ago unless its replica is stalled (liveness expired,
+   * connections open: a SIGSTOPped holder's upstream call still runs, so its slots stay taken until it
+   * resumes and fences itself). Where `CLIENT LIST` is refused, liveness alone decides (no replica
+   * counts as stalled). A tag is swept when a replica died or when its earliest lease can be due (the
+   * script says when), so an idle replica does not sweep every round.
    * @param providersByTag every provider this replica knows, by shard tag.
-   * @throws the Redis error; the caller retries next round.
+   * @throws the Redis error (a `CLIENT LIST` that times out included); the caller retries next round.
    */
   async sweep(providersByTag: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const checkedAt = performance.now();
     const expired = await this.store.expiredReplicas(this.replicaId);
-    if (expired.length === 0) return;
-    let connected = new Set<string>();
+    const connected = expired.length > 0 ? await this.connectedReplicas() : new Set<string>();
+    const replicas = {
+      dead: expired.filter((id) => !connected.has(id)),
+      stalled: expired.filter((id) => connected.has(id)),
+    };
+    let removed = 0;
+    let reaped = 0;
+    for (const [tag, ids] of providersByTag) {
+      if (replicas.dead.length === 0 && performance.now() < (this.reapDueAt.get(tag) ?? 0)) continue;
+      const sentAt = performance.now();
+      // A replica alive at the check may have stalled since: only leases expired before the check are reaped.
+      const graceMs = this.reapGraceMs + Math.ceil(sentAt - checkedAt);
+      const swept = await this.store.sweep(tag, replicas, ids, graceMs);
+      this.reapDueAt.set(tag, sentAt + swept.nextMs);
+      removed += swept.removed;
+      reaped += swept.reaped;
+    }
+    if (replicas.dead.length > 0) {
+      await this.store.unregister(replicas.dead);
+      this.logger.warn(
+        { replicas: replicas.dead, freed: removed },
+        `redis queue: replica(s) ${replicas.dead.join(', ')} died; freed ${removed} lease(s) and waiting job(s)`,
+      );
+    }
+    if (reaped > 0) {
+      this.logger.warn({ reaped }, `redis queue: freed ${reaped} expired lease(s) that no live replica renewed`);
+    }
+  }
+
+  /** Replicas with a Redis connection left; none when `CLIENT LIST` is refused (said once). @throws any other Redis error. */
+  private async connectedReplicas(): Promise<Set<string>> {
     try {
-      connected = await this.store.connectedReplicas();
+      return await this.store.connectedReplicas();
     } catch (e) {
+      // Only a refusal (ACL, renamed command) means "never"; a timeout must not make a stalled replica look dead.
+      if (!(e instanceof Error) || !/NOPERM|unknown command|no permissions/i.test(e.message)) throw e;
       if (!this.clientListRefused) {
         this.logger.warn(
           { err: e },
@@ -54,15 +94,7 @@ export class ReplicaLiveness {
         );
       }
       this.clientListRefused = true;
+      return new Set();
     }
-    const dead = expired.filter((id) => !connected.has(id));
-    if (dead.length === 0) return;
-    let removed = 0;
-    for (const [tag, ids] of providersByTag) removed += await this.store.sweep(tag, dead, ids);
-    await this.store.unregister(dead);
-    this.logger.warn(
-      { replicas: dead, freed: removed },
-      `redis queue: replica(s) ${dead.join(', ')} died; freed ${removed} lease(s) and waiting job(s)`,
-    );
   }
 }

@@ -27,7 +27,8 @@ export class RestartRecovery {
   constructor(private readonly parts: RestartRecoveryParts) {}
 
   /**
-   * Runs on every (re)connect before admissions resume: on a changed `run_id` raises the barrier on
+   * Runs on every (re)connect before admissions resume: on a changed `run_id` (a restart, or a
+   * failover to another primary: docs/architecture.md, "Failover") raises the barrier on
    * every shard tag, then writes every limit and renews (re-registers) this replica's leases.
    * @throws the Redis error; the connection watch logs it and the next reconnect runs it again.
    */
@@ -36,7 +37,7 @@ export class RestartRecovery {
     if (await liveness.restarted()) {
       logger.warn(
         { barrier_ms: restartBarrierMs },
-        `redis queue: Redis restarted; no grants for ${restartBarrierMs} ms while running leases register again`,
+        `redis queue: Redis restarted (or failed over: its run_id changed); no grants for ${restartBarrierMs} ms while running leases register again`,
       );
       for (const tag of slots.byTag().keys()) await store.raiseBarrier(tag, restartBarrierMs);
     }
@@ -45,19 +46,22 @@ export class RestartRecovery {
   }
 
   /**
-   * Writes every provider's limits (one script per shard tag). Where Redis had none while this replica
-   * holds leases there, Redis lost its state: the script raises the barrier before it grants anything,
-   * and this replica's leases are registered again at once.
+   * Writes every provider's limits (one script per shard tag). Where Redis had none, the script raises
+   * the barrier before it grants anything, for as long as Redis has not been up `restartBarrierMs` yet
+   * (holders that ran before Redis came back register again or fence themselves within that time; a
+   * new deployment on a long-running Redis waits for nothing), and for the whole `restartBarrierMs`
+   * where this replica holds leases (Redis lost its state): then its leases are registered again at once.
    * @throws the Redis error.
    */
   async writeLimits(): Promise<void> {
     const { slots, holder, store, restartBarrierMs, logger } = this.parts;
     let lostState = false;
+    const freshForMs = Math.max(0, restartBarrierMs - (await store.serverUptimeMs()));
     for (const tag of slots.byTag().keys()) {
       const limits = slots.limitsOn(tag);
       if (limits.length === 0) continue;
       const holding = holder.holdsOn(tag);
-      const missing = await store.configure(tag, limits, holding ? restartBarrierMs : 0);
+      const missing = await store.configure(tag, limits, holding ? restartBarrierMs : freshForMs);
       if (missing && holding) lostState = true;
     }
     if (lostState) {

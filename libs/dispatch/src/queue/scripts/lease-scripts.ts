@@ -16,6 +16,7 @@ import leave from './leave.lua';
 import poll from './poll.lua';
 import release from './release.lua';
 import renew from './renew.lua';
+import settle from './settle.lua';
 import sweep from './sweep.lua';
 
 /** Every `.lua` file of this folder, by path without `.lua`. */
@@ -26,6 +27,7 @@ const SOURCES: LuaSources = {
   poll,
   release,
   renew,
+  settle,
   sweep,
   'includes/add-lease': addLease,
   'includes/args': args,
@@ -65,5 +67,6 @@ export const LEASE_SCRIPTS = {
   renew: defineScript('renew', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['renewed'] }),
   poll: defineScript('poll', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['polled'] }),
   sweep: defineScript('sweep', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['swept'] }),
+  settle: defineScript('settle', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['left', 'released', 'gone'] }),
   configure: defineScript('configure', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['configured', 'unconfigured'] }),
 };

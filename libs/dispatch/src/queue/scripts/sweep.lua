@@ -1,16 +1,26 @@
 --[[
-  Frees every lease and waiting job of replicas that died (no connection left and liveness expired,
-  docs/architecture.md, "Dead replicas"), then fills the freed slots.
+  Frees what nobody holds any more, then fills the freed slots:
+  - every lease and waiting job of replicas that died (no connection left and liveness expired,
+    docs/architecture.md, "Dead replicas");
+  - every lease whose expiry passed more than graceMs ago (Redis time), whoever it names, except
+    the leases of stalled replicas (liveness expired, connections still open): a live holder renews
+    long before expiry and fences itself before it, so such a lease is one nobody holds
+    (docs/architecture.md, "Expired leases").
 
-  KEYS[1]            seq             `<base>:seq`: not read, it routes the call to the tag's slot
-  ARGV[1]            base            key prefix of the tag, `<prefix>:{<shardTag>}`
-  ARGV[2]            ttlMs           lease lifetime of a grant made here, ms
-  ARGV[3]            channelPrefix   grant channels, `<prefix>:grant:`
-  ARGV[4]            nDead           number of dead replicas
-  ARGV[5..4+nDead]   deadReplicaIds  ids of the dead replicas
-  ARGV[5+nDead..]    qnames          queues to sweep
+  KEYS[1]                 seq              `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]                 base             key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]                 ttlMs            lease lifetime of a grant made here, ms
+  ARGV[3]                 channelPrefix    grant channels, `<prefix>:grant:`
+  ARGV[4]                 graceMs          how long past its expiry a lease is reaped, ms
+  ARGV[5]                 nDead            number of dead replicas
+  ARGV[6..5+nDead]        deadReplicaIds   ids of the dead replicas
+  ARGV[6+nDead]           nStalled         number of stalled replicas
+  ARGV[7+nDead..6+nDead+nStalled]  stalledReplicaIds  ids of the stalled replicas (their leases stay)
+  ARGV[7+nDead+nStalled..]         qnames  queues to sweep
 
-  Reply: {'swept', removed} (leases and waiting jobs removed, decimal)
+  Reply: {'swept', removed, reaped, nextMs} (decimal: leases and waiting jobs of dead replicas
+  removed; expired leases reaped; ms from now until a lease here can next be reaped: the earliest
+  expiry not yet past graceMs, or now + ttlMs for leases granted later, plus graceMs)
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"
@@ -20,22 +30,36 @@
 --- @include "includes/drop-waiter"
 --- @include "includes/promote"
 
-local base, ttl, channelPrefix, nDead = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local deadReplicaIds = sliceArgs(ARGV, 5, 4 + nDead)
-local qnames = sliceArgs(ARGV, 5 + nDead)
+local base, ttl, channelPrefix, graceMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local nDead = tonumber(ARGV[5])
+local deadReplicaIds = sliceArgs(ARGV, 6, 5 + nDead)
+local nStalled = tonumber(ARGV[6 + nDead])
+local stalledReplicaIds = sliceArgs(ARGV, 7 + nDead, 6 + nDead + nStalled)
+local qnames = sliceArgs(ARGV, 7 + nDead + nStalled)
 
-local dead = {}
+local dead, stalled = {}, {}
 for _, id in ipairs(deadReplicaIds) do dead[id] = true end
+for _, id in ipairs(stalledReplicaIds) do stalled[id] = true end
 local now = nowMs()
-local removed = 0
+local removed, reaped = 0, 0
+local nextExpiry = now + ttl
 for _, qname in ipairs(qnames) do
   local q = base .. ':' .. qname .. ':'
-  for _, jobId in ipairs(rcall('ZRANGE', q .. 'leases', 0, -1)) do
-    if dead[ownerOf(jobId) or ''] then removed = removed + dropLease(base, qname, jobId) end
+  if nDead > 0 then
+    for _, jobId in ipairs(rcall('ZRANGE', q .. 'leases', 0, -1)) do
+      if dead[ownerOf(jobId) or ''] then removed = removed + dropLease(base, qname, jobId) end
+    end
+    for _, jobId in ipairs(rcall('LRANGE', q .. 'wait', 0, -1)) do
+      if dead[ownerOf(jobId) or ''] then removed = removed + dropWaiter(base, qname, jobId) end
+    end
   end
-  for _, jobId in ipairs(rcall('LRANGE', q .. 'wait', 0, -1)) do
-    if dead[ownerOf(jobId) or ''] then removed = removed + dropWaiter(base, qname, jobId) end
+  for _, jobId in ipairs(rcall('ZRANGEBYSCORE', q .. 'leases', '-inf', '(' .. (now - graceMs))) do
+    if not stalled[ownerOf(jobId) or ''] then reaped = reaped + dropLease(base, qname, jobId) end
   end
+  local first = rcall('ZRANGEBYSCORE', q .. 'leases', now - graceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[2] and tonumber(first[2]) < nextExpiry then nextExpiry = tonumber(first[2]) end
 end
-for _, qname in ipairs(qnames) do promote(base, qname, now, ttl, channelPrefix) end
-return {'swept', tostring(removed)}
+if removed + reaped > 0 then
+  for _, qname in ipairs(qnames) do promote(base, qname, now, ttl, channelPrefix) end
+end
+return {'swept', tostring(removed), tostring(reaped), tostring(math.max(0, nextExpiry - now) + graceMs)}

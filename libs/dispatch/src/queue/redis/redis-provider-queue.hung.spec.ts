@@ -1,0 +1,71 @@
+import { startRedis, uniquePrefix, waitUntil, type TestRedis } from '../../testing';
+import type { AdmissionError } from '../admission-error';
+import type { LeaseRequest, QueueProvider } from '../provider-queue';
+import { RedisProviderQueue } from './redis-provider-queue';
+
+let own: TestRedis;
+beforeAll(async () => {
+  own = await startRedis({ forceOwn: true });
+});
+afterAll(async () => {
+  own?.freeze(false);
+  await own?.stop();
+});
+
+const p: QueueProvider = { providerId: 'p', maxConcurrency: 1, maxQueued: 10 };
+const request = (maxWaitMs: number): LeaseRequest => ({ modelGroupKey: 'llama', candidates: [p], maxWaitMs });
+
+describe('RedisProviderQueue when Redis hangs (SIGSTOP: sockets open, no answers)', () => {
+  it('logs one warning when the hang starts and one line when it ends, fails waiters in time, and serves again after SIGCONT', async () => {
+    const lines: { level: string; msg: string }[] = [];
+    const log = (level: string) => (_o: object, msg: string) => void lines.push({ level, msg });
+    const queue = new RedisProviderQueue({
+      redisUrl: own.url,
+      prefix: uniquePrefix('hung'),
+      logger: { info: log('info'), warn: log('warn'), error: log('error') },
+    });
+    const outageLines = () => lines.filter((l) => /Redis unreachable|Redis reachable again/.test(l.msg));
+    try {
+      await queue.configure([p]);
+      const held = await queue.acquireLease(request(10_000));
+      const waiting = queue.acquireLease(request(30_000)).catch((e: AdmissionError) => e);
+      await waitUntil(async () => (await queue.counts(['p'])).get('p')?.queued === 1, 5000, 'a waiting request');
+      expect(queue.redisReachable()).toBe(true);
+
+      own.freeze(true);
+      const frozenAt = Date.now();
+      const error = await waiting;
+      // Silent for leaseTtlMs - fenceMarginMs (1.8 s), seen by the next poll (every 0.5 s).
+      expect(error).toMatchObject({ code: 'queue_unavailable' });
+      expect(Date.now() - frozenAt).toBeLessThan(3000);
+      await waitUntil(() => outageLines().length === 1, 1000, 'the outage warning');
+      expect(outageLines()[0].level).toBe('warn');
+      expect(outageLines()[0].msg).toMatch(/no answer for \d+ ms on an open connection/);
+      expect(queue.redisReachable()).toBe(false);
+      expect(await queue.isReady()).toBe(false);
+      // New requests fail at once, not after a command timeout each.
+      const startedAt = Date.now();
+      expect(await queue.acquireLease(request(10_000)).catch((e: AdmissionError) => e.code)).toBe('queue_unavailable');
+      expect(Date.now() - startedAt).toBeLessThan(200);
+      // The held lease could not be renewed: fenced before Redis could free it.
+      expect(held.signal.aborted).toBe(true);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(outageLines()).toHaveLength(1);
+
+      own.freeze(false);
+      await waitUntil(() => queue.redisReachable(), 5000, 'the queue to see Redis answer again');
+      expect(outageLines().map((l) => l.level)).toEqual(['warn', 'info']);
+      expect(outageLines()[1].msg).toMatch(/Redis reachable again/);
+      expect(await queue.isReady()).toBe(true);
+      await held.release();
+      const lease = await queue.acquireLease(request(5000));
+      expect((await queue.counts(['p'])).get('p')).toEqual({ inFlight: 1, queued: 0 });
+      await lease.release();
+      await waitUntil(async () => (await queue.counts(['p'])).get('p')?.inFlight === 0, 3000, 'every lease released');
+      expect(outageLines()).toHaveLength(2);
+    } finally {
+      own.freeze(false);
+      await queue.close();
+    }
+  }, 30_000);
+});
