@@ -1,4 +1,5 @@
 import { bandRank, FairTags, orderScore, PRIORITY_SPAN, rankBand } from './fair-order';
+import fairOrderLua from './scripts/includes/fair-order.lua';
 import { ServiceRate } from './service-rate';
 
 describe('fair order', () => {
@@ -15,6 +16,10 @@ describe('fair order', () => {
     expect(orderScore(5, 1e6)).toBeLessThan(orderScore(4, 0));
     expect(orderScore(0, 2.5)).toBeLessThan(orderScore(0, 2.75));
     expect(orderScore(0, 3) - bandRank(0) * PRIORITY_SPAN).toBe(3);
+  });
+
+  it("uses the same span as the Redis scripts' score layout", () => {
+    expect(/local PRIORITY_SPAN = (\d+)/.exec(fairOrderLua)?.[1]).toBe(String(PRIORITY_SPAN));
   });
 
   it('tags a waiting request S = max(V, F_c) and advances F_c by 1/weight; a grant moves V up only', () => {

@@ -148,6 +148,27 @@ export function describeFlowControlContract(queueOf: () => ProviderQueue): void 
     );
   });
 
+  it('passes the room of a waiter that leaves on to the next waiter its client has parked', async () => {
+    const [a, b] = [provider('a', 1), provider('b', 1)];
+    await queueOf().configure([a, b]);
+    const one = client('one', 0, { maxInFlight: 1 });
+    const onB = await ask([b], one);
+    const other = await ask([a], client('other', 0));
+    const abort = new AbortController();
+    const second = queueOf().acquireLease({ ...request([a], one), signal: abort.signal });
+    pending.push(second.catch(() => undefined));
+    const third = ask([a], one);
+    await waitUntil(
+      async () => (await queueOf().clientCounts()).find((c) => c.clientId === 'one')?.queued === 2,
+      5000,
+      'two requests of the capped client parked',
+    );
+    await onB.release(); // the second is back in line, behind the full provider a
+    abort.abort(); // ... and leaves: the third must not stay parked
+    await other.release();
+    await (await third).release();
+  });
+
   it("answers queue_full with Retry-After once a client's max_queued requests wait", async () => {
     const a = provider('a', 1);
     await queueOf().configure([a]);

@@ -74,6 +74,16 @@ export class MemoryPool {
     return true;
   }
 
+  /**
+   * Takes a waiter out that leaves without a grant (deadline, abort, shed). One in line whose client is
+   * under its cap passes that room on: the client's first parked waiter comes back, returned here.
+   */
+  drop(waiter: MemoryWaiter): MemoryWaiter | undefined {
+    const inLine = !waiter.parked;
+    if (!this.remove(waiter) || !inLine || waiter.client.maxInFlight === undefined) return undefined;
+    return this.atCap(waiter.client) ? undefined : this.unpark(waiter.client.id);
+  }
+
   /** Moves an unparked waiter to another provider's queue (its provider was removed). */
   move(waiter: MemoryWaiter, providerId: string): void {
     if (!waiter.parked) this.shift(waiter.providerId, -1);

@@ -1,6 +1,13 @@
 import { setMaxListeners } from 'node:events';
 import type { AdmissionError } from './admission-error';
-import { clientAborted, noAvailableProvider, queueClosing, queueFull, queueTimeout } from './admission-errors';
+import {
+  clientAborted,
+  noAvailableProvider,
+  queueClosing,
+  queueFullFor,
+  queueTimeout,
+  type FullCause,
+} from './admission-errors';
 import { clientOf, FairTags, orderScore } from './fair-order';
 import { MemoryPool, type MemoryWaiter } from './memory-pool';
 import {
@@ -71,18 +78,14 @@ export class MemoryProviderQueue implements ProviderQueue {
       this.take(best, client);
       return Promise.resolve(this.lease(best, client, Date.now()));
     }
-    const refused = (fields: Parameters<typeof queueFull>[0], ahead: number) =>
-      queueFull(fields, this.rate.retryAfterS(poolName, ahead, slotsOf(usable, client)));
+    const full = (
+      cause: FullCause,
+      queued: number,
+      who = { model: request.modelGroupKey, client, candidates: usable },
+    ) => queueFullFor(cause, who, poolName, this.rate, queued);
     const load = pool.load(client.id);
-    if (client.maxQueued !== undefined && load.queued >= client.maxQueued) {
-      const fields = {
-        model: request.modelGroupKey,
-        why: 'client_queued' as const,
-        client: client.id,
-        maxQueued: client.maxQueued,
-      };
-      return Promise.reject(refused(fields, load.queued));
-    }
+    if (client.maxQueued !== undefined && load.queued >= client.maxQueued)
+      return Promise.reject(full('client_queued', load.queued));
     const ids = usable.map((p) => p.providerId);
     const ahead = ids.reduce((n, id) => n + pool.queuedOn(id), 0);
     let target = parked
@@ -94,9 +97,9 @@ export class MemoryProviderQueue implements ProviderQueue {
     if (!target) {
       const victim = pool.last(ids);
       if (!victim || victim.client.band >= 0 || victim.client.band >= client.band)
-        return Promise.reject(refused({ model: request.modelGroupKey }, ahead));
-      pool.remove(victim);
-      victim.fail(refused({ model: victim.modelGroupKey, why: 'shed' }, ahead));
+        return Promise.reject(full('queues_full', ahead));
+      this.dropWaiter(pool, victim);
+      victim.fail(full('shed', ahead, { model: victim.modelGroupKey, client: victim.client, candidates: usable }));
       target = this.providers.get(victim.providerId)?.limits;
     }
     return this.wait(request, client, pool, target?.providerId ?? ids[0], parked, this.tags.arrive(poolName, client));
@@ -163,7 +166,7 @@ export class MemoryProviderQueue implements ProviderQueue {
         },
       };
       const leave = (error: AdmissionError) => {
-        pool.remove(waiter);
+        this.dropWaiter(pool, waiter);
         waiter.fail(error);
       };
       const onAbort = () => leave(clientAborted());
@@ -222,12 +225,21 @@ export class MemoryProviderQueue implements ProviderQueue {
     state.inFlight--;
     pool.load(client.id).inFlight--;
     const unparked = pool.atCap(client) ? undefined : pool.unpark(client.id);
-    const providerId = state.limits.providerId;
-    if (state.removed && state.inFlight === 0) this.providers.delete(providerId);
+    if (state.removed && state.inFlight === 0) this.providers.delete(state.limits.providerId);
     if (!state.removed) this.fillFreeSlots(state);
-    for (const id of unparked?.candidateIds ?? []) {
-      const sibling = this.providers.get(id);
-      if (sibling && id !== providerId && !sibling.removed) this.fillFreeSlots(sibling);
+    this.fillCandidates(unparked);
+  }
+
+  /** A waiter leaves without a grant; a parked waiter of its client that takes its room may be granted at once. */
+  private dropWaiter(pool: MemoryPool, waiter: MemoryWaiter): void {
+    this.fillCandidates(pool.drop(waiter));
+  }
+
+  /** Fills the free slots of every configured candidate of `waiter` (one put back in line). */
+  private fillCandidates(waiter: MemoryWaiter | undefined): void {
+    for (const id of waiter?.candidateIds ?? []) {
+      const state = this.providers.get(id);
+      if (state && !state.removed) this.fillFreeSlots(state);
     }
   }
 
@@ -251,12 +263,6 @@ export class MemoryProviderQueue implements ProviderQueue {
     pool.remove(waiter);
     waiter.fail(noAvailableProvider(waiter.modelGroupKey));
   }
-}
-
-/** The leases that serve a queue's waiters: the candidates' slots, or fewer when the client's cap is lower. */
-function slotsOf(candidates: readonly QueueProvider[], client: QueueClient): number {
-  const slots = candidates.reduce((n, p) => n + p.maxConcurrency, 0);
-  return Math.min(slots, client.maxInFlight ?? slots);
 }
 
 /**

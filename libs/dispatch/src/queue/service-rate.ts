@@ -1,3 +1,5 @@
+import type { QueueClient } from './provider-queue';
+
 /** Longest Retry-After a queue refusal sends, in s. */
 export const MAX_RETRY_AFTER_S = 60;
 
@@ -33,4 +35,13 @@ export class ServiceRate {
     const ms = (Math.max(1, ahead) * (this.meanMs.get(pool) ?? this.defaultMs)) / Math.max(1, slots);
     return Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(ms / 1000)));
   }
+}
+
+/**
+ * The leases that serve a refused request's line: its candidates' `max_concurrency`, or fewer when
+ * its client's `max_in_flight` is lower (the `slots` of {@link ServiceRate.retryAfterS}).
+ */
+export function servingSlots(candidates: readonly { readonly maxConcurrency: number }[], client: QueueClient): number {
+  const slots = candidates.reduce((n, p) => n + p.maxConcurrency, 0);
+  return Math.min(slots, client.maxInFlight ?? slots);
 }
