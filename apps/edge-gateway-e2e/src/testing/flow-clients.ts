@@ -24,8 +24,9 @@ export type FlowClientId = (typeof FLOW_CLIENTS)[number]['id'];
  * - `flow`: `p1`, `p2`, one slot each (upstream `up-p1`, `up-p2`): grants one at a time per provider;
  * - `wide`: `q1`, `q2`, two slots each (`up-q1`, `up-q2`): four slots, above `capped`'s two;
  * - `shed`: `s1`, one slot and two places in line (`up-s1`).
+ * With `cluster`, `queue.cluster: true`: each pool on a hash tag of its own.
  */
-export function flowYaml(): string {
+export function flowYaml(opts: { cluster?: boolean } = {}): string {
   const clients = FLOW_CLIENTS.map(
     (c) => `    - { id: ${c.id}, keys: [k-${c.id}]${c.settings ? `, ${c.settings}` : ''} }`,
   ).join('\n');
@@ -37,7 +38,7 @@ gateway:
   request_timeout_ms: 60000
   clients:
 ${clients}
-queue: { prefix: "\${PREFIX}", max_wait_ms: 60000, max_queued: 200 }
+queue: { prefix: "\${PREFIX}", max_wait_ms: 60000, max_queued: 200, cluster: ${opts.cluster ?? false} }
 health: { interval_ms: 60000 }
 nodes:
   - id: n
