@@ -44,8 +44,8 @@ local now = nowMs()
 local removed, reaped = 0, 0
 local nextExpiry = now + ttl
 if nDead > 0 then
-  -- First the jobs of dead replicas parked at their client's cap (docs/architecture.md, "Clients, priority
-  -- and fair share"), so that the room a dropped lease or waiter passes on goes to a live one.
+  -- First the jobs of dead replicas parked at their client's cap, so that the room a dropped lease or
+  -- waiter passes on goes to a live one (docs/architecture.md, "Clients, priority and fair share").
   for _, owner in ipairs(rcall('SMEMBERS', base .. ':parked')) do
     for _, member in ipairs(rcall('ZRANGE', base .. ':parked:' .. owner, 0, -1)) do
       local sep = string.find(member, '|', 1, true)
