@@ -78,8 +78,10 @@ elseif cap ~= '' then
   parked = clientCount(base, 'a', pool, client) >= tonumber(cap)
 end
 
-local waiting = clientCount(base, 'w', pool, client)
-if maxQueued and waiting >= maxQueued then return {'client_full', tostring(waiting)} end
+if maxQueued then
+  local waiting = clientCount(base, 'w', pool, client)
+  if waiting >= maxQueued then return {'client_full', tostring(waiting)} end
+end
 
 local target = room
 if parked then target = best end

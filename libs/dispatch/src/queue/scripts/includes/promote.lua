@@ -15,7 +15,7 @@ local function promote(base, qname, now, ttl, channelPrefix)
   local q = base .. ':' .. qname .. ':'
   local mc, active
   local granted = 0
-  while true do
+  while mc == nil or active < mc do
     local own = rcall('ZRANGE', q .. 'prioritized', 0, 0, 'WITHSCORES')
     local want = rcall('ZRANGE', q .. 'wanted', 0, 0, 'WITHSCORES')
     if #own == 0 and #want == 0 then break end
