@@ -1,4 +1,4 @@
-export * from './snapshot/snapshot';
-export * from './snapshot/build-snapshot';
-export * from './prometheus/resource-gauges';
-export * from './prometheus/config-info-gauge';
+export type { ResourceStatus, StatusSnapshot } from './snapshot/snapshot';
+export { buildSnapshot, trackedProviderIds } from './snapshot/build-snapshot';
+export { RESOURCE_METRICS, ResourceGauges } from './prometheus/resource-gauges';
+export { registerConfigInfoGauge } from './prometheus/config-info-gauge';
