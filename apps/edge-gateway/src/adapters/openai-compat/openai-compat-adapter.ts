@@ -1,6 +1,6 @@
 import type { HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
-import { invalidRequest, responseTooLarge, UpstreamError, upstreamError } from '../../errors';
+import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type {
   Adapter,
   ChatRequest,
