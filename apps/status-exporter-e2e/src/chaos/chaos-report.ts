@@ -11,7 +11,16 @@ export interface ChaosReport {
   kills: number;
   /** ms from spawning a replacement replica to its "listening" line. */
   replicaStartMs: number[];
-  redisRestart: { downMs: number; pooledRecoveryMs: number; exporterRecoveryMs: number } | undefined;
+  redisRestart:
+    | {
+        downMs: number;
+        pooledRecoveryMs: number;
+        exporterRecoveryMs: number;
+        /** Epoch ms when Redis was killed and when it was up again. */
+        downAt: number;
+        upAt: number;
+      }
+    | undefined;
   /** Per provider: the upstream's highest concurrency against the limit. */
   concurrency: Record<string, { max: number; limit: number }>;
   /** What was left in Redis after the load drained (and how long draining took). */
@@ -35,6 +44,22 @@ export function warnLines(output: string): string[] {
     .split('\n')
     .filter((line) => /"level":(4|5|6)\d/.test(line))
     .slice(-40);
+}
+
+/** Grace after Redis is back during which a fenced lease is the restart's doing, in ms. */
+const RESTART_FENCE_GRACE_MS = 10_000;
+
+/**
+ * The fence lines of a replica's pino output (a lease aborted because it could not be renewed) that
+ * fall outside the Redis restart: a busy event loop (a costly request body, too many processes)
+ * fenced another user's call, which must not happen (README "Security").
+ */
+export function fencesOutsideRestart(output: string, restart: ChaosReport['redisRestart']): string[] {
+  return output.split('\n').filter((line) => {
+    if (!line.includes('aborting its upstream call')) return false;
+    const at = Number(/"time":(\d+)/.exec(line)?.[1] ?? 0);
+    return restart === undefined || at < restart.downAt || at > restart.upAt + RESTART_FENCE_GRACE_MS;
+  });
 }
 
 /** The report as a few readable lines. */

@@ -13,7 +13,7 @@ import {
 import { openAiError, streamEnded } from './answer-outcome';
 import { chaosYaml, PROVIDERS } from './chaos-config';
 import type { ChaosOptions } from './chaos-options';
-import { warnLines, type ChaosReport } from './chaos-report';
+import { fencesOutsideRestart, warnLines, type ChaosReport } from './chaos-report';
 import { waitForDrain } from './left-after-drain';
 import { prng } from './prng';
 import { restartRedis } from './redis-restart';
@@ -233,6 +233,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         violations.push(
           `provider ${p.id}: the fake upstream saw ${report.fakeUpstreamMax[p.id]} at once (limit ${p.limit})`,
         );
+    // No fenced victim: outside the Redis restart, no replica aborted a call for want of renewal.
+    for (const r of all)
+      for (const line of fencesOutsideRestart(r.process.output(), report.redisRestart))
+        violations.push(`replica ${r.url} fenced a lease outside the Redis restart: ${line.slice(0, 300)}`);
     for (const r of live())
       if (r.process.child.exitCode !== null)
         violations.push(`replica ${r.url} died on its own:\n${r.process.output().slice(-1000)}`);

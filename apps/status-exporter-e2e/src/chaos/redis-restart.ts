@@ -57,5 +57,5 @@ export async function restartRedis(run: RedisRestartRun): Promise<NonNullable<Ch
     return -1;
   })();
   const [pooledRecoveryMs, exporterRecoveryMs] = await Promise.all([pooled, exported]);
-  return { downMs: upAt - downAt, pooledRecoveryMs, exporterRecoveryMs };
+  return { downMs: upAt - downAt, pooledRecoveryMs, exporterRecoveryMs, downAt, upAt };
 }

@@ -2,7 +2,7 @@
 export interface Kind {
   name: string;
   weight: number;
-  path: '/v1/chat/completions' | '/v1/responses';
+  path: '/v1/chat/completions' | '/v1/responses' | '/v1/embeddings';
   stream: boolean;
   body(random: () => number): Record<string, unknown>;
 }
@@ -10,6 +10,14 @@ export interface Kind {
 /** The messages of every chat request of the run. */
 export const chatMessages = [{ role: 'user', content: 'chaos' }];
 /** The mix of the load: chat and Responses, streamed or not, pooled (`pool`, `one`) and CLI (`echo`). */
+/**
+ * A CPU-heavy client: bodies just under `gateway.max_body_values` (README "Security"). Embeddings of
+ * token ids are the costliest body the gateway accepts; a chat body of as many values that are not
+ * messages is refused at its first element, after the parse. Each costs the replica tens of ms, never more.
+ */
+const HEAVY_VALUES = 480_000;
+const heavyTokens = Array.from({ length: HEAVY_VALUES }, (_, i) => i % 50_000);
+
 const KINDS: Kind[] = [
   {
     name: 'chat',
@@ -69,6 +77,20 @@ const KINDS: Kind[] = [
     path: '/v1/chat/completions',
     stream: false,
     body: () => ({ model: 'echo', messages: chatMessages }),
+  },
+  {
+    name: 'heavy embeddings (token ids)',
+    weight: 1,
+    path: '/v1/embeddings',
+    stream: false,
+    body: () => ({ model: 'pool', input: [heavyTokens] }),
+  },
+  {
+    name: 'heavy chat (refused)',
+    weight: 1,
+    path: '/v1/chat/completions',
+    stream: false,
+    body: () => ({ model: 'pool', messages: heavyTokens }),
   },
   {
     name: 'cli stream',
