@@ -6,23 +6,20 @@
  * error), its signal handling and its listen are `@iop/runtime`'s, shared with the status exporter.
  */
 import {
-  createProcessLogger,
+  announceListening,
   gatewayEnvironmentSchema,
   listenOrStop,
-  readCommandLine,
-  readProcessStart,
   runMain,
-  stopOnSignals,
+  startService,
   type CloseList,
 } from '@iop/runtime';
 import { formatProblems, loadConfigFile, parseListenAddress } from '@iop/validate';
-import { parseGatewayArgs, USAGE } from './cli-args';
+import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { composeGateway, type ServeCommand } from './compose/compose-gateway';
 import { drainServer, serverListening } from './compose/gateway-server';
 
-async function main(toClose: CloseList): Promise<number> {
-  const cmd = readCommandLine(parseGatewayArgs, USAGE);
-  if ('exitCode' in cmd) return cmd.exitCode;
+/** `main.js validate FILE` or `main.js serve`; `--help` and a bad command line end in `runMain`. */
+async function main(cmd: Exclude<GatewayCommand, { command: 'help' }>, toClose: CloseList): Promise<number> {
   if (cmd.command === 'validate') return validate(cmd.file);
   return serve(cmd, toClose);
 }
@@ -49,10 +46,9 @@ function count(n: number, noun: string): string {
 
 /** `main.js serve`: runs the gateway until SIGTERM or SIGINT; @returns the exit code. */
 async function serve(cmd: ServeCommand, toClose: CloseList): Promise<number> {
-  const start = readProcessStart(gatewayEnvironmentSchema, cmd);
+  const start = startService('edge-gateway', gatewayEnvironmentSchema, cmd);
   if ('exitCode' in start) return start.exitCode;
-  const { environment, config: initial } = start;
-  const logger = createProcessLogger('edge-gateway', environment.LOG_LEVEL);
+  const { environment, config: initial, logger } = start;
   const gateway = await composeGateway(cmd, start, logger, toClose);
   if (!gateway) return 2;
   const { server, queue, shutdown } = gateway;
@@ -61,17 +57,12 @@ async function serve(cmd: ServeCommand, toClose: CloseList): Promise<number> {
   if (!(await listenOrStop(server, { host, port }, logger, toClose))) return 1;
   const bound = serverListening(server, toClose, `${host}:${port}`);
   logger.info({ listen: bound, queue: queue.backend, nodes: initial.nodes.length }, 'edge-gateway listening');
-  // The signal handlers are in place before the line that says the gateway listens: a SIGTERM
-  // sent as soon as it is read drains instead of killing the process with the default action.
-  const stopped = stopOnSignals({
+  return announceListening('edge-gateway', `http://${bound}`, {
     logger,
     toClose,
     stoppingMessage: 'shutting down: no new connections, waiting for in-flight requests',
     drain: () => drainServer(server, shutdown, environment.IOP_SHUTDOWN_GRACE_MS),
   });
-  // One line on stdout for scripts and tests that wait for the port.
-  process.stdout.write(`edge-gateway listening on http://${bound}\n`);
-  return stopped;
 }
 
-runMain('edge-gateway', main);
+runMain('edge-gateway', { parse: parseGatewayArgs, usage: USAGE }, main);

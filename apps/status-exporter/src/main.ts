@@ -4,26 +4,16 @@
  * memory backend), starts the exporter, and closes it cleanly on SIGTERM/SIGINT. The process's
  * start-up, close list and signal handling are `@iop/runtime`'s, shared with the gateway.
  */
-import {
-  createProcessLogger,
-  exporterEnvironmentSchema,
-  readCommandLine,
-  readProcessStart,
-  runMain,
-  stopOnSignals,
-  type CloseList,
-} from '@iop/runtime';
+import { announceListening, exporterEnvironmentSchema, runMain, startService, type CloseList } from '@iop/runtime';
 import { parseListenAddress, type ListenAddress } from '@iop/validate';
-import { parseExporterArgs, USAGE } from './cli-args';
+import { parseExporterArgs, USAGE, type ExporterCommand } from './cli-args';
 import { EXPORTER_CONFIG_LOAD, ExporterRefusal, startExporter, type RunningExporter } from './exporter';
 
-async function main(toClose: CloseList): Promise<number> {
-  const cmd = readCommandLine(parseExporterArgs, USAGE);
-  if ('exitCode' in cmd) return cmd.exitCode;
-  const start = readProcessStart(exporterEnvironmentSchema, { ...cmd, load: EXPORTER_CONFIG_LOAD });
+/** Runs the exporter until SIGTERM or SIGINT; `--help` and a bad command line end in `runMain`. */
+async function main(cmd: Exclude<ExporterCommand, { command: 'help' }>, toClose: CloseList): Promise<number> {
+  const start = startService('status-exporter', exporterEnvironmentSchema, { ...cmd, load: EXPORTER_CONFIG_LOAD });
   if ('exitCode' in start) return start.exitCode;
-  const { environment, config } = start;
-  const logger = createProcessLogger('status-exporter', environment.LOG_LEVEL);
+  const { config, logger } = start;
 
   let listen: ListenAddress;
   try {
@@ -52,13 +42,8 @@ async function main(toClose: CloseList): Promise<number> {
     return 1;
   }
   toClose.add('exporter', () => exporter.close());
-  // The signal handlers are in place before the line that says the exporter listens: a SIGTERM
-  // sent as soon as it is read drains instead of killing the process with the default action.
   process.on('SIGHUP', () => void exporter.reload());
-  const stopped = stopOnSignals({ logger, toClose });
-  // One line on stdout for scripts and tests that wait for the port.
-  process.stdout.write(`status-exporter listening on ${exporter.url}\n`);
-  return stopped;
+  return announceListening('status-exporter', exporter.url, { logger, toClose });
 }
 
-runMain('status-exporter', main);
+runMain('status-exporter', { parse: parseExporterArgs, usage: USAGE }, main);

@@ -1,19 +1,24 @@
-export * from './route/route';
-export * from './route/resolve-route';
-export * from './route/admission';
-export * from './queue/admission-error';
-export * from './queue/provider-queue';
-export * from './queue/memory-queue';
-export * from './health/health-record';
-export * from './health/health-view';
-export * from './health/health-store';
-export * from './health/cached-health-store';
-export * from './health/health-cache';
-export * from './health/memory-health-store';
-export * from './health/redis-health-store';
-export * from './queue/lease-keys';
-export * from './queue/redis-connection';
-export * from './queue/redis';
-export { readLeaseCounts, type StoredProvider } from './queue/lease-store';
-export { scriptCallCounts } from './lua/script-loader';
-export * from './affinity/response-affinity';
+export type { PoolCandidate, Route } from './route/route';
+export { resolveRoute, listModels, queueProviders, leaseAddresses } from './route/resolve-route';
+export { entersQueue } from './route/admission';
+export { type AdmissionErrorCode, AdmissionError } from './queue/admission-error';
+export type {
+  ClientCounts,
+  QueueClient,
+  QueueProvider,
+  LeaseRequest,
+  Lease,
+  ProviderCounts,
+  ProviderQueue,
+} from './queue/provider-queue';
+export { MemoryProviderQueue } from './queue/memory-queue';
+export type { HealthEvent, HealthTransition } from './health/health-record';
+export type { HealthView } from './health/health-view';
+export type { HealthStore } from './health/health-store';
+export { MemoryHealthStore } from './health/memory-health-store';
+export { RedisHealthStore } from './health/redis-health-store';
+export { LeaseKeys } from './queue/lease-keys';
+export { type RedisClient, connectRedis } from './queue/redis-connection';
+export { RedisProviderQueue } from './queue/redis';
+export { readLeaseCounts } from './queue/lease-store';
+export { type ResponseAffinity, MemoryResponseAffinity, RedisResponseAffinity } from './affinity/response-affinity';

@@ -1,5 +1,5 @@
-export * from './snapshot/snapshot';
-export * from './snapshot/build-snapshot';
-export * from './snapshot/flow-status';
-export * from './prometheus/resource-gauges';
-export * from './prometheus/config-info-gauge';
+export type { ClientStatus, PoolClientStatus, PoolStatus, ResourceStatus, StatusSnapshot } from './snapshot/snapshot';
+export { buildSnapshot, trackedProviderIds } from './snapshot/build-snapshot';
+export { buildFlowStatus } from './snapshot/flow-status';
+export { RESOURCE_METRICS, ResourceGauges } from './prometheus/resource-gauges';
+export { registerConfigInfoGauge } from './prometheus/config-info-gauge';

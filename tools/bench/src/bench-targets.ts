@@ -1,7 +1,8 @@
+import { freePort } from '@iop/dispatch/testing';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BENCH_CLIENT_KEY, BENCH_MODEL, benchGatewayYaml } from './gateway-config';
-import { freePort, type ServiceProcess, type ServiceSet } from './service-process';
+import type { ServiceProcess, ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
 export type TargetId =

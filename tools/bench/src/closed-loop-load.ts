@@ -50,14 +50,22 @@ export async function runLoad(spec: LoadSpec): Promise<LoadPoint> {
   });
   const result = await instance;
   const rps = result['2xx'] / result.duration;
+  return loadPoint(spec.connections, rps, times, result['2xx'], result.errors + result.timeouts + result.non2xx);
+}
+
+/**
+ * A {@link LoadPoint} from what a run counted: `rps` (2xx per second), the answer times it sampled
+ * (ms), its 2xx answers and its failures, over `connections` closed-loop connections.
+ */
+function loadPoint(connections: number, rps: number, times: number[], ok: number, failures: number): LoadPoint {
   return {
     rps,
-    meanMs: littleMeanMs(spec.connections, rps),
+    meanMs: littleMeanMs(connections, rps),
     sampleMeanMs: mean(times),
     p50Ms: percentile(times, 50),
     p99Ms: percentile(times, 99),
-    ok: result['2xx'],
-    failures: result.errors + result.timeouts + result.non2xx,
+    ok,
+    failures,
   };
 }
 
@@ -108,14 +116,5 @@ export async function runFixedLoad(spec: FixedLoadSpec): Promise<FixedLoadPoint>
   }
   const seconds = (performance.now() - startedAt) / 1000;
   const rps = times.length / seconds;
-  return {
-    rps,
-    meanMs: littleMeanMs(spec.connections, rps),
-    sampleMeanMs: mean(times),
-    p50Ms: percentile(times, 50),
-    p99Ms: percentile(times, 99),
-    ok: times.length,
-    failures,
-    seconds,
-  };
+  return { ...loadPoint(spec.connections, rps, times, times.length, failures), seconds };
 }

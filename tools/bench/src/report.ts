@@ -41,6 +41,17 @@ function findThroughput(results: BenchResults, target: TargetId, concurrency: nu
   return results.throughput.find((r) => r.target === target && r.concurrency === concurrency);
 }
 
+/** `a`'s throughput over `b`'s, paired round by round, as a spread; undefined when either row is missing. */
+function rpsRatio(a: ThroughputRow | undefined, b: ThroughputRow | undefined): Spread | undefined {
+  if (!a || !b) return undefined;
+  return spread(
+    pairedRatios(
+      a.rounds.map((p) => p.rps),
+      b.rounds.map((p) => p.rps),
+    ),
+  );
+}
+
 function findStreaming(results: BenchResults, target: TargetId): StreamingRow | undefined {
   return results.streaming.find((r) => r.target === target);
 }
@@ -64,15 +75,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
   const memC64 = findThroughput(results, 'memory', 64);
   checks.push(...leanPathChecks(results));
   const pkC64 = findThroughput(results, 'portkey', 64);
-  const ratio =
-    memC64 && pkC64
-      ? spread(
-          pairedRatios(
-            memC64.rounds.map((p) => p.rps),
-            pkC64.rounds.map((p) => p.rps),
-          ),
-        )
-      : undefined;
+  const ratio = rpsRatio(memC64, pkC64);
   checks.push({
     goal: `memory backend: throughput ≥ ${LIMITS.throughputVsPortkeyC64}× Portkey at c=64`,
     measured: ratio?.n
@@ -171,15 +174,7 @@ export function leanPathChecks(results: BenchResults): TargetCheck[] {
   const memC1 = findThroughput(results, 'memory', 1);
   const memC64 = findThroughput(results, 'memory', 64);
   const floorC64 = findThroughput(results, 'node-floor', 64);
-  const share =
-    memC64 && floorC64
-      ? spread(
-          pairedRatios(
-            memC64.rounds.map((p) => p.rps),
-            floorC64.rounds.map((p) => p.rps),
-          ),
-        )
-      : undefined;
+  const share = rpsRatio(memC64, floorC64);
   return [
     {
       goal: `memory backend: throughput ≥ ${LIMITS.shareOfNodeFloorC64 * 100}% of the bare Node proxy's (node-floor) at c=64`,
@@ -352,19 +347,8 @@ export function throughputRatioTable(rows: ThroughputRow[]): string | undefined 
     concurrencies.map((c) => [
       String(c),
       ...present.map(([a, b]) => {
-        const ra = find(a, c);
-        const rb = find(b, c);
-        return ra && rb
-          ? `${fmtSpread(
-              spread(
-                pairedRatios(
-                  ra.rounds.map((p) => p.rps),
-                  rb.rounds.map((p) => p.rps),
-                ),
-              ),
-              2,
-            )}×`
-          : '—';
+        const ratio = rpsRatio(find(a, c), find(b, c));
+        return ratio ? `${fmtSpread(ratio, 2)}×` : '—';
       }),
     ]),
   );

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 /** How to start one server of the benchmark as its own OS process. */
 export interface ServiceSpec {
@@ -153,19 +152,6 @@ export async function startService(spec: ServiceSpec): Promise<ServiceProcess> {
     );
   });
   return new ServiceProcess(spec.name, child, announced, tail);
-}
-
-/** A port that was free on 127.0.0.1 a moment ago, for servers that cannot bind port 0 and report it. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
-    });
-  });
 }
 
 /** Every process the bench started, so that any exit path stops them all. */

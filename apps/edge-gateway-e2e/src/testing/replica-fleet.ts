@@ -7,7 +7,7 @@ import {
   type ProviderCounts,
 } from '@iop/dispatch';
 import { scanKeys, uniquePrefix } from '@iop/dispatch/testing';
-import { ECHO_LLM } from '@iop/fake-upstream';
+import { ECHO_LLM, type FakeUpstream } from '@iop/fake-upstream';
 import { parseConfigText } from '@iop/validate';
 import { Redis } from 'ioredis';
 import { spawnGateway, writeTempConfig, type GatewayProcess } from './gateway-process';
@@ -61,6 +61,9 @@ nodes:
       - { id: s1, category: openai_compat, adapter: up, models: [{ name: single, upstream: up-s1 }], max_concurrency: 1, max_queued: 1 }
 `;
 }
+
+/** The highest number of concurrent requests the upstream saw for one upstream model (= one provider). */
+export const maxConcurrencySeen = (upstream: FakeUpstream, model: string) => upstream.stats().byModel[model]?.max ?? 0;
 
 /** Several gateway processes on one Redis and one prefix, and a reader of the shared state. */
 export interface ReplicaFleet {

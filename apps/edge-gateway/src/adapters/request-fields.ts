@@ -51,6 +51,23 @@ export const PLATFORM_METADATA: Readonly<Record<string, FieldRule>> = {
   safety_identifier: { ignore: 'an end-user id for OpenAI safety systems; no effect on the answer' },
 };
 
+/**
+ * Chat fields of OpenAI's own platform that a self-hosted server (`server`, as its refusals name it)
+ * has nothing to do with: refused (400), `modalities` only unless `["text"]`; the deprecated
+ * `functions` and `function_call` point at `tools` and `tool_choice`.
+ */
+export function openAiOnlyChatFields(server: string): Readonly<Record<string, FieldRule>> {
+  return {
+    modalities: { refuse: `${server} answers text only`, neutral: [['text']] },
+    audio: { refuse: `${server} produces no audio` },
+    prediction: { refuse: `${server} has no predicted outputs` },
+    web_search_options: { refuse: `${server} has no web search` },
+    verbosity: { refuse: `${server} has no verbosity control` },
+    functions: { refuse: 'deprecated by OpenAI; send tools' },
+    function_call: { refuse: 'deprecated by OpenAI; send tool_choice' },
+  };
+}
+
 /** Every field passed on: the table of a server that implements the OpenAI API itself. */
 export const PASS_ALL: FieldTable = { fields: {}, others: 'pass' };
 

@@ -1,6 +1,7 @@
-import { entersQueue, type Lease, type PoolCandidate, type Route } from '@iop/dispatch';
+import { AdmissionError, entersQueue, type Lease, type PoolCandidate, type Route } from '@iop/dispatch';
 import { ApiError } from '../errors';
 import { admissionToApiError } from '../http/answer/admission-errors';
+import { requestLogger } from '../http/request/request-id';
 import type { CompletionRequest } from './completion-request';
 
 /**
@@ -35,6 +36,9 @@ export async function acquireLease(
   } catch (err) {
     // Left the queue because the wait was aborted: the abort's reason (client gone, gateway shutting down) says why.
     if (signal.aborted && signal.reason instanceof ApiError) throw signal.reason;
+    // What the backend said stays in the log; the client reads the catalog's sentence (README "Errors").
+    if (err instanceof AdmissionError && err.detail)
+      requestLogger(req.res, req.deps.logger).info({ code: err.code, detail: err.detail }, 'queue refused the request');
     throw admissionToApiError(err);
   }
 }

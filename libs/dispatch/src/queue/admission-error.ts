@@ -20,6 +20,8 @@ export class AdmissionError extends Error {
     message: string,
     /** Seconds a client should wait before retrying, when retrying can help. */
     readonly retryAfterS?: number,
+    /** For the log only: what the backend said (Redis's own error text), never shown to a client. */
+    readonly detail?: string,
   ) {
     super(message);
   }

@@ -56,13 +56,16 @@ export function queueTimeout(model: string, waitedMs: number): AdmissionError {
 
 /**
  * `queue_unavailable`: a Redis command failed. `cause` is a sentence of the queue's own, or the error
- * the Redis client rejected with (its message names the failed step, never the server's address).
+ * the Redis client rejected with: it goes to `detail` (the log), while the message is the catalog's
+ * sentence for clients, so no backend text reaches one (README "Errors").
  */
 export function queueUnavailable(cause: unknown): AdmissionError {
-  return refusal('queue_unavailable', {
+  const detail = catalogMessage('queue_unavailable', {
     why: 'redis_error',
     detail: cause instanceof Error ? cause.message : String(cause),
   });
+  const message = catalogMessage('queue_unavailable', { why: 'client' });
+  return new AdmissionError('queue_unavailable', message, catalogRetryAfterS('queue_unavailable'), detail);
 }
 
 /** `queue_unavailable`: Redis stayed silent for `silentMs` while the request waited (docs/architecture.md, "Fencing"). */

@@ -1,12 +1,14 @@
 import { DEFAULT_SHARD_TAG } from '../queue/lease-keys';
 import type { StoredProvider } from '../queue/lease-store';
 import {
-  EdgeConfig,
   isPoolCategory,
   modelNames,
   providerPools,
   resolveProviderAdapter,
   usablePoolProvider,
+  type EdgeConfig,
+  type NodeConfig,
+  type ProviderConfig,
 } from '@iop/validate';
 import type { QueueProvider } from '../queue/provider-queue';
 import type { DirectTarget, PoolCandidate, Route } from './route';
@@ -31,25 +33,19 @@ export function resolveRoute(
 ): Route | undefined {
   let poolListed = false;
   const candidates: PoolCandidate[] = [];
-  for (const node of config.nodes) {
-    for (const provider of node.providers) {
-      if (!isPoolCategory(provider.category)) continue;
-      const entry = provider.models.map(modelNames).find((m) => m.name === model);
-      if (!entry) continue;
-      poolListed = true;
-      if (opts.exclude?.has(provider.id)) continue;
-      // Run-time re-check: a disabled provider or a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
-      const use = usablePoolProvider(node, provider, config.queue);
-      if (!use.usable) continue;
-      candidates.push({
-        providerId: provider.id,
-        nodeId: node.id,
-        adapter: use.adapter,
-        upstreamModel: entry.upstream,
-        maxConcurrency: use.maxConcurrency,
-        maxQueued: use.maxQueued,
-      });
-    }
+  for (const { node, provider, entry } of providersListing(config, model)) {
+    if (!isPoolCategory(provider.category)) continue;
+    poolListed = true;
+    if (opts.exclude?.has(provider.id)) continue;
+    // Run-time re-check: a disabled provider or a missing, disabled, ambiguous or mistyped adapter is excluded, never dispatched.
+    const use = usablePoolProvider(node, provider, config.queue);
+    if (!use.usable) continue;
+    candidates.push({
+      ...queueLimits(provider.id, use),
+      nodeId: node.id,
+      adapter: use.adapter,
+      upstreamModel: entry.upstream,
+    });
   }
   if (poolListed) return { providerPool: true, modelGroupKey: model, candidates };
   const direct = resolveDirectTarget(config, model);
@@ -59,25 +55,16 @@ export function resolveRoute(
 /** The direct target of `model`; `listed` when a cli provider or route names it, even a disabled one. */
 function resolveDirectTarget(config: EdgeConfig, model: string): { listed: boolean; target?: DirectTarget } {
   let listed = false;
-  for (const node of config.nodes) {
-    for (const provider of node.providers) {
-      if (provider.category !== 'cli') continue;
-      const entry = provider.models.map(modelNames).find((m) => m.name === model);
-      if (!entry) continue;
-      listed = true;
-      if (!provider.enabled) continue;
-      const resolved = resolveProviderAdapter(node, provider);
-      if (resolved.kind === 'ok' && resolved.adapter.type === 'cli') {
-        return {
-          listed,
-          target: {
-            nodeId: node.id,
-            providerId: provider.id,
-            adapter: resolved.adapter,
-            upstreamModel: entry.upstream,
-          },
-        };
-      }
+  for (const { node, provider, entry } of providersListing(config, model)) {
+    if (provider.category !== 'cli') continue;
+    listed = true;
+    if (!provider.enabled) continue;
+    const resolved = resolveProviderAdapter(node, provider);
+    if (resolved.kind === 'ok' && resolved.adapter.type === 'cli') {
+      return {
+        listed,
+        target: { nodeId: node.id, providerId: provider.id, adapter: resolved.adapter, upstreamModel: entry.upstream },
+      };
     }
   }
   for (const route of config.routes) {
@@ -88,6 +75,27 @@ function resolveDirectTarget(config: EdgeConfig, model: string): { listed: boole
       return { listed, target: { nodeId: route.node, adapter, upstreamModel: route.upstream ?? model } };
   }
   return { listed };
+}
+
+/** Every catalog provider that lists `model`, of any category, with its node and model entry, in file order. */
+function* providersListing(
+  config: EdgeConfig,
+  model: string,
+): Generator<{ node: NodeConfig; provider: ProviderConfig; entry: { name: string; upstream: string } }> {
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      const entry = provider.models.map(modelNames).find((m) => m.name === model);
+      if (entry) yield { node, provider, entry };
+    }
+  }
+}
+
+/** A usable pool provider as the queue takes it: its id and limits (`usablePoolProvider`). */
+function queueLimits(
+  providerId: string,
+  use: { maxConcurrency: number; maxQueued: number },
+): Pick<QueueProvider, 'providerId' | 'maxConcurrency' | 'maxQueued'> {
+  return { providerId, maxConcurrency: use.maxConcurrency, maxQueued: use.maxQueued };
 }
 
 /**
@@ -119,9 +127,7 @@ export function queueProviders(config: EdgeConfig): QueueProvider[] {
       const use = usablePoolProvider(node, provider, config.queue);
       if (!use.usable) continue;
       out.push({
-        providerId: provider.id,
-        maxConcurrency: use.maxConcurrency,
-        maxQueued: use.maxQueued,
+        ...queueLimits(provider.id, use),
         pool: pools.get(provider.id),
         // On a cluster the pool is also the hash tag (docs/architecture.md, "Redis and Redis Cluster").
         ...(config.queue.cluster ? { shardTag: pools.get(provider.id) } : {}),

@@ -1,4 +1,4 @@
-export * from './redis-server';
+export { type TestRedis, startRedis, uniquePrefix, scanKeys, spawnRedis, freePort } from './redis-server';
 export { waitUntil } from './wait-until';
 export { seedLeases } from './seed-leases';
 export { proxyClusterMasters, startRedisCluster, type TestRedisCluster } from './redis-cluster';

@@ -1,25 +1,6 @@
-import type { ProviderCounts } from '@iop/dispatch';
-import { edgeConfigSchema, parseConfigText, type EdgeConfig, type EdgeConfigInput } from '@iop/validate';
-import { adapterHealthKey, buildSnapshot, trackedProviderIds } from './build-snapshot';
-import type { ResourceStatus, StatusSnapshot } from './snapshot';
-
-/** Schema-parsed config (defaults applied) without the semantic checks, so broken references can be expressed. */
-const cfg = (nodes: EdgeConfigInput['nodes'], routes: EdgeConfigInput['routes'] = []): EdgeConfig =>
-  edgeConfigSchema.parse({ version: 1, nodes, routes });
-
-const counts = (entries: Record<string, ProviderCounts>) => new Map(Object.entries(entries));
-const NOW = new Date('2026-01-01T00:00:00.000Z');
-const only = (s: StatusSnapshot, nodeId: string) => s.nodes.find((n) => n.node_id === nodeId)!;
-const byId = (s: StatusSnapshot, id: string): ResourceStatus =>
-  s.nodes.flatMap((n) => n.resources).find((r) => r.id === id)!;
-
-const http = (id: string, type: 'vllm' | 'ollama' | 'openai_compat', enabled = true) => ({
-  id,
-  type,
-  base_url: 'http://127.0.0.1:9/v1',
-  enabled,
-});
-const cli = (id: string, enabled = true) => ({ id, type: 'cli' as const, command: ['my-llm'], enabled });
+import { parseConfigText } from '@iop/validate';
+import { byId, cfg, cli, counts, http, NOW, only } from '../testing/snapshot-fixtures';
+import { buildSnapshot, trackedProviderIds } from './build-snapshot';
 
 describe('buildSnapshot (resource-first)', () => {
   it('yields exactly the catalog entries, each once, for a node with a CLI adapter, an openai_compat adapter and a catalog', () => {
@@ -153,107 +134,6 @@ describe('buildSnapshot (resource-first)', () => {
     expect([byId(s, 'p1').in_flight, byId(s, 'p1').queued, byId(s, 'p2').in_flight, byId(s, 'p2').queued]).toEqual([
       1, 0, 3, 5,
     ]);
-  });
-
-  describe('state and counts of a catalog entry', () => {
-    const node = (
-      provider: Record<string, unknown>,
-      adapters: ReturnType<typeof http | typeof cli>[] = [http('vllm-0', 'vllm'), http('compat-0', 'openai_compat')],
-    ) =>
-      cfg([
-        {
-          id: 'n',
-          adapters,
-          providers: [
-            { id: 'p', category: 'vllm', adapter: 'vllm-0', models: ['m'], max_concurrency: 2, ...provider } as never,
-          ],
-        },
-      ]);
-    const tracked = counts({ p: { inFlight: 1, queued: 1 } });
-
-    it.each<[string, EdgeConfig, Partial<ResourceStatus>]>([
-      [
-        'ready: enabled, adapter resolves by id',
-        node({}),
-        { state: 'ready', adapter: 'vllm-0', in_flight: 1, queued: 1 },
-      ],
-      [
-        'ready: adapter given as a type with one enabled adapter of it',
-        node({ adapter: 'vllm' }),
-        { state: 'ready', adapter: 'vllm-0' },
-      ],
-      ['disabled: the provider is disabled', node({ enabled: false }), { state: 'disabled', enabled: false }],
-      [
-        'disabled: the provider points at a disabled adapter',
-        node({}, [http('vllm-0', 'vllm', false)]),
-        { state: 'disabled', enabled: true, adapter: 'vllm-0' },
-      ],
-      [
-        'disabled: a type name whose only adapter is disabled',
-        node({ adapter: 'vllm' }, [http('vllm-0', 'vllm', false)]),
-        { state: 'disabled' },
-      ],
-      ['invalid: the adapter is missing', node({ adapter: 'vllm-9' }), { state: 'invalid', adapter: 'vllm-9' }],
-      [
-        'invalid: a type name with two enabled adapters (ambiguous)',
-        node({ adapter: 'vllm' }, [http('vllm-0', 'vllm'), http('vllm-1', 'vllm')]),
-        { state: 'invalid', adapter: 'vllm' },
-      ],
-      [
-        'invalid: the adapter is of another type than the category',
-        node({ adapter: 'compat-0' }),
-        { state: 'invalid', adapter: 'compat-0' },
-      ],
-    ])('%s', (_name, config, expected) => {
-      expect(byId(buildSnapshot(config, tracked), 'p')).toMatchObject(expected);
-    });
-
-    it('is unhealthy when the health source says so, and disabled/invalid still win over unhealthy', () => {
-      const health = new Map([['p', 'unhealthy' as const]]);
-      expect(byId(buildSnapshot(node({}), tracked, { health }), 'p').state).toBe('unhealthy');
-      expect(byId(buildSnapshot(node({ enabled: false }), tracked, { health }), 'p').state).toBe('disabled');
-      expect(byId(buildSnapshot(node({ adapter: 'nope' }), tracked, { health }), 'p').state).toBe('invalid');
-      expect(byId(buildSnapshot(node({}), tracked, { health: new Map([['p', 'healthy' as const]]) }), 'p').state).toBe(
-        'ready',
-      );
-    });
-
-    it('marks an adapter entry unhealthy by its node/adapter health key', () => {
-      const config = cfg([{ id: 'laptop', adapters: [cli('codex-cli')] }]);
-      const s = buildSnapshot(config, undefined, {
-        health: new Map([[adapterHealthKey('laptop', 'codex-cli'), 'unhealthy' as const]]),
-      });
-      expect(byId(s, 'codex-cli').state).toBe('unhealthy');
-    });
-
-    it.each<[string, ReadonlyMap<string, { inFlight: number; queued: number }> | undefined, EdgeConfig, number | null]>(
-      [
-        ['no counts source: null, not 0', undefined, node({}), null],
-        [
-          'the counts source does not track the provider: null',
-          counts({ other: { inFlight: 1, queued: 1 } }),
-          node({}),
-          null,
-        ],
-        ['a tracked provider with nothing going on: a real 0', counts({ p: { inFlight: 0, queued: 0 } }), node({}), 0],
-      ],
-    )('counts: %s', (_name, source, config, expected) => {
-      const r = byId(buildSnapshot(config, source), 'p');
-      expect([r.in_flight, r.queued]).toEqual([expected, expected]);
-      expect(r.max_concurrency).toBe(2);
-    });
-
-    it('never attaches counts to a CLI provider, even when the source has its id', () => {
-      const config = cfg([
-        { id: 'n', adapters: [cli('echo')], providers: [{ id: 'p', category: 'cli', adapter: 'echo', models: ['e'] }] },
-      ]);
-      expect(byId(buildSnapshot(config, tracked), 'p')).toMatchObject({
-        pool: false,
-        max_concurrency: null,
-        in_flight: null,
-        queued: null,
-      });
-    });
   });
 
   it('copies config_hash and config_loaded_at when given, and lists nodes in config order with their own source', () => {

@@ -1,1 +1,1 @@
-export * from './prometheus-text';
+export { type PromSample, parsePrometheusText, sampleValue } from './prometheus-text';

@@ -1,4 +1,4 @@
-import { PASS, PLATFORM_METADATA, type AdapterFieldTables } from '../request-fields';
+import { openAiOnlyChatFields, PASS, PLATFORM_METADATA, type AdapterFieldTables } from '../request-fields';
 
 /**
  * `ollama`: Ollama's OpenAI-compatible API (`/v1/chat/completions`, `/v1/embeddings`; Ollama docs,
@@ -53,13 +53,7 @@ export const OLLAMA_FIELDS: AdapterFieldTables = {
       n: { refuse: 'Ollama answers one choice', neutral: [1] },
       parallel_tool_calls: { refuse: 'Ollama cannot be told to make one tool call at a time', neutral: [true] },
       logit_bias: { refuse: 'Ollama has no logit bias', neutral: [{}] },
-      modalities: { refuse: 'Ollama answers text only', neutral: [['text']] },
-      audio: { refuse: 'Ollama produces no audio' },
-      prediction: { refuse: 'Ollama has no predicted outputs' },
-      web_search_options: { refuse: 'Ollama has no web search' },
-      verbosity: { refuse: 'Ollama has no verbosity control' },
-      functions: { refuse: 'deprecated by OpenAI; send tools' },
-      function_call: { refuse: 'deprecated by OpenAI; send tool_choice' },
+      ...openAiOnlyChatFields('Ollama'),
     },
     others: 'pass',
   },

@@ -1,4 +1,4 @@
-import { PASS_ALL, type AdapterFieldTables } from '../request-fields';
+import { openAiOnlyChatFields, PASS_ALL, type AdapterFieldTables } from '../request-fields';
 
 /**
  * `openai_compat`: a server that implements the OpenAI API itself. Every field of
@@ -26,15 +26,7 @@ export const OPENAI_COMPAT_FIELDS: AdapterFieldTables = { chat: PASS_ALL, respon
  */
 export const VLLM_FIELDS: AdapterFieldTables = {
   chat: {
-    fields: {
-      audio: { refuse: 'vLLM produces no audio' },
-      modalities: { refuse: 'vLLM answers text only', neutral: [['text']] },
-      prediction: { refuse: 'vLLM has no predicted outputs' },
-      web_search_options: { refuse: 'vLLM has no web search' },
-      verbosity: { refuse: 'vLLM has no verbosity control' },
-      functions: { refuse: 'deprecated by OpenAI; send tools' },
-      function_call: { refuse: 'deprecated by OpenAI; send tool_choice' },
-    },
+    fields: openAiOnlyChatFields('vLLM'),
     others: 'pass',
   },
   responses: PASS_ALL,

@@ -15,15 +15,14 @@ const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {
  * Maps a queue's refusal to its HTTP error through `ERROR_CATALOG` (`@iop/errors`; README
  * "Errors"): 429 `queue_full`, 503 `queue_timeout`, `queue_unavailable`, `no_available_provider`,
  * each with `Retry-After` (the queue's seconds, else the catalog's default). The message is the
- * queue's, made from the same catalog, except for `queue_unavailable`, which always reads the
- * catalog's client sentence (`why: 'client'`), never the backend's own text (that one stays in the
- * log). A non-admission error (a bug) becomes 503 `queue_unavailable` too, so a client never hangs on it.
+ * queue's, made from the same catalog; a backend's own text is never in it (the queues keep it in
+ * `detail`, for the log). A non-admission error (a bug) becomes 503 `queue_unavailable` with the
+ * catalog's sentence for clients, so a client never hangs on it.
  */
 export function admissionToApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as Partial<AdmissionError> | undefined;
   const known = e?.code !== undefined && Object.prototype.hasOwnProperty.call(ANSWER, e.code);
-  const code = known ? ANSWER[e.code as AdmissionErrorCode] : 'queue_unavailable';
-  if (code !== 'queue_unavailable' && e?.message) return catalogCodeError(code, e.message, e.retryAfterS);
+  if (known && e?.message) return catalogCodeError(ANSWER[e.code as AdmissionErrorCode], e.message, e.retryAfterS);
   return new ApiError({ code: 'queue_unavailable', fields: { why: 'client' }, retryAfterS: e?.retryAfterS });
 }
