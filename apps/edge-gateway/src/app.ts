@@ -43,7 +43,7 @@ export function createApp(appDeps: AppDeps): Express {
   const metrics = deps.metrics ?? new GatewayMetrics();
   registerQueueReachableGauge(metrics.registry, deps.queue);
   registerConfigInfoGauge(metrics.registry, deps.config);
-  const auth = apiKeyAuth(() => deps.config().gateway.api_keys);
+  const auth = apiKeyAuth(() => deps.config().gateway);
 
   // 415 unless application/json, 413 from Content-Length at once, then the JSON body, its bytes and values bounded (README "Security").
   const json = completionBody(() => deps.config().gateway);

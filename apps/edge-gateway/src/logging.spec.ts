@@ -53,7 +53,7 @@ describe('logs at info level never contain API keys or prompts', () => {
       await new Promise((r) => setImmediate(r));
       const log = lines.join('');
       expect(log).toMatch(/"msg":"request"/);
-      expect(log).toMatch(/"status":200,"model":"llama","route":"pool"/);
+      expect(log).toMatch(/"status":200,"model":"llama","route":"pool","client":"api_keys\[0\]"/);
       expect(log).toMatch(/"status":401/);
       expect(log).toMatch(/"status":502,"model":"small"/);
       for (const secret of [clientKey, upstreamKey, prompt, 'sk-wrong-SECRET-0000']) expect(log).not.toContain(secret);

@@ -2,7 +2,15 @@ export type { PoolCandidate, Route } from './route/route';
 export { resolveRoute, listModels, queueProviders, leaseAddresses } from './route/resolve-route';
 export { entersQueue } from './route/admission';
 export { type AdmissionErrorCode, AdmissionError } from './queue/admission-error';
-export type { QueueProvider, LeaseRequest, Lease, ProviderCounts, ProviderQueue } from './queue/provider-queue';
+export type {
+  ClientCounts,
+  QueueClient,
+  QueueProvider,
+  LeaseRequest,
+  Lease,
+  ProviderCounts,
+  ProviderQueue,
+} from './queue/provider-queue';
 export { MemoryProviderQueue } from './queue/memory-queue';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';

@@ -43,6 +43,17 @@ export type QueueUnavailableFields =
    */
   | { readonly why: 'client' };
 
+/**
+ * Why a request found no place in line (fields of `queue_full`; docs/architecture.md, "Clients,
+ * priority and fair share"): every candidate's queue was full (`why` absent), its client already had
+ * `max_queued` requests waiting in the pool, or it waited in a sheddable band and was evicted to make
+ * room for a higher band.
+ */
+export type QueueFullFields =
+  | { readonly model: string; readonly why?: 'queues_full' }
+  | { readonly model: string; readonly why: 'client_queued'; readonly client: string; readonly maxQueued: number }
+  | { readonly model: string; readonly why: 'shed' };
+
 /** Which wait an upstream outlived (fields of `upstream_timeout`); `ms` is the limit that ran out. */
 export type UpstreamTimeoutFields =
   | { readonly wait: 'first_byte'; readonly ms: number }
@@ -119,7 +130,7 @@ export const ERROR_CATALOG = {
     status: 429,
     type: 'rate_limit_error',
     retryAfterS: 1,
-    message: (f: { model: string }) => `Every provider of model "${f.model}" has a full queue.`,
+    message: queueFullMessage,
   },
   rate_limit_exceeded: {
     status: 429,
@@ -178,6 +189,14 @@ export const ERROR_CATALOG = {
     message: upstreamTimeoutMessage,
   },
 } as const satisfies Record<string, ErrorCatalogEntry>;
+
+function queueFullMessage(f: QueueFullFields): string {
+  if (f.why === 'client_queued')
+    return `Client "${f.client}" already has ${f.maxQueued} requests waiting for model "${f.model}" (its max_queued).`;
+  if (f.why === 'shed')
+    return `This request waited for model "${f.model}" in a sheddable priority band and gave its place to a higher-priority request.`;
+  return `Every provider of model "${f.model}" has a full queue.`;
+}
 
 function queueUnavailableMessage(f: QueueUnavailableFields): string {
   switch (f.why) {

@@ -3,6 +3,7 @@ export {
   type ErrorCode,
   type ErrorMessageArgs,
   type ErrorSpec,
+  type QueueFullFields,
   type UpstreamTimeoutFields,
   ERROR_CATALOG,
   catalogMessage,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { clientSchema } from './client-schema';
 import { apiKey, listen, positiveMs } from './schema-fields';
 
 /** How the gateway runs CLI programs (`gateway.cli_sandbox`, README "Security"). */
@@ -19,6 +20,11 @@ export const gatewaySchema = z.strictObject({
   listen: listen.default('127.0.0.1:8080'),
   /** Client API keys (printable ASCII, no spaces); absent or empty = no client auth. */
   api_keys: z.array(apiKey).default([]),
+  /**
+   * Named clients: keys with a band, a weight and caps (docs/architecture.md, "Clients, priority and
+   * fair share"). A key of `api_keys` is a client of default settings. @defaultValue []
+   */
+  clients: z.array(clientSchema).default([]),
   /** @defaultValue 4194304 (4 MiB) */
   max_body_bytes: z
     .number()

@@ -1,4 +1,5 @@
 import { resolveProviderAdapter } from './adapter-resolution';
+import { checkClients } from './client-rules';
 import type { EdgeConfig } from './schema';
 import { isPoolCategory, modelNames } from './schema';
 
@@ -21,6 +22,7 @@ export interface SemanticProblem {
  * - `routes[]` name an existing node and an adapter id on it;
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
  *   already served by a catalog provider. Disabled providers count: the rule is about the file;
+ * - clients: unique ids, a key names one client, caps a pool can reach (`checkClients`).
  * - with `queue.cluster: true`, `queue.prefix` holds no `{` or `}` (hash tags are the gateway's own).
  */
 export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
@@ -29,6 +31,7 @@ export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
     ...providerRules(config),
     ...routeTargets(config),
     ...modelPlacement(config),
+    ...checkClients(config),
     ...clusterPrefix(config),
   ];
 }

@@ -1,7 +1,7 @@
 import { freePort } from '@iop/dispatch/testing';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BENCH_MODEL, benchGatewayYaml } from './gateway-config';
+import { BENCH_CLIENT_KEY, BENCH_MODEL, benchGatewayYaml } from './gateway-config';
 import type { ServiceProcess, ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
@@ -102,6 +102,8 @@ export interface LaunchOptions {
   redisUrl?: string;
   /** The pool provider's `max_concurrency` (default `BENCH_MAX_CONCURRENCY`: nothing waits). */
   maxConcurrency?: number;
+  /** Configure `gateway.clients` and send every request with the benchmark client's key (`BenchGatewayConfig.clients`). */
+  clients?: boolean;
 }
 
 /**
@@ -187,7 +189,7 @@ export class TargetLauncher {
           id,
           label,
           urls: replicas.map((r) => `${r.announced}/v1/chat/completions`),
-          headers: {},
+          headers: opts.clients ? { authorization: `Bearer ${BENCH_CLIENT_KEY}` } : {},
           processes: replicas,
         };
       }
@@ -231,6 +233,7 @@ export class TargetLauncher {
         backend: queue.backend,
         prefix: 'prefix' in queue ? queue.prefix : undefined,
         maxConcurrency: opts.maxConcurrency,
+        clients: opts.clients,
       }),
     );
     const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];

@@ -21,7 +21,16 @@ export interface BenchGatewayConfig {
    * queue. @defaultValue BENCH_MAX_CONCURRENCY
    */
   maxConcurrency?: number;
+  /**
+   * Configure `gateway.clients` (flow control on: docs/architecture.md, "Clients, priority and fair
+   * share"): the client of {@link BENCH_CLIENT_KEY} with a band, a weight and both caps, and a second
+   * client. @defaultValue false
+   */
+  clients?: boolean;
 }
+
+/** The bearer key of the benchmark's client when `clients` is on. */
+export const BENCH_CLIENT_KEY = 'bench-client-key';
 
 /**
  * edge.yaml of a gateway under test: one node, one `openai_compat` adapter on the fake upstream,
@@ -29,10 +38,17 @@ export interface BenchGatewayConfig {
  * a lease, which is the path the targets are about.
  */
 export function benchGatewayYaml(cfg: BenchGatewayConfig): string {
+  const mc = cfg.maxConcurrency ?? BENCH_MAX_CONCURRENCY;
+  const clients = cfg.clients
+    ? `  clients:
+    - { id: bench, keys: [${BENCH_CLIENT_KEY}], priority: 1, weight: 2, max_in_flight: ${mc}, max_queued: ${BENCH_MAX_CONCURRENCY} }
+    - { id: other, keys: [bench-other-key], priority: -1 }
+`
+    : '';
   return `version: 1
 gateway:
   request_timeout_ms: 30000
-queue:
+${clients}queue:
   backend: ${cfg.backend}
   prefix: ${cfg.prefix ?? 'iop-bench'}
   max_wait_ms: 30000
@@ -42,6 +58,6 @@ nodes:
     adapters:
       - { id: upstream, type: openai_compat, base_url: ${JSON.stringify(cfg.upstreamUrl)} }
     providers:
-      - { id: bench-pool, category: openai_compat, adapter: upstream, models: [${BENCH_MODEL}], max_concurrency: ${cfg.maxConcurrency ?? BENCH_MAX_CONCURRENCY} }
+      - { id: bench-pool, category: openai_compat, adapter: upstream, models: [${BENCH_MODEL}], max_concurrency: ${mc} }
 `;
 }

@@ -54,8 +54,18 @@ export interface RedisCostRound {
 }
 
 /** The uncontended or contended run of one replica set. */
+/**
+ * A run's kind: `pooled` (nothing waits) or `contended` (most requests queue), each without clients
+ * or, `-clients`, with `gateway.clients` configured (a band, a weight and caps on every request's
+ * client: docs/architecture.md, "Clients, priority and fair share").
+ */
+export type RedisCostVariant = 'pooled' | 'contended' | 'pooled-clients' | 'contended-clients';
+
+/** True for the runs where most requests queue. */
+export const isContended = (v: RedisCostVariant) => v === 'contended' || v === 'contended-clients';
+
 export interface RedisCostRun {
-  variant: 'pooled' | 'contended';
+  variant: RedisCostVariant;
   replicas: number;
   /** The provider's `max_concurrency`. */
   maxConcurrency: number;
@@ -116,8 +126,9 @@ const REPLICA_SETS = [1, 3] as const;
  * of the shared fake upstream. Per replica set: a warm-up, `idleSeconds` without traffic (the
  * background: liveness, sweep, health probes), then `rounds` × `requests` pooled non-streamed
  * requests at `concurrency`; then a fresh set whose provider has `contendedMaxConcurrency` slots
- * under `contendedConcurrency` connections, so most requests queue. `INFO commandstats` and
- * `INFO cpu` are read around every window.
+ * under `contendedConcurrency` connections, so most requests queue. Both again with
+ * `gateway.clients` configured (`-clients`: flow control on). `INFO commandstats` and `INFO cpu` are
+ * read around every window.
  */
 export async function runRedisCost(
   launcher: TargetLauncher,
@@ -136,12 +147,13 @@ export async function runRedisCost(
   try {
     await reader.connect();
     results.redisVersion = await reader.version();
-    for (const variant of ['pooled', 'contended'] as const) {
+    for (const variant of ['pooled', 'contended', 'pooled-clients', 'contended-clients'] as const) {
       for (const replicas of REPLICA_SETS) {
         const idle = results.idle.find((r) => r.replicas === replicas);
-        // A queued request is compared with a pooled one at the highest load measured.
+        // A queued request is compared with a pooled one (of the same client setting) at the highest load measured.
+        const base = variant.endsWith('-clients') ? 'pooled-clients' : 'pooled';
         const pooled = results.runs
-          .filter((r) => r.variant === 'pooled' && r.replicas === replicas && r.netCommandsPerRequest.n > 0)
+          .filter((r) => r.variant === base && r.replicas === replicas && r.netCommandsPerRequest.n > 0)
           .at(-1);
         const set = await measureSet(launcher, reader, redis.url, variant, replicas, opts, log, idle, pooled);
         if (set.idle) results.idle.push(set.idle);
@@ -163,14 +175,14 @@ async function measureSet(
   launcher: TargetLauncher,
   reader: RedisStatsReader,
   redisUrl: string,
-  variant: 'pooled' | 'contended',
+  variant: RedisCostVariant,
   replicas: number,
   opts: RedisCostOptions,
   log: Log,
   knownIdle: RedisIdleRun | undefined,
   pooled: RedisCostRun | undefined,
 ): Promise<{ idle?: RedisIdleRun; runs: RedisCostRun[] }> {
-  const contended = variant === 'contended';
+  const contended = isContended(variant);
   const maxConcurrency = contended ? opts.contendedMaxConcurrency : undefined;
   const concurrencies = contended ? [opts.contendedConcurrency] : [...opts.concurrency].sort((a, b) => a - b);
   const runs: RedisCostRun[] = concurrencies.map((concurrency) => ({
@@ -196,6 +208,7 @@ async function measureSet(
       tag: ` (cost, ${variant})`,
       redisUrl,
       maxConcurrency,
+      clients: variant.endsWith('-clients'),
     });
     const t = target;
     const load = (connections: number, amount: number) =>
@@ -301,7 +314,7 @@ export function summarize(
   run.breakdown = [...totals]
     .map(([command, t]) => ({ command, perRequest: t.calls / requests, usecPerRequest: t.usec / requests }))
     .sort((a, b) => b.perRequest - a.perRequest || a.command.localeCompare(b.command));
-  if (run.variant === 'contended') {
+  if (isContended(run.variant)) {
     run.queuedShare = spread(rounds.map((r) => r.publishes / r.requests));
     const base = pooled?.netCommandsPerRequest.median ?? NaN;
     run.commandsPerQueuedRequest = spread(

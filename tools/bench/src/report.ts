@@ -193,9 +193,12 @@ export function leanPathChecks(results: BenchResults): TargetCheck[] {
 
 /** The fleet-mode targets: Redis commands and CPU per pooled request, commands of an idle replica. */
 export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck[] {
-  const pooled = (cost?.runs ?? []).filter((r) => r.variant === 'pooled' && r.commandsPerRequest.n > 0);
-  const per = (pick: (r: RedisCostRun) => string) =>
-    pooled.map((r) => `×${r.replicas} c=${r.concurrency}: ${pick(r)}`).join('; ');
+  const runsOf = (variant: RedisCostRun['variant']) =>
+    (cost?.runs ?? []).filter((r) => r.variant === variant && r.commandsPerRequest.n > 0);
+  const pooled = runsOf('pooled');
+  const withClients = runsOf('pooled-clients');
+  const per = (pick: (r: RedisCostRun) => string, runs = pooled) =>
+    runs.map((r) => `×${r.replicas} c=${r.concurrency}: ${pick(r)}`).join('; ');
   const notMeasured = cost?.error ? `failed: ${cost.error}` : 'not measured';
   const idle = (cost?.idle ?? []).filter((r) => Number.isFinite(r.perReplicaPerS));
   return [
@@ -203,6 +206,13 @@ export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck
       goal: `Redis backend: ≤ ${LIMITS.redisCommandsPerRequest} Redis commands per pooled request (INFO commandstats, scripts' inner commands counted; 1 and 3 replicas)`,
       measured: pooled.length ? per((r) => fmtSpread(r.commandsPerRequest, 2)) : notMeasured,
       met: pooled.length ? pooled.every((r) => r.commandsPerRequest.median <= LIMITS.redisCommandsPerRequest) : null,
+    },
+    {
+      goal: `Redis backend with gateway.clients (bands, weights, caps): ≤ ${LIMITS.redisCommandsPerRequest} Redis commands per pooled request`,
+      measured: withClients.length ? per((r) => fmtSpread(r.commandsPerRequest, 2), withClients) : notMeasured,
+      met: withClients.length
+        ? withClients.every((r) => r.commandsPerRequest.median <= LIMITS.redisCommandsPerRequest)
+        : null,
     },
     {
       goal: `Redis backend: ≤ ${LIMITS.redisCpuMsPerRequest} ms of Redis CPU per pooled request (used_cpu_sys + used_cpu_user)`,
@@ -356,7 +366,7 @@ export function redisCostSection(cost: RedisCostResults): string {
       `Per replica set: ${o.warmupRequests} warm-up requests, ${o.idleSeconds} s without traffic, then ${o.rounds} round(s) of ${o.requests} pooled ` +
       `non-streamed Chat Completions; \`INFO commandstats\` and \`INFO cpu\` read around each window (the reader's own INFO calls left out). ` +
       `pooled: max_concurrency 2000 at c=${o.concurrency.join(', ')} (nothing waits); contended: a fresh set with max_concurrency ${o.contendedMaxConcurrency} ` +
-      `at c=${o.contendedConcurrency} (most requests queue). Connections round-robin over the replicas. ` +
+      `at c=${o.contendedConcurrency} (most requests queue); -clients: the same with gateway.clients configured (band, weight, max_in_flight, max_queued). Connections round-robin over the replicas. ` +
       `Load average ${cost.loadAvg[0].toFixed(2)} when this section started, ${cost.loadAvg[1].toFixed(2)} when it ended.`,
   );
   if (cost.error) out.push('', `failed: ${cost.error}`);

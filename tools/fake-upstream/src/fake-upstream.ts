@@ -9,6 +9,7 @@ import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './res
 import { embeddingsJson } from './embeddings';
 import { writeEventStream } from './sse';
 import { StatsRecorder, type FakeStats } from './stats';
+import { CallJournal, type JournalCall } from './call-journal';
 
 /** Options of {@link startFakeUpstream}. */
 export interface FakeUpstreamOptions {
@@ -25,6 +26,8 @@ export interface FakeUpstreamOptions {
    * upstream that always misbehaves, while its sibling behaves). @defaultValue {}
    */
   knobs?: Partial<Record<KnobName, number>>;
+  /** Keep a journal of every inference call (`calls()`): its model, `tag` knob, start and end. @defaultValue false */
+  journal?: boolean;
 }
 
 /** A running fake upstream. */
@@ -37,6 +40,8 @@ export interface FakeUpstream {
   readonly name: string;
   /** Counters and last requests (a copy; see {@link FakeStats}). Same document as `GET /__stats`. */
   stats(): FakeStats;
+  /** The call journal, when started with `journal: true` (else empty); `reset` empties it. */
+  calls(): JournalCall[];
   /** Zeroes the counters (in-flight requests stay in `current`). Same as `POST /__reset`. */
   reset(): void;
   /** Stops listening and destroys every open connection, in-flight streams included. Idempotent. */
@@ -60,6 +65,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   const host = opts.host ?? '127.0.0.1';
   const models = opts.models ?? ['fake-model'];
   const recorder = new StatsRecorder();
+  const journal = new CallJournal();
   const jsonHeaders = { 'content-type': 'application/json', 'x-fake-upstream': name };
   const sseHeaders = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-fake-upstream': name };
   const fingerprint = `fake-upstream:${name}`;
@@ -105,6 +111,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     }
     if (method === 'POST' && path === '/__reset') {
       recorder.reset();
+      journal.reset();
       res.writeHead(204, { 'x-fake-upstream': name });
       return void res.end();
     }
@@ -114,6 +121,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
   function inference(req: IncomingMessage, res: ServerResponse, api: Api): void {
     const flight = new InFlightRequest(res, recorder.begin());
+    const arrivedAt = Date.now();
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
     req.on('error', () => undefined); // a client gone mid-body is counted by the response's close
@@ -142,6 +150,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         if (err instanceof KnobError) return sendError(res, 400, err.message, 'invalid_request_error', err.param);
         throw err;
       }
+      if (opts.journal) res.once('close', journal.begin(body.model, knobs.tag, arrivedAt));
       void answer(flight, api, body, body.model, knobs);
     });
   }
@@ -262,7 +271,11 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     port,
     name,
     stats: () => recorder.snapshot(),
-    reset: () => recorder.reset(),
+    calls: () => journal.snapshot(),
+    reset: () => {
+      recorder.reset();
+      journal.reset();
+    },
     close: () =>
       (closing ??= new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));

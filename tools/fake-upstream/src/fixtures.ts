@@ -17,6 +17,8 @@ export function fleetYaml(
     maxWaitMs?: number;
     maxQueued?: number;
     apiKeys?: string[];
+    /** `gateway.clients` entries, as in the file (`{ id, keys, priority, weight, max_in_flight, max_queued }`). */
+    clients?: object[];
     maxBodyBytes?: number;
     requestTimeoutMs?: number;
   } = {},
@@ -25,6 +27,7 @@ export function fleetYaml(
 version: 1
 gateway:
   api_keys: ${JSON.stringify(opts.apiKeys ?? [])}
+  clients: ${JSON.stringify(opts.clients ?? [])}
   max_body_bytes: ${opts.maxBodyBytes ?? 4194304}
   request_timeout_ms: ${opts.requestTimeoutMs ?? 10000}
 queue:

@@ -1,5 +1,6 @@
 export { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream';
 export type { FakeStats, RequestCounts, RecordedRequest } from './stats';
+export type { JournalCall } from './call-journal';
 export type { KnobName } from './knobs';
 export { echoReply } from './prompt';
 export { ECHO_LLM, fleetYaml, configPrefix, exporterYaml } from './fixtures';

@@ -41,6 +41,8 @@ export interface FakeKnobs {
   doneUnterminated: boolean;
   /** `echo_secrets` (1): an error body (`status`) quotes the request's `authorization` and `host` headers. */
   echoSecrets: boolean;
+  /** `tag`: no effect on the answer; recorded in the call journal (e.g. which client sent the call). */
+  tag?: number;
 }
 
 /** Wire names of the knobs, as used in headers (`x-fake-<name>`) and in the body's `fake` object. */
@@ -61,6 +63,7 @@ export const KNOB_NAMES = [
   'stall_after',
   'done_unterminated',
   'echo_secrets',
+  'tag',
 ] as const;
 export type KnobName = (typeof KNOB_NAMES)[number];
 
@@ -113,6 +116,7 @@ export function readKnobs(
     stallAfter: raw.stall_after,
     doneUnterminated: (raw.done_unterminated ?? 0) > 0,
     echoSecrets: (raw.echo_secrets ?? 0) > 0,
+    tag: raw.tag,
   };
 }
 

@@ -1,4 +1,11 @@
-import { LeaseKeys, leaseAddresses, queueProviders, readLeaseCounts, type ProviderCounts } from '@iop/dispatch';
+import {
+  connectRedis,
+  LeaseKeys,
+  leaseAddresses,
+  queueProviders,
+  readLeaseCounts,
+  type ProviderCounts,
+} from '@iop/dispatch';
 import { scanKeys, uniquePrefix } from '@iop/dispatch/testing';
 import { ECHO_LLM, type FakeUpstream } from '@iop/fake-upstream';
 import { parseConfigText } from '@iop/validate';
@@ -79,12 +86,17 @@ export interface ReplicaFleet {
   close(): Promise<void>;
 }
 
-/** Starts `n` replicas of `yaml` with `REDIS_URL=redisUrl` and a fresh prefix. */
+/**
+ * Starts `n` replicas of `yaml` with `REDIS_URL=redisUrl` and a fresh prefix. On a Redis Cluster
+ * (`clusterUrls`: one URL per master, `redisUrl` one of them; the file sets `queue.cluster: true`),
+ * the reader follows the cluster and `jobKeys` scans every master.
+ */
 export async function startReplicaFleet(
   n: number,
   yaml: string,
   redisUrl: string,
   upstreamUrl: string,
+  opts: { clusterUrls?: readonly string[] } = {},
 ): Promise<ReplicaFleet> {
   const prefix = uniquePrefix('fleet');
   const configFile = writeTempConfig(yaml);
@@ -101,7 +113,9 @@ export async function startReplicaFleet(
     await Promise.all(replicas.map((r) => r.kill()));
     throw failed.reason;
   }
-  const reader = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  const reader = opts.clusterUrls
+    ? connectRedis({ url: redisUrl, cluster: true })
+    : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   reader.on('error', () => undefined);
   const defaultIds = queueProviders(config).map((p) => p.providerId);
   return {
@@ -115,7 +129,10 @@ export async function startReplicaFleet(
       const values = registered.length > 0 ? await reader.mget(registered.map((id) => keys.livenessKey(id))) : [];
       return { registered, alive: registered.filter((_, i) => values[i] !== null) };
     },
-    jobKeys: async () => (await scanKeys(redisUrl, `${prefix}:`)).filter((k) => JOB_KEY.test(k)),
+    jobKeys: async () =>
+      (await Promise.all((opts.clusterUrls ?? [redisUrl]).map((url) => scanKeys(url, `${prefix}:`))))
+        .flat()
+        .filter((k) => JOB_KEY.test(k)),
     add: async () => {
       const replica = await spawnGateway(configFile, { env });
       replicas.push(replica);

@@ -8,7 +8,8 @@ import type { CompletionRequest } from './completion-request';
  * Takes a lease on one of `offered` when the admission rule says so (`entersQueue`,
  * docs/architecture.md, "Request path"): a provider pool with a model group, and a queue. The wait
  * is bounded by `queue.max_wait_ms` and by `signal` (the attempt's: the client leaving, the drain
- * running out); `outcome.queuedAt` marks its start for the trace.
+ * running out); `outcome.queuedAt` marks its start for the trace. The request's client
+ * (`res.locals.client`, set by `apiKeyAuth`) decides its place in line.
  * @returns the lease (its `providerId` names the candidate granted), or undefined when the request
  *   enters no queue.
  * @throws ApiError the queue's refusal (`admissionToApiError`: 429 `queue_full`, 503 `queue_timeout`,
@@ -29,6 +30,8 @@ export async function acquireLease(
       candidates: offered,
       signal,
       maxWaitMs: req.config.queue.max_wait_ms,
+      // Its band, weight and caps decide its place in line (docs/architecture.md, "Clients, priority and fair share").
+      client: req.res.locals.client,
     });
   } catch (err) {
     // Left the queue because the wait was aborted: the abort's reason (client gone, gateway shutting down) says why.

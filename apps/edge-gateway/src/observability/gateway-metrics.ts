@@ -7,6 +7,9 @@ import type { DispatchOutcome } from '../dispatch/outcome';
 /** Label for a model the config does not serve (or a request without a model): keeps cardinality bounded by the config. */
 export const OTHER_MODEL = 'other';
 
+/** Client label of a request answered before its client was known (a 401, a preflight). */
+export const NO_CLIENT = 'none';
+
 /** Route kind label: `pool` (admission controlled), `direct` (CLI / legacy), `none` (rejected before a route was resolved). */
 export type RouteKindLabel = 'pool' | 'direct' | 'none';
 
@@ -25,8 +28,8 @@ export const GEN_AI_OPERATION = 'chat';
 /** The label objects {@link GatewayMetrics.finishCompletion} passes to prom-client for one kind of request. */
 interface LabelSets {
   modelRoute: { model: string; route: RouteKindLabel };
-  model: { model: string };
-  withStatus(status: number): { model: string; route: RouteKindLabel; status: string };
+  modelClient: { model: string; client: string };
+  withStatus(status: number): { model: string; route: RouteKindLabel; status: string; client: string };
   byProvider: { provider: string; model: string };
   genAi: {
     gen_ai_operation_name: string;
@@ -50,9 +53,9 @@ interface LabelSets {
 /**
  * The gateway's own Prometheus registry (docs/architecture.md, "Status model": request counters and
  * latency, queue-wait and time-to-first-byte histograms), one per app so tests never share series:
- * - `iop_edge_requests_total{model,route,status}`: finished completion requests;
+ * - `iop_edge_requests_total{model,route,status,client}`: finished completion requests;
  * - `iop_edge_request_duration_seconds{model,route}`: arrival → response finished (or client gone);
- * - `iop_edge_queue_wait_seconds{model}`: acquireLease → grant, pooled requests only;
+ * - `iop_edge_queue_wait_seconds{model,client}`: acquireLease → grant, pooled requests only;
  * - `iop_edge_time_to_first_byte_seconds{model,route}`: arrival → the upstream's first byte in hand
  *   (includes the queue wait; for a non-streamed answer that is the whole upstream call);
  * - `iop_edge_config_reload_failures_total`: rejected config reloads (docs/architecture.md, "Settings");
@@ -68,15 +71,17 @@ interface LabelSets {
  *   `gen_ai_provider_name` (the adapter type), `gen_ai_request_model` (the model label), `provider`
  *   (and `gen_ai_token_type`, or `error_type` = the HTTP status of a failed call);
  * - the resource gauges of `/status` (`iop_edge_resource_*`), refreshed per scrape.
- * `model` is the request's model when the config serves it, else `other`; labels never carry
- * prompts, keys or any other client text.
+ * `model` is the request's model when the config serves it, else `other`; `client` is the client id
+ * (docs/architecture.md, "Clients, priority and fair share": config ids, `api_keys[<n>]` or
+ * `anonymous`; `none` before the key was checked). Labels never carry prompts, keys or any other
+ * client text.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly requests = new Counter({
     name: 'iop_edge_requests_total',
     help: 'Completion requests finished, by model, route kind (pool/direct/none) and HTTP status (499 = client closed first).',
-    labelNames: ['model', 'route', 'status'] as const,
+    labelNames: ['model', 'route', 'status', 'client'] as const,
     registers: [this.registry],
   });
   private readonly duration = new Histogram({
@@ -89,7 +94,7 @@ export class GatewayMetrics {
   private readonly queueWait = new Histogram({
     name: 'iop_edge_queue_wait_seconds',
     help: 'Time a pooled request waited for a lease, in seconds.',
-    labelNames: ['model'] as const,
+    labelNames: ['model', 'client'] as const,
     buckets: QUEUE_WAIT_BUCKETS,
     registers: [this.registry],
   });
@@ -168,12 +173,14 @@ export class GatewayMetrics {
   /**
    * Counts and times one finished completion request (when its response closed).
    * @param model the request's model (`other` unless the config serves it)
+   * @param client the request's client id (`none` before one was known, e.g. a 401)
    * @param status the HTTP status, 499 when the client left first
    * @param startedAt `performance.now()` at arrival
    */
   finishCompletion(
     config: EdgeConfig,
     model: unknown,
+    client: string | undefined,
     status: number,
     outcome: DispatchOutcome | undefined,
     startedAt: number,
@@ -184,12 +191,12 @@ export class GatewayMetrics {
     const route: RouteKindLabel =
       outcome?.routeKind === 'pool' ? 'pool' : outcome?.resourceId !== undefined ? 'direct' : 'none';
     const provider = outcome?.resourceId;
-    const labels = this.labelSets(label, route, provider, outcome?.adapterType ?? 'unknown');
+    const labels = this.labelSets(label, client ?? NO_CLIENT, route, provider, outcome?.adapterType ?? 'unknown');
     this.requests.inc(labels.withStatus(status));
     this.duration.observe(labels.modelRoute, (performance.now() - startedAt) / 1000);
     if (outcome?.firstByteAt !== undefined)
       this.firstByte.observe(labels.modelRoute, (outcome.firstByteAt - startedAt) / 1000);
-    if (outcome?.queueWaitMs !== undefined) this.queueWait.observe(labels.model, outcome.queueWaitMs / 1000);
+    if (outcome?.queueWaitMs !== undefined) this.queueWait.observe(labels.modelClient, outcome.queueWaitMs / 1000);
     if (outcome === undefined || provider === undefined) return;
     if (outcome.queueWaitMs !== undefined)
       this.providerQueueWait.observe(labels.byProvider, outcome.queueWaitMs / 1000);
@@ -210,20 +217,21 @@ export class GatewayMetrics {
   }
 
   /**
-   * The label objects of one (model, route, provider, adapter type), built once and reused (never
+   * The label objects of one (model, client, route, provider, adapter type), built once and reused (never
    * mutated: prom-client may keep the first one it saw), so a finished request allocates none.
    * Bounded by the config's names; emptied when the config changes.
    */
   private labelSets(
     model: string,
+    client: string,
     route: RouteKindLabel,
     provider: string | undefined,
     adapterType: string,
   ): LabelSets {
-    const key = `${model}\n${route}\n${provider ?? ''}\n${adapterType}`;
+    const key = `${model}\n${client}\n${route}\n${provider ?? ''}\n${adapterType}`;
     let sets = this.labelCache.get(key);
     if (sets) return sets;
-    const byStatus = new Map<number, { model: string; route: RouteKindLabel; status: string }>();
+    const byStatus = new Map<number, { model: string; route: RouteKindLabel; status: string; client: string }>();
     const genAi = {
       gen_ai_operation_name: GEN_AI_OPERATION,
       gen_ai_provider_name: adapterType,
@@ -233,10 +241,10 @@ export class GatewayMetrics {
     const byProvider = { provider: provider ?? '', model };
     sets = {
       modelRoute: { model, route },
-      model: { model },
+      modelClient: { model, client },
       withStatus: (status) => {
         let l = byStatus.get(status);
-        if (!l) byStatus.set(status, (l = { model, route, status: String(status) }));
+        if (!l) byStatus.set(status, (l = { model, route, status: String(status), client }));
         return l;
       },
       byProvider,

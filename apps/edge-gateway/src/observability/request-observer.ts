@@ -14,7 +14,8 @@ const clip = (text: string) => truncateForMessage(text, MAX_LOGGED_CHARS);
 
 /**
  * The one observer of a completion request: when its response closes it writes the access log
- * line (method, path, status, model, route, node, resource, queue wait, ms — never prompts or keys)
+ * line (method, path, status, model, client id, route, node, resource, queue wait, ms — never
+ * prompts or keys)
  * and the request metrics, and records the request's trace when tracing is on (`recordRequestSpans`).
  * It reads the request context's `model` and `outcome` (`res.locals`), set by the route. One `close` listener per
  * request, whatever fails before the handler (401, 400, 413 included). Every answer carries an
@@ -34,7 +35,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
       const status = res.writableFinished ? res.statusCode : 499;
       const outcome = res.locals.outcome;
       const current = config();
-      metrics.finishCompletion(current, res.locals.model, status, outcome, startedAt);
+      metrics.finishCompletion(current, res.locals.model, res.locals.client?.id, status, outcome, startedAt);
       recordRequestSpans({
         requestId,
         method: req.method,
@@ -53,6 +54,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
           status,
           model: res.locals.model === undefined ? undefined : clip(res.locals.model),
           route: outcome?.routeKind,
+          client: res.locals.client?.id,
           node: outcome?.nodeId,
           resource: outcome?.resourceId,
           queue_wait_ms: outcome?.queueWaitMs,

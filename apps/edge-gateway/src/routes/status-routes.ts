@@ -1,5 +1,5 @@
-import type { HealthStore, ProviderCounts, ProviderQueue } from '@iop/dispatch';
-import { buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
+import type { ClientCounts, HealthStore, ProviderCounts, ProviderQueue } from '@iop/dispatch';
+import { buildFlowStatus, buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
 import { configDigest, type EdgeConfig } from '@iop/validate';
 import { Router, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -20,7 +20,8 @@ export interface StatusRouteDeps {
  * This replica's status surface (docs/architecture.md, "Status model", "HTTP surface"):
  * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
  *   `counts()` (process-local for the memory backend, cluster-wide for redis; `null` counts when
- *   there is no queue or it cannot answer now);
+ *   there is no queue or it cannot answer now) — with `pools` and `clients` (`buildFlowStatus`: per
+ *   pool and client in_flight, queued, band; docs/architecture.md, "Clients, priority and fair share");
  * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
  * Builds no I/O of its own: it only reads the queue when a request asks. `auth` runs first on both
  * (`statusKeyAuth`: `status.api_keys`, README "Security").
@@ -35,9 +36,13 @@ export function statusRoutes(
   const snapshot = async (): Promise<StatusSnapshot> => {
     const config = deps.config();
     let counts: Map<string, ProviderCounts> | undefined;
+    let clientCounts: ClientCounts[] | undefined;
     if (deps.queue) {
       try {
-        counts = await deps.queue.counts(trackedProviderIds(config));
+        [counts, clientCounts] = await Promise.all([
+          deps.queue.counts(trackedProviderIds(config)),
+          deps.queue.clientCounts(),
+        ]);
       } catch (err) {
         // Unknown counts are null, never a made-up 0 (docs/architecture.md, "Status model").
         deps.logger.warn({ err: (err as Error).message }, 'status: queue counts unavailable');
@@ -45,12 +50,13 @@ export function statusRoutes(
     }
     const health = new Map([...(deps.health?.unhealthy() ?? [])].map((id) => [id, 'unhealthy' as const]));
     const info = deps.configInfo?.();
-    return buildSnapshot(config, counts, {
+    const snapshot = buildSnapshot(config, counts, {
       health,
       healthDetails: deps.health?.views(),
       configHash: info && configDigest(config),
       configLoadedAt: info?.loadedAt,
     });
+    return { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) };
   };
 
   router.get('/status', auth, async (_req, res) => {

@@ -1,5 +1,7 @@
-import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs } from '@iop/errors';
+import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs, type QueueFullFields } from '@iop/errors';
 import { AdmissionError, type AdmissionErrorCode } from './admission-error';
+import type { QueueClient } from './provider-queue';
+import { servingSlots, type ServiceRate } from './service-rate';
 
 /**
  * The refusals of both `ProviderQueue` backends, made in this one module so the memory and the Redis
@@ -13,9 +15,38 @@ function refusal<C extends Exclude<AdmissionErrorCode, 'client_aborted'>>(
   return new AdmissionError(code, catalogMessage(code, ...fields), catalogRetryAfterS(code));
 }
 
-/** `queue_full`: every candidate of `model` holds `max_queued` waiting requests. */
-export function queueFull(model: string): AdmissionError {
-  return refusal('queue_full', { model });
+/**
+ * `queue_full`: every candidate of `fields.model` holds `max_queued` waiting requests, or the client its own
+ * `max_queued`, or the waiter was shed (`fields.why`). `retryAfterS` is the queue's estimate
+ * (`ServiceRate`), else the catalog's default.
+ */
+export function queueFull(fields: QueueFullFields, retryAfterS?: number): AdmissionError {
+  const error = refusal('queue_full', fields);
+  return retryAfterS === undefined ? error : new AdmissionError('queue_full', error.message, retryAfterS);
+}
+
+/** Why a request found no place in line (docs/architecture.md, "Clients, priority and fair share"). */
+export type FullCause = 'queues_full' | 'client_queued' | 'shed';
+
+/**
+ * `queue_full` for a request of `client` on `candidates` of `pool`, by its cause: every candidate's
+ * queue full, the client's `max_queued` reached, or the request shed for a higher band. Its
+ * Retry-After is `rate`'s estimate for `queued` waiters ahead (for a shed request: the candidates'
+ * whole line) served by the candidates' slots, or the client's cap when lower.
+ */
+export function queueFullFor(
+  cause: FullCause,
+  request: { model: string; client: QueueClient; candidates: readonly { maxConcurrency: number; maxQueued: number }[] },
+  pool: string,
+  rate: ServiceRate,
+  queued: number,
+): AdmissionError {
+  const { model, client, candidates } = request;
+  const ahead = cause === 'shed' ? candidates.reduce((n, c) => n + c.maxQueued, 0) : queued;
+  const retryAfterS = rate.retryAfterS(pool, ahead, servingSlots(candidates, client));
+  if (cause === 'client_queued' && client.maxQueued !== undefined)
+    return queueFull({ model, why: cause, client: client.id, maxQueued: client.maxQueued }, retryAfterS);
+  return queueFull(cause === 'shed' ? { model, why: cause } : { model }, retryAfterS);
 }
 
 /** `queue_timeout`: no candidate of `model` freed a slot within `waitedMs` (`max_wait_ms`). */

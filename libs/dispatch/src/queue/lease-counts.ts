@@ -1,12 +1,13 @@
 import { LeaseKeys } from './lease-keys';
 import type { StoredProvider } from './lease-store';
-import type { ProviderCounts } from './provider-queue';
+import type { ClientCounts, ProviderCounts } from './provider-queue';
 import type { RedisClient } from './redis-connection';
 
 /**
  * Reads the live counts of providers straight from Redis, for processes that hold no leases (the
- * status exporter, tests) as well as for the gateway: `inFlight` = `LLEN active`, `queued` = `LLEN wait`,
- * the numbers admission decides on. Read-only; a provider with no keys reads 0/0. One pipeline.
+ * status exporter, tests) as well as for the gateway: `inFlight` = `LLEN active`, `queued` =
+ * `LLEN wait` + `ZCARD prioritized` (BullMQ's `wait + prioritized`; waiting jobs are in `prioritized`,
+ * in the order of docs/architecture.md, "Clients, priority and fair share"), the numbers admission decides on. Read-only; a provider with no keys reads 0/0. One pipeline.
  * @param prefix `queue.prefix` (no trailing `:`).
  * @throws the Redis error when any command fails (connection lost, wrong key type).
  */
@@ -26,6 +27,7 @@ export async function readLeaseCounts(
       for (const p of group) {
         pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'active'));
         pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'wait'));
+        pipeline.zcard(keys.queueKey(p.shardTag, p.providerId, 'prioritized'));
       }
       const results = (await pipeline.exec()) ?? [];
       const numbers = results.map(([error, value], i) => {
@@ -33,9 +35,39 @@ export async function readLeaseCounts(
         if (typeof value !== 'number') throw new Error(`readLeaseCounts: reply ${i} is not a number`);
         return value;
       });
-      if (numbers.length !== group.length * 2) throw new Error('readLeaseCounts: the pipeline was aborted');
-      group.forEach((p, i) => out.set(p.providerId, { inFlight: numbers[2 * i], queued: numbers[2 * i + 1] }));
+      if (numbers.length !== group.length * 3) throw new Error('readLeaseCounts: the pipeline was aborted');
+      group.forEach((p, i) =>
+        out.set(p.providerId, { inFlight: numbers[3 * i], queued: numbers[3 * i + 1] + numbers[3 * i + 2] }),
+      );
     }),
   );
   return new Map(providers.map((p) => [p.providerId, out.get(p.providerId)!]));
+}
+
+/**
+ * Every client's counts per pool on the given shard tags, straight from Redis (`<base>:clients`:
+ * fields `a|<pool>|<client>` leases, `w|<pool>|<client>` waiting jobs; docs/architecture.md,
+ * "Clients, priority and fair share"), one `HGETALL` per tag; clients with nothing held or waiting
+ * are left out. Read-only.
+ * @throws the Redis error when a command fails.
+ */
+export async function readClientCounts(
+  redis: RedisClient,
+  prefix: string,
+  shardTags: readonly string[],
+): Promise<ClientCounts[]> {
+  const keys = new LeaseKeys(prefix);
+  const hashes = await Promise.all(shardTags.map((tag) => redis.hgetall(`${keys.tagBase(tag)}:clients`)));
+  const byClient = new Map<string, { pool: string; clientId: string; inFlight: number; queued: number }>();
+  for (const hash of hashes) {
+    for (const [field, value] of Object.entries(hash)) {
+      const [which, pool, ...rest] = field.split('|');
+      const clientId = rest.join('|');
+      const entry = byClient.get(`${pool}|${clientId}`) ?? { pool, clientId, inFlight: 0, queued: 0 };
+      if (which === 'a') entry.inFlight += Number(value);
+      else entry.queued += Number(value);
+      byClient.set(`${pool}|${clientId}`, entry);
+    }
+  }
+  return [...byClient.values()].filter((c) => c.inFlight !== 0 || c.queued !== 0);
 }

@@ -6,13 +6,17 @@
  *
  * | key (after `<prefix>:{<tag>}:`) | type | meaning |
  * |---|---|---|
- * | `provider.<id>:wait` | list (BullMQ) | waiting jobs, newest at the head: `queued` = LLEN |
+ * | `provider.<id>:prioritized` | sorted set (BullMQ) | waiting jobs → `rank · 2^32 + start tag` (lowest first): `queued` = ZCARD (+ LLEN `wait`, kept empty) |
  * | `provider.<id>:active` | list (BullMQ) | jobs holding a lease: `in_flight` = LLEN |
- * | `provider.<id>:<jobId>` | hash (BullMQ job) | `name`, `data`, `opts`, `timestamp`, `origin`, `seq`, `cands` |
+ * | `provider.<id>:<jobId>` | hash (BullMQ job) | `name`, `data`, `opts`, `timestamp`, `priority`; `cl`, `pool`, `cap`, `band`, `st`, `cands` |
  * | `provider.<id>:leases` | sorted set | lease job id → expiry (Redis time, ms), renewed by its holder |
  * | `provider.<id>:limits` | hash | `max_concurrency`, `max_queued` as admission decides on them |
- * | `provider.<id>:wanted` | sorted set | `provider.<other>\|jobId` → arrival seq: jobs queued on a sibling that list this provider |
- * | `seq` | string | arrival counter of the tag (orders waiters across siblings) |
+ * | `provider.<id>:wanted` | sorted set | `provider.<other>\|jobId` → its score: jobs queued on a sibling that list this provider |
+ * | `clients` | hash | `a\|<pool>\|<client>` leases, `w\|<pool>\|<client>` waiting jobs of a client in a pool |
+ * | `fair` | hash | `v\|<pool>\|<band>` virtual time, `f\|<pool>\|<band>\|<client>` finish tag (fair share) |
+ * | `parked:<pool>\|<client>`, `parked` | sorted set, set | jobs parked at their client's `max_in_flight`; the clients with such a set |
+ * | `shed:<jobId>` | string, PX | a waiting job evicted for a higher band, until its origin reads it |
+ * | `seq` | string | not written: KEYS[1] of every script, it routes the call to the tag's slot |
  * | `granted` | hash | jobId → queue name, from a grant until the origin confirms it (lost-message recovery) |
  * | `barrier` | string, PX | set after Redis lost its state: no grants until live holders registered their leases again |
  *
@@ -25,10 +29,11 @@
  *
  * BullMQ compatibility (docs/architecture.md, "Lease protocol"), and all it means: each provider's
  * waiting requests and leases are kept in BullMQ's key layout for a queue named `provider.<id>` under
- * the BullMQ prefix `<prefix>:{<tag>}` (`queueName`, `tagBase`): a waiting request is a job in `wait`,
- * a lease a job in `active`, each job a hash with BullMQ's fields. So BullMQ's own
- * `Queue.getJobCounts()`, `getWaiting()` and `getActive()` read the numbers admission decides on
- * (`in_flight` = LLEN `active`, `queued` = LLEN `wait`), and a test pins that against BullMQ. Nothing
+ * the BullMQ prefix `<prefix>:{<tag>}` (`queueName`, `tagBase`): a waiting request is a job in
+ * `prioritized` with BullMQ's score layout (priority = its band's rank), a lease a job in `active`,
+ * each job a hash with BullMQ's fields. So BullMQ's own `Queue.getJobCounts()`,
+ * `getCountsPerPriority()`, `getPrioritized()` and `getActive()` read the numbers admission decides on
+ * (`in_flight` = LLEN `active`, `queued` = `wait` + `prioritized`), and a test pins that against BullMQ. Nothing
  * else of BullMQ is used: no BullMQ worker ever runs on these queues, the Lua scripts make every grant,
  * and production code never imports BullMQ.
  */

@@ -1,27 +1,27 @@
 import type { LuaScript, ScriptReply } from '../lua/script-loader';
 import { LeaseKeys } from './lease-keys';
-import { readLeaseCounts } from './lease-counts';
-import type { ProviderCounts, QueueProvider } from './provider-queue';
+import { readClientCounts, readLeaseCounts } from './lease-counts';
+import { clientArgs, renewedClient, type JobClient, type RenewedLease } from './job-client';
+import type { AdmitResult, WaiterState } from './lease-replies';
+import {
+  DEFAULT_POOL,
+  DEFAULT_QUEUE_CLIENT,
+  type ClientCounts,
+  type ProviderCounts,
+  type QueueProvider,
+} from './provider-queue';
 import { masterNodes, type RedisClient } from './redis-connection';
 import { LEASE_SCRIPTS } from './scripts/lease-scripts';
 
-export { readLeaseCounts } from './lease-counts';
+export { readClientCounts, readLeaseCounts } from './lease-counts';
+export * from './job-client';
+export * from './lease-replies';
 
 /** A provider as the lease store addresses it: its id and the shard tag its keys live under. */
 export interface StoredProvider {
   readonly providerId: string;
   readonly shardTag: string;
 }
-
-/** What one admission script decided. */
-export type AdmitResult =
-  | { kind: 'granted'; providerId: string }
-  | { kind: 'queued'; providerId: string }
-  | { kind: 'full' }
-  | { kind: 'unconfigured'; providerId: string };
-
-/** What a waiter's job became: granted (on which provider), still waiting, or gone with Redis state. */
-export type WaiterState = { kind: 'granted'; providerId: string } | { kind: 'waiting' } | { kind: 'gone' };
 
 /**
  * Every Redis command of the Redis `ProviderQueue` backend goes through this class (docs/architecture.md,
@@ -44,17 +44,29 @@ export class LeaseStore {
     this.keys = new LeaseKeys(prefix);
   }
 
-  /** One admission decision for `candidates` (all of one shard tag); see `scripts/admit.lua`. */
-  async admit(shardTag: string, candidateIds: readonly string[], jobId: string, data: string): Promise<AdmitResult> {
+  /**
+   * One admission decision for `candidates` (all of one shard tag) and the job's client: its place
+   * in line, its caps, shedding (`scripts/admit.lua`; docs/architecture.md, "Clients, priority and
+   * fair share"). `owner` defaults to the anonymous client of the default pool.
+   */
+  async admit(
+    shardTag: string,
+    candidateIds: readonly string[],
+    jobId: string,
+    data: string,
+    owner: JobClient = { pool: DEFAULT_POOL, client: DEFAULT_QUEUE_CLIENT },
+  ): Promise<AdmitResult> {
     const names = candidateIds.map((id) => this.keys.queueName(id));
     const { status, values } = await this.run(LEASE_SCRIPTS.admit, shardTag, [
       String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
       jobId,
       data,
+      ...clientArgs(owner),
       String(names.length),
       ...names,
     ]);
-    if (status === 'full') return { kind: status };
+    if (status === 'full' || status === 'client_full') return { kind: status, queued: Number(values[0]) };
     return { kind: status, providerId: this.keys.providerOf(values[0]) };
   }
 
@@ -69,11 +81,13 @@ export class LeaseStore {
     return status === 'released';
   }
 
-  /** Takes a waiting job out of its queue; tells when it was granted meanwhile (use or release that lease). */
-  async leave(p: StoredProvider, jobId: string): Promise<WaiterState | { kind: 'left' }> {
+  /** Takes a waiting job out of its queue; tells when it was granted (use or release that lease) or shed meanwhile. */
+  async leave(p: StoredProvider, jobId: string): Promise<Exclude<WaiterState, { kind: 'waiting' }> | { kind: 'left' }> {
     const { status, values } = await this.run(LEASE_SCRIPTS.leave, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
     ]);
     if (status === 'granted') return { kind: status, providerId: this.keys.providerOf(values[0]) };
     return { kind: status };
@@ -83,12 +97,8 @@ export class LeaseStore {
    * Renews leases of one shard tag (expiry = Redis time + lease TTL); `confirm` also accepts fresh
    * grants. Resolves the job ids Redis no longer had (lost: the holder must stop using them).
    */
-  async renew(
-    shardTag: string,
-    leases: readonly { providerId: string; jobId: string }[],
-    confirm: boolean,
-  ): Promise<string[]> {
-    const args = leases.flatMap((l) => [this.keys.queueName(l.providerId), l.jobId]);
+  async renew(shardTag: string, leases: readonly RenewedLease[], confirm: boolean): Promise<string[]> {
+    const args = leases.flatMap((l) => [this.keys.queueName(l.providerId), l.jobId, renewedClient(l.owner)]);
     const { values } = await this.run(LEASE_SCRIPTS.renew, shardTag, [
       String(this.leaseTtlMs),
       confirm ? '1' : '0',
@@ -105,13 +115,10 @@ export class LeaseStore {
       this.keys.grantChannelPrefix(),
       ...args,
     ]);
-    return values.map((s) =>
-      s.startsWith('g:')
-        ? { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) }
-        : s === 'w'
-          ? { kind: 'waiting' }
-          : { kind: 'gone' },
-    );
+    return values.map((s): WaiterState => {
+      if (s.startsWith('g:')) return { kind: 'granted', providerId: this.keys.providerOf(s.slice(2)) };
+      return { kind: s === 'w' ? 'waiting' : s === 's' ? 'shed' : 'gone' };
+    });
   }
 
   /**
@@ -182,8 +189,16 @@ export class LeaseStore {
   }
 
   /**
+   * Every client's counts per pool on the given shard tags (docs/architecture.md, "Clients, priority
+   * and fair share"); clients with nothing held or waiting left out.
+   */
+  clientCounts(shardTags: readonly string[]): Promise<ClientCounts[]> {
+    return readClientCounts(this.client, this.keys.prefix, shardTags);
+  }
+
+  /**
    * Counts of providers, the same definition admission decides on: in_flight = LLEN active,
-   * queued = LLEN wait (BullMQ's own `getJobCounts('active', 'wait')`). One pipeline.
+   * queued = LLEN wait + ZCARD prioritized (BullMQ's own `getJobCounts('active', 'wait', 'prioritized')`). One pipeline.
    */
   counts(providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
     return readLeaseCounts(this.client, this.keys.prefix, providers);

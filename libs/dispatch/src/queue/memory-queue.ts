@@ -1,57 +1,64 @@
 import { setMaxListeners } from 'node:events';
 import type { AdmissionError } from './admission-error';
-import { clientAborted, noAvailableProvider, queueClosing, queueFull, queueTimeout } from './admission-errors';
+import {
+  clientAborted,
+  noAvailableProvider,
+  queueClosing,
+  queueFullFor,
+  queueTimeout,
+  type FullCause,
+} from './admission-errors';
+import { clientOf, FairTags, orderScore } from './fair-order';
+import { MemoryPool, type MemoryWaiter } from './memory-pool';
 import {
   chooseProvider,
+  DEFAULT_POOL,
+  type ClientCounts,
   type Lease,
   type LeaseRequest,
   type ProviderCounts,
   type ProviderQueue,
+  type QueueClient,
   type QueueProvider,
 } from './provider-queue';
-
-interface Waiter {
-  readonly modelGroupKey: string;
-  readonly candidateIds: readonly string[];
-  readonly startedAt: number;
-  providerId: string;
-  grant(providerId: string): void;
-  fail(error: AdmissionError): void;
-}
+import { ServiceRate } from './service-rate';
 
 interface ProviderState {
   limits: QueueProvider;
+  pool: MemoryPool;
   inFlight: number;
-  waiting: Waiter[];
   /** Left out of the last `configure`: takes no new requests, finishes the leases it holds. */
   removed: boolean;
 }
 
 /**
- * In-process `ProviderQueue` for a single gateway (the `memory` backend, docs/architecture.md "Admission"; the embedded
- * default). Grants are synchronous on release, so a free slot never coexists with a waiting
- * request that could take it: FIFO per provider, work-conserving across a pool's candidates.
+ * In-process `ProviderQueue` for a single gateway (the `memory` backend, docs/architecture.md
+ * "Admission", "Clients, priority and fair share"; the embedded default). Grants are synchronous on
+ * release, so a free slot never coexists with a waiter that could take it. Waiters of a pool are served
+ * in one order (`MemoryPool`): band, fair-share tag (`FairTags`), arrival; a client at `max_in_flight`
+ * is parked, one over `max_queued` refused, and a sheddable waiter gives its place to a higher band.
  */
 export class MemoryProviderQueue implements ProviderQueue {
   readonly backend = 'memory' as const;
   private readonly providers = new Map<string, ProviderState>();
+  private readonly pools = new Map<string, MemoryPool>();
+  private readonly tags = new FairTags();
+  private readonly rate = new ServiceRate();
+  private seq = 0;
   private closed = false;
 
   async configure(providers: readonly QueueProvider[]): Promise<void> {
     const keep = new Set(providers.map((p) => p.providerId));
     for (const limits of providers) {
       const state = this.providers.get(limits.providerId);
-      if (state) {
-        state.limits = limits;
-        state.removed = false;
-      } else {
-        this.providers.set(limits.providerId, { limits, inFlight: 0, waiting: [], removed: false });
-      }
+      const pool = this.pool(limits.pool ?? DEFAULT_POOL);
+      if (state) Object.assign(state, { limits, pool, removed: false });
+      else this.providers.set(limits.providerId, { limits, pool, inFlight: 0, removed: false });
     }
     for (const [id, state] of this.providers) {
       if (keep.has(id) || state.removed) continue;
       state.removed = true;
-      for (const waiter of state.waiting.splice(0)) this.requeue(waiter);
+      for (const waiter of state.pool.waitingOn(id)) this.requeue(state.pool, waiter);
       if (state.inFlight === 0) this.providers.delete(id);
     }
     for (const state of this.providers.values()) this.fillFreeSlots(state);
@@ -62,56 +69,56 @@ export class MemoryProviderQueue implements ProviderQueue {
     if (request.signal?.aborted) return Promise.reject(clientAborted());
     const usable = this.usable(request.candidates.map((c) => c.providerId));
     if (usable.length === 0) return Promise.reject(noAvailableProvider(request.modelGroupKey));
-    const free = chooseProvider(usable, this.countMap());
-    const freeState = free && this.providers.get(free.providerId);
-    if (freeState && freeState.inFlight < freeState.limits.maxConcurrency) {
-      freeState.inFlight++;
-      return Promise.resolve(this.lease(freeState.limits.providerId, Date.now()));
+    const client = clientOf(request);
+    const poolName = usable[0].pool ?? DEFAULT_POOL;
+    const pool = this.pool(poolName);
+    const best = this.providers.get(chooseProvider(usable, this.countMap())?.providerId ?? '');
+    const parked = pool.atCap(client);
+    if (best && !parked && best.inFlight < best.limits.maxConcurrency) {
+      this.take(best, client);
+      return Promise.resolve(this.lease(best, client, Date.now()));
     }
-    const withRoom = usable.filter((p) => this.providers.get(p.providerId)!.waiting.length < p.maxQueued);
-    const target = chooseProvider(withRoom, this.countMap());
-    if (!target) return Promise.reject(queueFull(request.modelGroupKey));
-    return new Promise<Lease>((resolve, reject) => {
-      const startedAt = Date.now();
-      const finish = () => {
-        clearTimeout(timer);
-        request.signal?.removeEventListener('abort', onAbort);
-      };
-      const waiter: Waiter = {
-        modelGroupKey: request.modelGroupKey,
-        candidateIds: request.candidates.map((c) => c.providerId),
-        startedAt,
-        providerId: target.providerId,
-        grant: (providerId) => {
-          finish();
-          resolve(this.lease(providerId, startedAt));
-        },
-        fail: (error) => {
-          finish();
-          reject(error);
-        },
-      };
-      const leave = (error: AdmissionError) => {
-        const queue = this.providers.get(waiter.providerId)?.waiting;
-        const at = queue ? queue.indexOf(waiter) : -1;
-        if (at >= 0) queue!.splice(at, 1);
-        waiter.fail(error);
-      };
-      const onAbort = () => leave(clientAborted());
-      const timer = setTimeout(() => leave(queueTimeout(request.modelGroupKey, request.maxWaitMs)), request.maxWaitMs);
-      request.signal?.addEventListener('abort', onAbort, { once: true });
-      this.providers.get(target.providerId)!.waiting.push(waiter);
-    });
+    const full = (
+      cause: FullCause,
+      queued: number,
+      who = { model: request.modelGroupKey, client, candidates: usable },
+    ) => queueFullFor(cause, who, poolName, this.rate, queued);
+    const load = pool.load(client.id);
+    if (client.maxQueued !== undefined && load.queued >= client.maxQueued)
+      return Promise.reject(full('client_queued', load.queued));
+    const ids = usable.map((p) => p.providerId);
+    const ahead = ids.reduce((n, id) => n + pool.queuedOn(id), 0);
+    let target = parked
+      ? best?.limits
+      : chooseProvider(
+          usable.filter((p) => pool.queuedOn(p.providerId) < p.maxQueued),
+          this.countMap(),
+        );
+    if (!target) {
+      const victim = pool.last(ids);
+      if (!victim || victim.client.band >= 0 || victim.client.band >= client.band)
+        return Promise.reject(full('queues_full', ahead));
+      this.dropWaiter(pool, victim);
+      victim.fail(full('shed', ahead, { model: victim.modelGroupKey, client: victim.client, candidates: usable }));
+      target = this.providers.get(victim.providerId)?.limits;
+    }
+    return this.wait(request, client, pool, target?.providerId ?? ids[0], parked, this.tags.arrive(poolName, client));
   }
 
   async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
-    const ids = providerIds ?? [...this.providers.keys()].filter((id) => !this.providers.get(id)!.removed);
+    const ids = providerIds ?? [...this.providers.keys()].filter((id) => !this.providers.get(id)?.removed);
     const out = new Map<string, ProviderCounts>();
     for (const id of ids) {
       const state = this.providers.get(id);
-      out.set(id, { inFlight: state?.inFlight ?? 0, queued: state?.waiting.length ?? 0 });
+      out.set(id, { inFlight: state?.inFlight ?? 0, queued: state?.pool.queuedOn(id) ?? 0 });
     }
     return out;
+  }
+
+  async clientCounts(): Promise<ClientCounts[]> {
+    return [...this.pools].flatMap(([pool, state]) =>
+      [...state.clients].map(([clientId, load]) => ({ pool, clientId, inFlight: load.inFlight, queued: load.queued })),
+    );
   }
 
   async isReady(): Promise<boolean> {
@@ -120,9 +127,59 @@ export class MemoryProviderQueue implements ProviderQueue {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const state of this.providers.values()) {
-      for (const waiter of state.waiting.splice(0)) waiter.fail(queueClosing());
-    }
+    for (const pool of this.pools.values()) for (const waiter of pool.drain()) waiter.fail(queueClosing());
+  }
+
+  /** Queues a request (on `providerId`, or parked) and resolves at its grant. */
+  private wait(
+    request: LeaseRequest,
+    client: QueueClient,
+    pool: MemoryPool,
+    providerId: string,
+    parked: boolean,
+    start: number,
+  ): Promise<Lease> {
+    return new Promise<Lease>((resolve, reject) => {
+      const startedAt = Date.now();
+      const finish = () => {
+        clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
+      };
+      const waiter: MemoryWaiter = {
+        modelGroupKey: request.modelGroupKey,
+        candidateIds: request.candidates.map((c) => c.providerId),
+        client,
+        startedAt,
+        start,
+        score: orderScore(client.band, start),
+        seq: ++this.seq,
+        providerId,
+        parked,
+        grant: (granted) => {
+          finish();
+          const state = this.providers.get(granted);
+          if (state) resolve(this.lease(state, client, startedAt));
+        },
+        fail: (error) => {
+          finish();
+          reject(error);
+        },
+      };
+      const leave = (error: AdmissionError) => {
+        this.dropWaiter(pool, waiter);
+        waiter.fail(error);
+      };
+      const onAbort = () => leave(clientAborted());
+      const timer = setTimeout(() => leave(queueTimeout(request.modelGroupKey, request.maxWaitMs)), request.maxWaitMs);
+      request.signal?.addEventListener('abort', onAbort, { once: true });
+      pool.add(waiter);
+    });
+  }
+
+  private pool(name: string): MemoryPool {
+    let pool = this.pools.get(name);
+    if (!pool) this.pools.set(name, (pool = new MemoryPool()));
+    return pool;
   }
 
   private usable(ids: readonly string[]): QueueProvider[] {
@@ -136,65 +193,75 @@ export class MemoryProviderQueue implements ProviderQueue {
 
   private countMap(): Map<string, ProviderCounts> {
     const out = new Map<string, ProviderCounts>();
-    for (const [id, s] of this.providers) out.set(id, { inFlight: s.inFlight, queued: s.waiting.length });
+    for (const [id, s] of this.providers) out.set(id, { inFlight: s.inFlight, queued: s.pool.queuedOn(id) });
     return out;
   }
 
-  private lease(providerId: string, startedAt: number): Lease {
+  private take(state: ProviderState, client: QueueClient): void {
+    state.inFlight++;
+    state.pool.load(client.id).inFlight++;
+  }
+
+  private lease(state: ProviderState, client: QueueClient, startedAt: number): Lease {
     let released = false;
+    const grantedAt = Date.now();
+    const providerId = state.limits.providerId;
     return {
       providerId,
-      queueWaitMs: Date.now() - startedAt,
+      queueWaitMs: grantedAt - startedAt,
       signal: NEVER_ABORTED,
       release: async () => {
         if (released) return;
         released = true;
-        this.releaseSlot(providerId);
+        this.rate.record(state.limits.pool ?? DEFAULT_POOL, Date.now() - grantedAt);
+        this.releaseSlot(state, client);
       },
     };
   }
 
-  private releaseSlot(providerId: string): void {
-    const state = this.providers.get(providerId);
-    if (!state) return;
+  /** Ends a lease: the provider's and the client's counts go down, a parked waiter of the client comes back, slots are handed on. */
+  private releaseSlot(state: ProviderState, client: QueueClient): void {
+    const { pool } = state;
     state.inFlight--;
-    if (state.removed) {
-      if (state.inFlight === 0) this.providers.delete(providerId);
-      return;
-    }
-    this.fillFreeSlots(state);
+    pool.load(client.id).inFlight--;
+    const unparked = pool.atCap(client) ? undefined : pool.unpark(client.id);
+    if (state.removed && state.inFlight === 0) this.providers.delete(state.limits.providerId);
+    if (!state.removed) this.fillFreeSlots(state);
+    this.fillCandidates(unparked);
   }
 
-  /** Hands free slots of `state` to its own queue first (FIFO), then to the oldest sibling waiter that lists it. */
+  /** A waiter leaves without a grant; a parked waiter of its client that takes its room may be granted at once. */
+  private dropWaiter(pool: MemoryPool, waiter: MemoryWaiter): void {
+    this.fillCandidates(pool.drop(waiter));
+  }
+
+  /** Fills the free slots of every configured candidate of `waiter` (one put back in line). */
+  private fillCandidates(waiter: MemoryWaiter | undefined): void {
+    for (const id of waiter?.candidateIds ?? []) {
+      const state = this.providers.get(id);
+      if (state && !state.removed) this.fillFreeSlots(state);
+    }
+  }
+
+  /** Hands the free slots of `state` to the first waiters of its pool's order that list it (own queue and siblings alike). */
   private fillFreeSlots(state: ProviderState): void {
+    const providerId = state.limits.providerId;
     while (state.inFlight < state.limits.maxConcurrency) {
-      const waiter = state.waiting.shift() ?? this.takeOldestSiblingWaiter(state.limits.providerId);
+      const waiter = state.pool.next(providerId);
       if (!waiter) return;
-      state.inFlight++;
-      waiter.grant(state.limits.providerId);
+      state.pool.remove(waiter);
+      this.take(state, waiter.client);
+      this.tags.granted(state.limits.pool ?? DEFAULT_POOL, waiter.client.band, waiter.start);
+      waiter.grant(providerId);
     }
-  }
-
-  private takeOldestSiblingWaiter(providerId: string): Waiter | undefined {
-    let oldest: { state: ProviderState; waiter: Waiter } | undefined;
-    for (const state of this.providers.values()) {
-      const head = state.waiting.find((w) => w.candidateIds.includes(providerId));
-      if (head && (!oldest || head.startedAt < oldest.waiter.startedAt)) oldest = { state, waiter: head };
-    }
-    if (!oldest) return undefined;
-    oldest.state.waiting.splice(oldest.state.waiting.indexOf(oldest.waiter), 1);
-    return oldest.waiter;
   }
 
   /** Moves a waiter of a removed provider to its least-loaded remaining candidate, or fails it. */
-  private requeue(waiter: Waiter): void {
+  private requeue(pool: MemoryPool, waiter: MemoryWaiter): void {
     const target = chooseProvider(this.usable(waiter.candidateIds), this.countMap());
-    if (!target) {
-      waiter.fail(noAvailableProvider(waiter.modelGroupKey));
-      return;
-    }
-    waiter.providerId = target.providerId;
-    this.providers.get(target.providerId)!.waiting.push(waiter);
+    if (target) return pool.move(waiter, target.providerId);
+    pool.remove(waiter);
+    waiter.fail(noAvailableProvider(waiter.modelGroupKey));
   }
 }
 

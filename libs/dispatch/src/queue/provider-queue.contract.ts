@@ -1,5 +1,6 @@
 import { waitUntil } from '../testing/wait-until';
 import { AdmissionError } from './admission-error';
+import { describeFlowControlContract } from './flow-control.contract';
 
 export { waitUntil };
 import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from './provider-queue';
@@ -14,8 +15,9 @@ const provider = (providerId: string, maxConcurrency: number, maxQueued = 100): 
 });
 
 /**
- * The contract every `ProviderQueue` backend passes (docs/architecture.md, "Admission"): the memory backend and the
- * BullMQ backend run exactly these tests.
+ * The contract every `ProviderQueue` backend passes (docs/architecture.md, "Admission", "Clients,
+ * priority and fair share"): the memory backend and the Redis backend run exactly these tests, the
+ * flow-control scenarios (`describeFlowControlContract`) included.
  */
 export function describeProviderQueueContract(name: string, makeQueue: ProviderQueueFactory): void {
   describe(`ProviderQueue contract: ${name}`, () => {
@@ -26,6 +28,7 @@ export function describeProviderQueueContract(name: string, makeQueue: ProviderQ
     afterEach(async () => {
       await queue.close();
     });
+    describeFlowControlContract(() => queue);
 
     const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
       modelGroupKey: 'llama',

@@ -1,3 +1,5 @@
+import { ANONYMOUS_CLIENT } from '@iop/validate';
+
 /**
  * One provider of a pool as the queue sees it: its id and its limits (docs/architecture.md, "Usable pool providers").
  * `maxConcurrency` ≥ 1 leases at once across every replica; `maxQueued` ≥ 0 waiting requests.
@@ -12,7 +14,40 @@ export interface QueueProvider {
    * @defaultValue one tag for every provider
    */
   readonly shardTag?: string;
+  /**
+   * The provider's pool (`providerPools`, `@iop/validate`): fair-share tags and client caps and counts
+   * are kept per pool (docs/architecture.md, "Clients, priority and fair share"). Providers that can be
+   * candidates of one request share it. @defaultValue `DEFAULT_POOL`, one pool for every provider
+   */
+  readonly pool?: string;
 }
+
+/** The pool of a provider configured without one. */
+export const DEFAULT_POOL = 'pool';
+
+/**
+ * Who a request is for, as the queue decides on it (docs/architecture.md, "Clients, priority and
+ * fair share"): never a key.
+ */
+export interface QueueClient {
+  /** The client id (`gateway.clients[].id`, `api_keys[<n>]` or `anonymous`). */
+  readonly id: string;
+  /** The request's band, -1000..1000: higher first; negative is sheddable. */
+  readonly band: number;
+  /** Its share inside the band while backlogged, 1..100. */
+  readonly weight: number;
+  /** Leases the client may hold at once in the pool (fleet-wide); absent = no cap. Over it the request waits. */
+  readonly maxInFlight?: number;
+  /** Requests the client may have waiting in the pool (fleet-wide); absent = no cap. Over it `queue_full`. */
+  readonly maxQueued?: number;
+}
+
+/** The client of a request that names none: the anonymous client (band 0, weight 1, no caps). */
+export const DEFAULT_QUEUE_CLIENT: QueueClient = {
+  id: ANONYMOUS_CLIENT.id,
+  band: ANONYMOUS_CLIENT.priority,
+  weight: ANONYMOUS_CLIENT.weight,
+};
 
 /** A request for one lease on one of `candidates`, all serving the same model group. */
 export interface LeaseRequest {
@@ -24,6 +59,8 @@ export interface LeaseRequest {
   readonly signal?: AbortSignal;
   /** Longest wait for a grant, in ms (`queue.max_wait_ms`). */
   readonly maxWaitMs: number;
+  /** Who the request is for: its band, weight and caps. @defaultValue {@link DEFAULT_QUEUE_CLIENT} */
+  readonly client?: QueueClient;
 }
 
 /**
@@ -41,6 +78,16 @@ export interface Lease {
    */
   readonly signal: AbortSignal;
   release(): Promise<void>;
+}
+
+/** Live counts of one client in one pool (docs/architecture.md, "Clients, priority and fair share"). */
+export interface ClientCounts {
+  readonly pool: string;
+  readonly clientId: string;
+  /** Leases the client holds in the pool. */
+  readonly inFlight: number;
+  /** Requests of the client waiting in the pool, parked ones included. */
+  readonly queued: number;
 }
 
 /** Live counts of one provider: `inFlight` leases held, `queued` requests waiting. */
@@ -71,6 +118,11 @@ export interface ProviderQueue {
   acquireLease(request: LeaseRequest): Promise<Lease>;
   /** Counts for the given providers (every configured one when omitted). Exact across replicas for redis. */
   counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>>;
+  /**
+   * Every client's counts per pool (exact across replicas for redis); a client with nothing held or
+   * waiting may be left out.
+   */
+  clientCounts(): Promise<ClientCounts[]>;
   /** True when the backend can admit now (Redis reachable for redis); feeds `/readyz`. */
   isReady(): Promise<boolean>;
   /** Stops admitting, fails this process's waiting requests, releases nothing it does not own, closes connections and timers. */

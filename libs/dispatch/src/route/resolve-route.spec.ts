@@ -211,4 +211,10 @@ describe('poolShardTags: Redis Cluster hash tags of provider pools', () => {
     ]);
     expect(queueProviders(cfg(false)).map((p) => p.shardTag)).toEqual([undefined, undefined, undefined, undefined]);
   });
+
+  it('names every queue provider its pool, with or without a cluster (fair share and client caps are per pool)', () => {
+    const pools = ['pool.beta', 'pool.beta', 'pool.beta', 'pool.solo'];
+    expect(queueProviders(cfg(false)).map((p) => p.pool)).toEqual(pools);
+    expect(queueProviders(cfg(true)).map((p) => p.pool)).toEqual(pools);
+  });
 });

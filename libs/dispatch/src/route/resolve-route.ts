@@ -3,6 +3,7 @@ import type { StoredProvider } from '../queue/lease-store';
 import {
   isPoolCategory,
   modelNames,
+  providerPools,
   resolveProviderAdapter,
   usablePoolProvider,
   type EdgeConfig,
@@ -119,13 +120,18 @@ export function listModels(config: EdgeConfig): string[] {
  * adapter is missing, disabled, ambiguous or of another type is left out, so it takes no requests.
  */
 export function queueProviders(config: EdgeConfig): QueueProvider[] {
-  const tags = config.queue.cluster ? poolShardTags(config) : undefined;
+  const pools = providerPools(config);
   const out: QueueProvider[] = [];
   for (const node of config.nodes) {
     for (const provider of node.providers) {
       const use = usablePoolProvider(node, provider, config.queue);
       if (!use.usable) continue;
-      out.push({ ...queueLimits(provider.id, use), ...(tags ? { shardTag: tags.get(provider.id) } : {}) });
+      out.push({
+        ...queueLimits(provider.id, use),
+        pool: pools.get(provider.id),
+        // On a cluster the pool is also the hash tag (docs/architecture.md, "Redis and Redis Cluster").
+        ...(config.queue.cluster ? { shardTag: pools.get(provider.id) } : {}),
+      });
     }
   }
   return out;
@@ -145,32 +151,10 @@ export function leaseAddresses(config: EdgeConfig, providerIds: readonly string[
  * Redis Cluster hash tags of the pool providers (docs/architecture.md, "Redis and Redis Cluster"):
  * providers that serve a common model, directly or through a chain of siblings, can be candidates
  * of one request, so they share a tag (one slot, one atomic admission); unrelated pools get their own
- * tags and spread over the shards. A tag is `pool.<smallest provider id of the group>` (URI-encoded).
- * Pure; every enabled pool provider of the file gets an entry.
+ * tags and spread over the shards. A tag is the provider's pool (`providerPools`, `@iop/validate`):
+ * `pool.<smallest provider id of the group>` (URI-encoded). Pure; every enabled pool provider of the
+ * file gets an entry.
  */
 export function poolShardTags(config: EdgeConfig): Map<string, string> {
-  const parent = new Map<string, string>();
-  const find = (id: string): string => {
-    let root = id;
-    while (parent.get(root) !== root) root = parent.get(root)!;
-    parent.set(id, root);
-    return root;
-  };
-  const union = (a: string, b: string) => {
-    const [ra, rb] = [find(a), find(b)];
-    if (ra !== rb) parent.set(ra < rb ? rb : ra, ra < rb ? ra : rb);
-  };
-  const firstByModel = new Map<string, string>();
-  for (const node of config.nodes) {
-    for (const provider of node.providers) {
-      if (!provider.enabled || !isPoolCategory(provider.category)) continue;
-      if (!parent.has(provider.id)) parent.set(provider.id, provider.id);
-      for (const { name } of provider.models.map(modelNames)) {
-        const first = firstByModel.get(name);
-        if (first === undefined) firstByModel.set(name, provider.id);
-        else union(first, provider.id);
-      }
-    }
-  }
-  return new Map([...parent.keys()].map((id) => [id, `pool.${encodeURIComponent(find(id))}`]));
+  return providerPools(config);
 }

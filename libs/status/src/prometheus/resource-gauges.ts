@@ -10,21 +10,30 @@ export const RESOURCE_METRICS = {
   queued: 'iop_edge_resource_queued',
   maxConcurrency: 'iop_edge_resource_max_concurrency',
   up: 'iop_edge_resource_up',
+  clientInFlight: 'iop_edge_client_in_flight',
+  clientQueued: 'iop_edge_client_queued',
 } as const;
+
+/** Labels of the client series: the pool and the client id, both from the config. */
+export type ClientLabel = 'pool' | 'client';
 
 /**
  * The four resource gauges (docs/architecture.md, "Status model"), registered on one prom-client `Registry`:
  * - `iop_edge_resource_in_flight` (leases held), `iop_edge_resource_queued` (requests waiting),
  *   `iop_edge_resource_max_concurrency` (limit): only for resources whose value is not `null`;
  * - `iop_edge_resource_up`: 1 when `state` is `ready`, else 0; every resource.
- * Labels `node`, `resource`, `category`. `update` replaces every series, so resources removed
- * from the config disappear from the next scrape.
+ * Labels `node`, `resource`, `category`. Where the snapshot has `pools` (docs/architecture.md,
+ * "Clients, priority and fair share"), per pool and client with anything held or waiting:
+ * `iop_edge_client_in_flight` and `iop_edge_client_queued`, labelled `pool`, `client` (config ids
+ * only). `update` replaces every series, so resources and clients gone disappear from the next scrape.
  */
 export class ResourceGauges {
   private readonly inFlight: Gauge<ResourceLabel>;
   private readonly queued: Gauge<ResourceLabel>;
   private readonly maxConcurrency: Gauge<ResourceLabel>;
   private readonly up: Gauge<ResourceLabel>;
+  private readonly clientInFlight: Gauge<ClientLabel>;
+  private readonly clientQueued: Gauge<ClientLabel>;
 
   constructor(registry: Registry) {
     const labelNames: ResourceLabel[] = ['node', 'resource', 'category'];
@@ -40,11 +49,26 @@ export class ResourceGauges {
       'Leases the resource allows at once (provider max_concurrency).',
     );
     this.up = gauge(RESOURCE_METRICS.up, '1 when the resource is ready, 0 when it is disabled, invalid or unhealthy.');
+    const clientGauge = (name: string, help: string) =>
+      new Gauge<ClientLabel>({ name, help, labelNames: ['pool', 'client'], registers: [registry] });
+    this.clientInFlight = clientGauge(RESOURCE_METRICS.clientInFlight, 'Leases the client holds in the pool now.');
+    this.clientQueued = clientGauge(
+      RESOURCE_METRICS.clientQueued,
+      'Requests of the client waiting in the pool now (parked at max_in_flight included).',
+    );
   }
 
   /** Replaces every series with the values of `snapshot`; `null` values get no series. */
   update(snapshot: StatusSnapshot): void {
     for (const g of [this.inFlight, this.queued, this.maxConcurrency, this.up]) g.reset();
+    for (const g of [this.clientInFlight, this.clientQueued]) g.reset();
+    for (const pool of snapshot.pools ?? []) {
+      for (const c of pool.clients) {
+        const labels = { pool: pool.pool, client: c.client };
+        this.clientInFlight.set(labels, c.in_flight);
+        this.clientQueued.set(labels, c.queued);
+      }
+    }
     for (const node of snapshot.nodes) {
       for (const r of node.resources) {
         const labels = { node: node.node_id, resource: r.id, category: r.category };

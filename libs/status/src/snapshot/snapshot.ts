@@ -69,4 +69,42 @@ export interface StatusSnapshot {
   /** ISO 8601 time that config was loaded; present when the caller knows it. */
   config_loaded_at?: string;
   nodes: NodeStatus[];
+  /**
+   * Per pool (docs/architecture.md, "Clients, priority and fair share"): its providers, their summed
+   * counts and each client's counts there. Present where the caller reads client counts (the gateway).
+   */
+  pools?: PoolStatus[];
+  /** Every configured client: band, weight, caps and its counts summed over the pools. Present with `pools`. */
+  clients?: ClientStatus[];
+}
+
+/** One client's counts in one pool; `band` is the client's own (a request may lower its own with `x-iop-priority`). */
+export interface PoolClientStatus {
+  client: string;
+  band: number;
+  in_flight: number;
+  queued: number;
+}
+
+/** One pool: providers linked by shared models, the unit of fair share and client caps. */
+export interface PoolStatus {
+  /** `pool.<smallest provider id>`. */
+  pool: string;
+  providers: string[];
+  /** Sums over its providers; `null` when the counts are not known. */
+  in_flight: number | null;
+  queued: number | null;
+  /** Clients holding or waiting for a lease in the pool now, in config order. */
+  clients: PoolClientStatus[];
+}
+
+/** A configured client (`gateway.clients`, a flat `api_keys` entry, or `anonymous`); counts are `null` when not known. */
+export interface ClientStatus {
+  id: string;
+  band: number;
+  weight: number;
+  max_in_flight: number | null;
+  max_queued: number | null;
+  in_flight: number | null;
+  queued: number | null;
 }

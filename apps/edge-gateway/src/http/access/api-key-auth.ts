@@ -1,6 +1,7 @@
-import { KeySet, presentedKey } from '@iop/validate';
+import { ClientKeys, KeySet, presentedKey, type GatewaySettings } from '@iop/validate';
 import type { RequestHandler } from 'express';
 import { ApiError, invalidApiKey } from '../../errors';
+import { PRIORITY_HEADER, requestClient } from '../request/priority-header';
 
 /** Keeps one {@link KeySet} per configured list, rebuilt when a config refresh changes it. */
 function keySets(apiKeys: () => readonly string[]): () => KeySet {
@@ -12,24 +13,50 @@ function keySets(apiKeys: () => readonly string[]): () => KeySet {
   };
 }
 
+/** Keeps one {@link ClientKeys} per configured key lists, rebuilt when a config refresh changes them. */
+function clientKeysOf(gateway: () => ClientSettings): () => ClientKeys {
+  let lists: ClientSettings = { api_keys: [], clients: [] };
+  let current = new ClientKeys(lists);
+  return () => {
+    const now = gateway();
+    if (now.api_keys !== lists.api_keys || now.clients !== lists.clients) {
+      lists = { api_keys: now.api_keys, clients: now.clients };
+      current = new ClientKeys(lists);
+    }
+    return current;
+  };
+}
+
+/** The settings client auth reads: the flat keys and the named clients. */
+type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
+
 /**
- * Client auth (`gateway.api_keys`, README "Security"): `Authorization: Bearer <key>` must match one
- * configured key, compared in constant time over SHA-256 digests so neither content nor length
- * leaks through timing. No keys configured = no client auth. Keys are read per request so a
- * config refresh applies at once.
- * A refusal carries `WWW-Authenticate: Bearer`.
- * @throws ApiError 401 `invalid_api_key` (through `next`).
+ * Client auth and identity (`gateway.api_keys`, `gateway.clients`; README "Security", "Clients,
+ * priority and fair share"): `Authorization: Bearer <key>` must be one configured key, resolved to its
+ * client in constant time (`ClientKeys`: SHA-256 digests, every key compared). No keys configured =
+ * no client auth, and every request is the client `anonymous`. The client, with the band the
+ * `x-iop-priority` header may lower (`requestClient`), goes on the request context
+ * (`res.locals.client`) for the queue, the access log and the metrics; the key never does. Keys are
+ * read per request so a config refresh applies at once. A refusal carries `WWW-Authenticate: Bearer`.
+ * @throws ApiError 401 `invalid_api_key`, 400 for a malformed `x-iop-priority` (through `next`).
  */
-export function apiKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
-  const current = keySets(apiKeys);
+export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
+  const current = clientKeysOf(gateway);
   return (req, res, next) => {
     const keys = current();
-    if (keys.open) return next();
-    const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-    if (keys.matches(match?.[1].trim())) return next();
-    // RFC 6750: a 401 names the scheme it wants.
-    res.setHeader('www-authenticate', 'Bearer');
-    next(invalidApiKey());
+    const match = keys.open ? null : /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    const client = keys.resolve(match?.[1].trim());
+    if (client === undefined) {
+      // RFC 6750: a 401 names the scheme it wants.
+      res.setHeader('www-authenticate', 'Bearer');
+      return next(invalidApiKey());
+    }
+    try {
+      res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER]);
+    } catch (err) {
+      return next(err);
+    }
+    next();
   };
 }
 

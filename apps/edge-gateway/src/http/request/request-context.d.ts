@@ -1,3 +1,4 @@
+import type { QueueClient } from '@iop/dispatch';
 import type { Logger } from 'pino';
 import type { DispatchOutcome } from '../../dispatch/outcome';
 
@@ -17,6 +18,8 @@ declare global {
       log?: Logger;
       /** The `model` of a parsed completion body, for the access line and the metrics' labels. */
       model?: string;
+      /** Who sent the request, with its band for this request (`apiKeyAuth`); never its key. */
+      client?: QueueClient;
       /** Where the request went (route kind, node, provider, queue wait), filled in by the dispatcher. */
       outcome?: DispatchOutcome;
     }

@@ -1,12 +1,15 @@
 import { leaseLost } from '../admission-errors';
 import type { QueueLogger } from './redis-queue-options';
-import type { LeaseStore, StoredProvider } from '../lease-store';
+import type { JobClient, LeaseStore, StoredProvider } from '../lease-store';
+import type { ServiceRate } from '../service-rate';
 import type { Lease } from '../provider-queue';
 
 /** A lease this replica holds for one of its requests. */
 interface HeldLease {
   readonly jobId: string;
   readonly provider: StoredProvider;
+  /** Its client in its pool: renewals name it, so a lease registered again counts for its client. */
+  readonly owner: JobClient;
   /** `performance.now()` when the last renewal that succeeded was sent (fencing runs on this monotonic clock). */
   renewedAt: number;
   readonly grantedAt: number;
@@ -36,6 +39,8 @@ export class LeaseHolder {
     private readonly store: LeaseStore,
     private readonly timing: LeaseHolderTiming,
     private readonly logger: QueueLogger,
+    /** Where the time each lease was held is recorded, for the Retry-After of `queue_full`. */
+    private readonly rate: ServiceRate,
   ) {}
 
   /** Leases held right now. */
@@ -55,11 +60,13 @@ export class LeaseHolder {
 
   /**
    * A granted job becomes a `Lease` for the caller. `renewedAt` is when the command that granted
-   * or confirmed it was sent (`performance.now()`); `startedAt` when the request arrived (epoch ms).
+   * or confirmed it was sent (`performance.now()`); `startedAt` when the request arrived (epoch ms);
+   * `owner` its client in its pool.
    */
-  hold(jobId: string, provider: StoredProvider, renewedAt: number, startedAt: number): Lease {
+  hold(jobId: string, provider: StoredProvider, renewedAt: number, startedAt: number, owner: JobClient): Lease {
     const controller = new AbortController();
-    const held: HeldLease = { jobId, provider, renewedAt, grantedAt: performance.now(), controller, released: false };
+    const grantedAt = performance.now();
+    const held: HeldLease = { jobId, provider, owner, renewedAt, grantedAt, controller, released: false };
     this.leases.set(jobId, held);
     return {
       providerId: provider.providerId,
@@ -69,6 +76,7 @@ export class LeaseHolder {
         if (held.released) return;
         held.released = true;
         this.leases.delete(jobId);
+        this.rate.record(owner.pool, performance.now() - grantedAt);
         await this.release(jobId, provider);
       },
     };
@@ -116,7 +124,7 @@ export class LeaseHolder {
       const lost = new Set(
         await this.store.renew(
           tag,
-          list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId })),
+          list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId, owner: l.owner })),
           false,
         ),
       );

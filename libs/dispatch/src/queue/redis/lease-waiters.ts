@@ -3,14 +3,17 @@ import {
   clientAborted,
   noAvailableProvider,
   queueClosing,
-  queueFull,
+  queueFullFor,
   queueTimeout,
   queueUnavailable,
   redisSilent,
+  type FullCause,
 } from '../admission-errors';
+import { clientOf } from '../fair-order';
 import { DEFAULT_SHARD_TAG } from '../lease-keys';
-import type { LeaseStore } from '../lease-store';
-import type { Lease, LeaseRequest } from '../provider-queue';
+import { SHED_MESSAGE_SUFFIX, type JobClient, type LeaseStore } from '../lease-store';
+import { DEFAULT_POOL, type Lease, type LeaseRequest } from '../provider-queue';
+import type { ServiceRate } from '../service-rate';
 import type { ConnectionWatch } from './connection-watch';
 import type { LeaseHolder } from './lease-holder';
 import { LeaseWaiter, type LeaveReason } from './lease-waiter';
@@ -28,6 +31,8 @@ export interface LeaseWaitersParts {
   readonly writeLimits: () => Promise<void>;
   /** True once the queue closed or crashed. */
   readonly isClosed: () => boolean;
+  /** The pools' recent lease times: the Retry-After of `queue_full`. */
+  readonly rate: ServiceRate;
 }
 
 /**
@@ -66,12 +71,19 @@ export class LeaseWaiters {
     });
   }
 
-  /** A grant published on this replica's channel (`jobId|queueName`): confirm it, or give back a slot nobody waits for. */
+  /**
+   * A message on this replica's grant channel: a grant (`jobId|queueName`) to confirm, or give back when
+   * nobody waits for it; or `jobId|!shed`, a waiting job evicted for a higher band.
+   */
   onGrantMessage(payload: string): void {
     const sep = payload.lastIndexOf('|');
     const jobId = payload.slice(0, sep);
-    const providerId = this.parts.store.keys.providerOf(payload.slice(sep + 1));
     const waiter = this.waiters.get(jobId);
+    if (payload.slice(sep + 1) === SHED_MESSAGE_SUFFIX) {
+      if (waiter) waiter.step(async () => waiter.fail(this.full(waiter, 'shed')), jobId);
+      return;
+    }
+    const providerId = this.parts.store.keys.providerOf(payload.slice(sep + 1));
     if (waiter) {
       waiter.step(() => this.confirm(waiter, providerId), jobId);
     } else if (!this.parts.holder.knows(jobId) && !this.parts.isClosed()) {
@@ -106,6 +118,7 @@ export class LeaseWaiters {
         const state = states[i];
         const { jobId } = jobs[i];
         if (state.kind === 'granted') waiter.step(() => this.confirm(waiter, state.providerId), jobId);
+        if (state.kind === 'shed') waiter.step(async () => waiter.fail(this.full(waiter, 'shed')), jobId);
         // Lost with Redis state: queue it again.
         if (state.kind === 'gone') waiter.step(() => this.requeue(waiter), jobId);
       });
@@ -155,7 +168,9 @@ export class LeaseWaiters {
     // Registered before the script runs: a grant message can arrive before its reply.
     this.waiters.set(jobId, waiter);
     const sentAt = performance.now();
-    const data = JSON.stringify({ origin: replicaId, model: waiter.request.modelGroupKey });
+    const owner = this.ownerOf(waiter);
+    // Job data names the origin, the model and the client id: never a prompt or a key.
+    const data = JSON.stringify({ origin: replicaId, model: waiter.request.modelGroupKey, client: owner.client.id });
     let result;
     try {
       result = await store.admit(
@@ -163,6 +178,7 @@ export class LeaseWaiters {
         candidates.map((p) => p.providerId),
         jobId,
         data,
+        owner,
       );
     } catch (e) {
       // The script may have run (queued or granted on any candidate): settle that job once Redis answers.
@@ -175,12 +191,12 @@ export class LeaseWaiters {
       await this.parts.writeLimits().catch(() => undefined);
       return this.enqueue(waiter, usable, false);
     }
-    if (result.kind === 'full' || result.kind === 'unconfigured') {
-      waiter.fail(queueFull(waiter.request.modelGroupKey));
-      return;
-    }
+    if (result.kind === 'full') return waiter.fail(this.full(waiter, 'queues_full', result.queued));
+    if (result.kind === 'client_full') return waiter.fail(this.full(waiter, 'client_queued', result.queued));
+    // Still unconfigured after the limits were written again: nothing can take the request.
+    if (result.kind === 'unconfigured') return waiter.fail(this.full(waiter, 'queues_full'));
     const provider = (waiter.provider = slots.at(result.providerId, tag));
-    if (result.kind === 'granted') waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt));
+    if (result.kind === 'granted') waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt, owner));
   }
 
   /** A grant for a queued waiter (message or poll): confirm it in Redis, then hand the lease over. */
@@ -191,7 +207,7 @@ export class LeaseWaiters {
     const sentAt = performance.now();
     let lost;
     try {
-      lost = await store.renew(provider.shardTag, [{ providerId, jobId }], true);
+      lost = await store.renew(provider.shardTag, [{ providerId, jobId, owner: this.ownerOf(waiter) }], true);
     } catch (e) {
       // The confirmation may have run: nobody will renew that lease, so it is settled once Redis answers.
       holder.settleLater(jobId, waiter.candidates);
@@ -202,7 +218,7 @@ export class LeaseWaiters {
       waiter.fail(queueUnavailable('the granted lease was lost in Redis'));
       return;
     }
-    waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt));
+    waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt, this.ownerOf(waiter)));
   }
 
   /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */
@@ -229,7 +245,7 @@ export class LeaseWaiters {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
       await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
     }
-    waiter.fail(error);
+    waiter.fail(outcome.kind === 'shed' ? this.full(waiter, 'shed') : error);
   }
 
   /** The waiter's provider was removed from the config: queue it again on its remaining candidates. */
@@ -248,6 +264,19 @@ export class LeaseWaiters {
     const usable = this.parts.slots.usable(waiter.request.candidates.map((c) => c.providerId));
     if (usable.length === 0) return waiter.fail(noAvailableProvider(waiter.request.modelGroupKey));
     await this.enqueue(waiter, usable, true);
+  }
+
+  /** The waiter's client in its candidates' pool (docs/architecture.md, "Clients, priority and fair share"). */
+  private ownerOf(waiter: LeaseWaiter): JobClient {
+    const first = this.parts.slots.usable(waiter.request.candidates.map((c) => c.providerId))[0];
+    return { pool: first?.limits.pool ?? DEFAULT_POOL, client: clientOf(waiter.request) };
+  }
+
+  /** `queue_full` for the waiter by its cause (`queueFullFor`), with `queued` waiters ahead. */
+  private full(waiter: LeaseWaiter, cause: FullCause, queued = 0) {
+    const { pool, client } = this.ownerOf(waiter);
+    const { modelGroupKey: model, candidates } = waiter.request;
+    return queueFullFor(cause, { model, client, candidates }, pool, this.parts.rate, queued);
   }
 
   /** Waiters with a job in Redis and no step pending. */

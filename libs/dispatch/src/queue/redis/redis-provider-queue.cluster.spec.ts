@@ -139,4 +139,29 @@ describe('RedisProviderQueue on a real 3-master Redis Cluster', () => {
     expect(Date.now() - killedAt).toBeLessThanOrEqual(3000);
     await lease.release();
   });
+
+  it('grants in band order and holds a client at max_in_flight across three replicas on a pool of its own shard', async () => {
+    const prefix = uniquePrefix('flow');
+    const queues = replicas(prefix, 3);
+    const p = { providerId: 'p', maxConcurrency: 1, maxQueued: 50, shardTag: pools.a, pool: pools.a };
+    await Promise.all(queues.map((q) => q.configure([p])));
+    const holder = await queues[0].acquireLease(request([p]));
+    const bands: number[] = [];
+    const waits = Array.from({ length: 12 }, (_, i) => {
+      const client = { id: `c${i % 3}`, band: [3, 0, -2][i % 3], weight: 1, maxInFlight: 1 };
+      return queues[i % 3].acquireLease(request([p], { client })).then(async (lease) => {
+        bands.push(client.band);
+        await lease.release();
+      });
+    });
+    await waitUntil(
+      async () => (await readLeaseCounts(reader, prefix, [p])).get('p')?.queued === 12,
+      5000,
+      '12 requests queued',
+    );
+    await holder.release();
+    await Promise.all(waits);
+    expect(bands).toEqual([...bands].sort((x, y) => y - x));
+    expect(await queues[1].clientCounts()).toEqual([]);
+  });
 });

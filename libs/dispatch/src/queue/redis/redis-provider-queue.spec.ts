@@ -7,6 +7,7 @@ import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import { MemoryProviderQueue } from '../memory-queue';
 import { describeProviderQueueContract, waitUntil } from '../provider-queue.contract';
 import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from '../provider-queue';
+import { bandRank } from '../fair-order';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -118,38 +119,48 @@ describe('RedisProviderQueue admission is one atomic step', () => {
 });
 
 describe('RedisProviderQueue keeps BullMQ as the queue', () => {
-  it('matches BullMQ getJobCounts and getJobs: leases are active jobs, waiting requests are waiting jobs in FIFO order', async () => {
+  it("matches BullMQ's public counts: leases are active jobs, waiting requests prioritized jobs in grant order (band, then fair share)", async () => {
     const prefix = uniquePrefix('pin');
     const q = makeQueue(prefix);
     const a = provider('a', 2);
     await q.configure([a]);
     const leases = [await q.acquireLease(request([a])), await q.acquireLease(request([a]))];
-    const waiting = [0, 1, 2].map(() => q.acquireLease(request([a])));
+    const chat = { id: 'chat', band: 5, weight: 1 };
+    const waiting = [
+      q.acquireLease(request([a])),
+      q.acquireLease(request([a])),
+      q.acquireLease(request([a], { client: chat })),
+    ];
     await waitUntil(async () => (await q.counts(['a'])).get('a')?.queued === 3, 5000, '3 waiting');
     const bull = new Queue(q.keys.queueName('a'), {
       connection: { url: redis.url },
       prefix: q.keys.tagBase(DEFAULT_SHARD_TAG),
     });
     try {
-      expect(await bull.getJobCounts('active', 'wait', 'prioritized', 'delayed')).toEqual({
-        active: 2,
-        wait: 3,
-        prioritized: 0,
-        delayed: 0,
+      const counts = await bull.getJobCounts('active', 'wait', 'prioritized', 'delayed');
+      expect(counts).toEqual({ active: 2, wait: 0, prioritized: 3, delayed: 0 });
+      // queued is exactly BullMQ's wait + prioritized, in_flight its active.
+      expect((await q.counts(['a'])).get('a')).toEqual({ inFlight: 2, queued: counts.wait + counts.prioritized });
+      // BullMQ's priority of a job is its band's rank, and BullMQ counts the waiters per band.
+      expect(await bull.getCountsPerPriority([bandRank(5), bandRank(0)])).toEqual({
+        [bandRank(5)]: 1,
+        [bandRank(0)]: 2,
       });
-      const jobs = await bull.getWaiting();
-      expect(jobs.map((j) => j.name)).toEqual(['lease', 'lease', 'lease']);
-      // BullMQ lists waiting jobs oldest first: the order they are granted in.
-      const ids = jobs.map((j) => Number(j.id!.split('.').pop()));
-      expect(ids).toEqual([...ids].sort((x, y) => x - y));
-      expect(jobs[0].data).toMatchObject({ origin: q.replicaId, model: 'llama' });
+      // BullMQ lists prioritized jobs lowest score first: the order they are granted in.
+      const jobs = await bull.getPrioritized();
+      expect(jobs.map((j) => [j.name, j.priority, (j.data as { client: string }).client])).toEqual([
+        ['lease', bandRank(5), 'chat'],
+        ['lease', bandRank(0), 'anonymous'],
+        ['lease', bandRank(0), 'anonymous'],
+      ]);
+      expect(jobs[0].data).toEqual({ origin: q.replicaId, model: 'llama', client: 'chat' });
       expect((await bull.getActive()).map((j) => j.name)).toEqual(['lease', 'lease']);
       await leases[0].release();
-      const next = await waiting[0];
-      expect(await bull.getJobCounts('active', 'wait')).toEqual({ active: 2, wait: 2 });
+      const next = await waiting[2];
+      expect(await bull.getJobCounts('active', 'prioritized')).toEqual({ active: 2, prioritized: 2 });
       await Promise.all([leases[1].release(), next.release()]);
-      for (const w of waiting.slice(1)) await (await w).release();
-      expect(await bull.getJobCounts('active', 'wait')).toEqual({ active: 0, wait: 0 });
+      for (const w of waiting.slice(0, 2)) await (await w).release();
+      expect(await bull.getJobCounts('active', 'wait', 'prioritized')).toEqual({ active: 0, wait: 0, prioritized: 0 });
     } finally {
       await bull.close();
       await q.close();

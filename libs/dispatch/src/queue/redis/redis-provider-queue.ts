@@ -1,8 +1,16 @@
 import { clientAborted, noAvailableProvider, queueUnavailable, queueClosing } from '../admission-errors';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from '../lease-keys';
 import { LeaseStore } from '../lease-store';
-import type { Lease, LeaseRequest, ProviderCounts, ProviderQueue, QueueProvider } from '../provider-queue';
+import type {
+  ClientCounts,
+  Lease,
+  LeaseRequest,
+  ProviderCounts,
+  ProviderQueue,
+  QueueProvider,
+} from '../provider-queue';
 import { connectRedis, type RedisClient } from '../redis-connection';
+import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
 import { LeaseHolder } from './lease-holder';
 import { LeaseWaiters } from './lease-waiters';
@@ -50,6 +58,8 @@ export class RedisProviderQueue implements ProviderQueue {
   private readonly waiters: LeaseWaiters;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly busyLoops = new Set<string>();
+  /** The pools' recent lease times, for the Retry-After of `queue_full` (docs/architecture.md, "Clients, priority and fair share"). */
+  private readonly rate = new ServiceRate();
   private closed = false;
   /** The one start-up check of Redis's settings (after the first connection). */
   private settingsCheck: Promise<void> | undefined;
@@ -69,7 +79,7 @@ export class RedisProviderQueue implements ProviderQueue {
     this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs, onReadOnly });
     this.subscriber = connectRedis(target);
     const store = (this.store = new LeaseStore(this.producer, opts.prefix, opts.leaseTtlMs));
-    const holder = (this.holder = new LeaseHolder(store, opts, opts.logger));
+    const holder = (this.holder = new LeaseHolder(store, opts, opts.logger, this.rate));
     const liveness = (this.liveness = new ReplicaLiveness(
       store,
       this.replicaId,
@@ -96,7 +106,8 @@ export class RedisProviderQueue implements ProviderQueue {
     const restartBarrierMs = opts.restartBarrierMs;
     this.recovery = new RestartRecovery({ store, liveness, holder, slots, restartBarrierMs, logger, renewAll });
     const writeLimits = () => this.recovery.writeLimits();
-    this.waiters = new LeaseWaiters({ store, holder, slots, watch, replicaId, writeLimits, isClosed });
+    const rate = this.rate;
+    this.waiters = new LeaseWaiters({ store, holder, slots, watch, replicaId, writeLimits, isClosed, rate });
     this.subscriber.on('message', (_channel: string, payload: string) => this.waiters.onGrantMessage(payload));
     this.subscriber
       .subscribe(store.keys.grantChannel(this.replicaId))
@@ -134,6 +145,14 @@ export class RedisProviderQueue implements ProviderQueue {
     const ids = providerIds ?? this.slots.activeIds();
     try {
       return await this.store.counts(ids.map((id) => this.slots.at(id, DEFAULT_SHARD_TAG)));
+    } catch (e) {
+      throw queueUnavailable(e);
+    }
+  }
+
+  async clientCounts(): Promise<ClientCounts[]> {
+    try {
+      return await this.store.clientCounts([...this.slots.byTag().keys()]);
     } catch (e) {
       throw queueUnavailable(e);
     }

@@ -1,61 +1,120 @@
 --[[
-  Admission in one step (docs/architecture.md, "Admission"): for all candidates at once, picks the
-  lowest (in_flight + queued) / max_concurrency; takes its free slot (none while the barrier
-  stands), or queues the job on the least loaded candidate whose queue has room, or answers full.
+  Admission in one step (docs/architecture.md, "Admission", "Clients, priority and fair share"): for
+  all candidates at once, picks the lowest (in_flight + queued) / max_concurrency; takes its free slot
+  (none while the barrier stands) unless the client holds its max_in_flight leases in the pool; else
+  queues the job (with its fair-share start tag) on the least loaded candidate whose queue has room,
+  parks it when the client is at its cap, evicts the last waiter of a lower sheddable band when every
+  queue is full, or answers full.
 
-  KEYS[1]       seq     arrival counter of the tag, `<base>:seq` (orders waiters across siblings)
-  ARGV[1]       base    key prefix of the tag, `<prefix>:{<shardTag>}`
-  ARGV[2]       ttlMs   lease lifetime after a grant, ms
-  ARGV[3]       jobId   `<replicaId>.<n>`
-  ARGV[4]       data    job data, JSON
-  ARGV[5]       n       number of candidates
-  ARGV[6..5+n]  qnames  queue names of the candidates, in config order (ties go to the first)
+  KEYS[1]        seq             `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]        base            key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2]        ttlMs           lease lifetime after a grant, ms
+  ARGV[3]        channelPrefix   grant channels, `<prefix>:grant:` (an evicted waiter hears `jobId|!shed`)
+  ARGV[4]        jobId           `<replicaId>.<n>`
+  ARGV[5]        data            job data, JSON (origin, model, client: never a prompt or a key)
+  ARGV[6]        client          the request's client id
+  ARGV[7]        pool            the candidates' pool
+  ARGV[8]        band            the request's band
+  ARGV[9]        rank            BullMQ's priority of the band (1 = highest)
+  ARGV[10]       charge          what the request adds to its client's finish tag (1 / weight)
+  ARGV[11]       maxInFlight     the client's cap on leases in the pool ('' none)
+  ARGV[12]       maxQueued       the client's cap on waiting jobs in the pool ('' none)
+  ARGV[13]       sheddableRank   ranks above it are sheddable (the rank of band 0)
+  ARGV[14]       shedMarkMs      how long an evicted job's mark stays for its origin to read, ms
+  ARGV[15]       n               number of candidates
+  ARGV[16..15+n] qnames          queue names of the candidates, in config order (ties go to the first)
 
-  Reply: {'granted', qname} | {'queued', qname} | {'full'} | {'unconfigured', qname}
+  Reply: {'granted', qname} | {'queued', qname} | {'full', queued} | {'client_full', queued} |
+  {'unconfigured', qname}; `queued`: waiting jobs of the candidates, or of the client in the pool
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"
 --- @include "includes/now-ms"
+--- @include "includes/owner-of"
+--- @include "includes/fair-order"
 --- @include "includes/write-job"
 --- @include "includes/add-lease"
+--- @include "includes/client-counts"
+--- @include "includes/fair-tags"
+--- @include "includes/queue-job"
+--- @include "includes/park"
+--- @include "includes/drop-waiter"
+--- @include "includes/promote"
 
-local seqKey = KEYS[1]
-local base, ttl, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local n = tonumber(ARGV[5])
-local qnames = sliceArgs(ARGV, 6, 5 + n)
+local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
+local shedMarkMs, n = tonumber(ARGV[14]), tonumber(ARGV[15])
+local qnames = sliceArgs(ARGV, 16, 15 + n)
 
 local now = nowMs()
-local barrier = rcall('EXISTS', base .. ':barrier') == 1
 local best, bestLoad, room, roomLoad
 local qs, mcs, acts = {}, {}, {}
+local queued = 0
 for i = 1, n do
   local q = base .. ':' .. qnames[i] .. ':'
   local l = rcall('HMGET', q .. 'limits', 'max_concurrency', 'max_queued')
   if not l[1] then return {'unconfigured', qnames[i]} end
   local mc, mq = tonumber(l[1]), tonumber(l[2])
-  local a, w = rcall('LLEN', q .. 'active'), rcall('LLEN', q .. 'wait')
+  local a, w = rcall('LLEN', q .. 'active'), rcall('ZCARD', q .. 'prioritized')
   local load = (a + w) / mc
   if best == nil or load < bestLoad then best, bestLoad = i, load end
   if w < mq and (room == nil or load < roomLoad) then room, roomLoad = i, load end
   qs[i], mcs[i], acts[i] = q, mc, a
+  queued = queued + w
 end
 
-if not barrier and acts[best] < mcs[best] then
-  writeJob(qs[best] .. jobId, data, now, 'processedOn', now)
-  addLease(qs[best], jobId, now, ttl)
-  return {'granted', qnames[best]}
-end
-if room == nil then return {'full'} end
-
-local q, target = qs[room], qnames[room]
-local seq = rcall('INCR', seqKey)
-if n > 1 then
-  writeJob(q .. jobId, data, now, 'seq', seq, 'cands', table.concat(qnames, ','))
-  for i = 1, n do
-    if i ~= room then rcall('ZADD', qs[i] .. 'wanted', seq, target .. '|' .. jobId) end
+local parked = false
+if acts[best] < mcs[best] and rcall('EXISTS', base .. ':barrier') == 0 then
+  local held = countClient(base, 'a', pool, client, 1)
+  if cap == '' or held <= tonumber(cap) then
+    writeJob(qs[best] .. jobId, data, now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
+    addLease(qs[best], jobId, now, ttl)
+    return {'granted', qnames[best]}
   end
-else
-  writeJob(q .. jobId, data, now, 'seq', seq)
+  countClient(base, 'a', pool, client, -1)
+  parked = true
+elseif cap ~= '' then
+  parked = clientCount(base, 'a', pool, client) >= tonumber(cap)
 end
-rcall('LPUSH', q .. 'wait', jobId)
-return {'queued', target}
+
+if maxQueued then
+  local waiting = clientCount(base, 'w', pool, client)
+  if waiting >= maxQueued then return {'client_full', tostring(waiting)} end
+end
+
+local target = room
+if parked then target = best end
+if target == nil then
+  -- Every queue is full: the waiter served last among them goes, if its band is sheddable and lower.
+  local victim, victimScore, at
+  for i = 1, n do
+    local last = rcall('ZRANGE', qs[i] .. 'prioritized', -1, -1, 'WITHSCORES')
+    if last[1] and (victimScore == nil or tonumber(last[2]) > victimScore) then
+      victim, victimScore, at = last[1], tonumber(last[2]), i
+    end
+  end
+  if victim == nil or rankOf(victimScore) <= sheddableRank or rankOf(victimScore) <= rank then
+    return {'full', tostring(queued)}
+  end
+  local _, back = dropWaiter(base, qnames[at], victim)
+  promoteAll(base, back, now, ttl, channelPrefix)
+  rcall('SET', base .. ':shed:' .. victim, '1', 'PX', shedMarkMs)
+  rcall('PUBLISH', channelPrefix .. (ownerOf(victim) or ''), victim .. '|!shed')
+  target = at
+end
+
+local st = startTag(base, pool, band, client, charge)
+local score = fmt(rank * PRIORITY_SPAN + st)
+local cands = nil
+if n > 1 then cands = table.concat(qnames, ',') end
+local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st)}
+if cands then fields[#fields + 1], fields[#fields + 2] = 'cands', cands end
+writeJob(qs[target] .. jobId, data, now, rank, unpack(fields))
+countClient(base, 'w', pool, client, 1)
+if parked then
+  park(base, qnames[target], jobId, score, pool, client, nil)
+else
+  queueJob(base, qnames[target], jobId, score, cands)
+end
+return {'queued', qnames[target]}

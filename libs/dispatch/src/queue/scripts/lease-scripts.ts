@@ -1,12 +1,17 @@
 import { defineScript, type LuaSources } from '../../lua/script-loader';
 import addLease from './includes/add-lease.lua';
 import args from './includes/args.lua';
+import clientCounts from './includes/client-counts.lua';
 import dropLease from './includes/drop-lease.lua';
 import dropWaiter from './includes/drop-waiter.lua';
+import fairOrder from './includes/fair-order.lua';
+import fairTags from './includes/fair-tags.lua';
 import grant from './includes/grant.lua';
 import nowMs from './includes/now-ms.lua';
 import ownerOf from './includes/owner-of.lua';
+import park from './includes/park.lua';
 import promote from './includes/promote.lua';
+import queueJob from './includes/queue-job.lua';
 import rcall from './includes/rcall.lua';
 import unwant from './includes/unwant.lua';
 import writeJob from './includes/write-job.lua';
@@ -31,12 +36,17 @@ const SOURCES: LuaSources = {
   sweep,
   'includes/add-lease': addLease,
   'includes/args': args,
+  'includes/client-counts': clientCounts,
   'includes/drop-lease': dropLease,
   'includes/drop-waiter': dropWaiter,
+  'includes/fair-order': fairOrder,
+  'includes/fair-tags': fairTags,
   'includes/grant': grant,
   'includes/now-ms': nowMs,
   'includes/owner-of': ownerOf,
+  'includes/park': park,
   'includes/promote': promote,
+  'includes/queue-job': queueJob,
   'includes/rcall': rcall,
   'includes/unwant': unwant,
   'includes/write-job': writeJob,
@@ -52,18 +62,21 @@ const ONE_KEY = 1;
  * `<prefix>:{<tag>}`, and builds its other keys from that base, as BullMQ's own scripts build job
  * keys, so every key a script touches shares the tag's slot.
  *
- * Waiting requests and leases are BullMQ jobs in BullMQ's own layout (`wait` and `active` lists, one
- * hash per job written by `includes/write-job.lua`), so `Queue.getJobCounts()` reports exactly the
- * `queued` and `in_flight` that admission decides on; `redis-provider-queue.spec.ts` pins this against BullMQ.
+ * Waiting requests and leases are BullMQ jobs in BullMQ's own layout (the `prioritized` sorted set,
+ * in BullMQ's score layout, and the `active` list; one hash per job written by
+ * `includes/write-job.lua`), so `Queue.getJobCounts()` reports exactly the `queued` and `in_flight`
+ * that admission decides on; `redis-provider-queue.spec.ts` pins this against BullMQ. The order of
+ * waiting jobs and the clients' counts and caps are decided in the same scripts (docs/architecture.md,
+ * "Clients, priority and fair share").
  * No BullMQ worker ever runs on these queues: grants are made by these scripts.
  */
 export const LEASE_SCRIPTS = {
   admit: defineScript('admit', SOURCES, {
     numberOfKeys: ONE_KEY,
-    statuses: ['granted', 'queued', 'full', 'unconfigured'],
+    statuses: ['granted', 'queued', 'full', 'client_full', 'unconfigured'],
   }),
   release: defineScript('release', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['released', 'gone'] }),
-  leave: defineScript('leave', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['left', 'granted', 'gone'] }),
+  leave: defineScript('leave', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['left', 'granted', 'shed', 'gone'] }),
   renew: defineScript('renew', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['renewed'] }),
   poll: defineScript('poll', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['polled'] }),
   sweep: defineScript('sweep', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['swept'] }),

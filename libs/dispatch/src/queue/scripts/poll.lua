@@ -8,8 +8,8 @@
   ARGV[3]    channelPrefix  grant channels, `<prefix>:grant:`
   ARGV[4..]  waiters        qname, jobId pairs
 
-  Reply: {'polled', state...}, one state per pair: 'g:<qname>' granted, 'w' waiting, 'x' gone
-  (lost with Redis state)
+  Reply: {'polled', state...}, one state per pair: 'g:<qname>' granted, 'w' waiting (in line or
+  parked), 's' shed (evicted for a higher band), 'x' gone (lost with Redis state)
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"
@@ -34,6 +34,7 @@ for _, waiter in ipairs(waiters) do
   local g = rcall('HGET', base .. ':granted', jobId)
   if g then reply[#reply + 1] = 'g:' .. g
   elseif rcall('EXISTS', base .. ':' .. qname .. ':' .. jobId) == 1 then reply[#reply + 1] = 'w'
+  elseif rcall('EXISTS', base .. ':shed:' .. jobId) == 1 then reply[#reply + 1] = 's'
   else reply[#reply + 1] = 'x' end
 end
 return reply

@@ -1,6 +1,7 @@
 --[[
-  Ends a lease and hands the freed slot on (docs/architecture.md, "Lease protocol"): own queue
-  first, then a sibling's waiter.
+  Ends a lease and hands the freed slot on (docs/architecture.md, "Lease protocol"): to the first
+  waiter in line that lists the provider (own queue and siblings' alike); the client's count ends
+  with the lease, and a job of the client that was parked at its cap is back in line.
 
   KEYS[1]  seq            `<base>:seq`: not read, it routes the call to the tag's slot
   ARGV[1]  base           key prefix of the tag, `<prefix>:{<shardTag>}`
@@ -11,13 +12,13 @@
 
   Reply: {'released'} the lease existed | {'gone'} it had expired and been swept
 ]]
---- @include "includes/now-ms"
 --- @include "includes/drop-lease"
 --- @include "includes/promote"
 
 local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 
-local n = dropLease(base, qname, jobId)
-promote(base, qname, nowMs(), ttl, channelPrefix)
+local n, back = dropLease(base, qname, jobId)
+promote(base, qname, nil, ttl, channelPrefix)
+promoteAll(base, back, nil, ttl, channelPrefix)
 if n == 1 then return {'released'} end
 return {'gone'}

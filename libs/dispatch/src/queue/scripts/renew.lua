@@ -1,13 +1,13 @@
 --[[
   Renews (or, with confirm, accepts) leases of one holder: each expiry becomes now + ttl. A lease
   Redis no longer has is registered again while the barrier stands (Redis lost its state,
-  docs/architecture.md, "Redis restarts"), else reported lost.
+  docs/architecture.md, "Redis restarts"), its client's lease count with it, else reported lost.
 
   KEYS[1]    seq      `<base>:seq`: not read, it routes the call to the tag's slot
   ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
   ARGV[2]    ttlMs    lease lifetime from now, ms
   ARGV[3]    confirm  '1': also accept fresh grants (drop their `granted` entries); '0': renew only
-  ARGV[4..]  leases   qname, jobId pairs
+  ARGV[4..]  leases   qname, jobId, client triples; client `<pool>|<client id>|<max_in_flight or ''>`
 
   Reply: {'renewed', lostJobId...}
 ]]
@@ -16,22 +16,25 @@
 --- @include "includes/now-ms"
 --- @include "includes/write-job"
 --- @include "includes/add-lease"
+--- @include "includes/client-counts"
 
 local base, ttl, confirm = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
-local leases = groupArgs(ARGV, 4, 2)
+local leases = groupArgs(ARGV, 4, 3)
 
 local now = nowMs()
 local barrier = nil
 local reply = {'renewed'}
 for _, lease in ipairs(leases) do
   local qname, jobId = lease[1], lease[2]
+  local pool, client, cap = string.match(lease[3], '^(.-)|(.-)|(.*)$')
   local q = base .. ':' .. qname .. ':'
   local ok = rcall('ZADD', q .. 'leases', 'XX', 'CH', now + ttl, jobId) == 1 or rcall('ZSCORE', q .. 'leases', jobId)
   if not ok then
     if barrier == nil then barrier = rcall('EXISTS', base .. ':barrier') == 1 end
     if barrier then
-      writeJob(q .. jobId, '{}', now, 'processedOn', now)
+      writeJob(q .. jobId, '{}', now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
       addLease(q, jobId, now, ttl)
+      countClient(base, 'a', pool, client, 1)
     else
       reply[#reply + 1] = jobId
     end

@@ -1,7 +1,7 @@
 --[[
   Frees what nobody holds any more, then fills the freed slots:
-  - every lease and waiting job of replicas that died (no connection left and liveness expired,
-    docs/architecture.md, "Dead replicas");
+  - every lease and waiting job (in line or parked at its client's cap) of replicas that died (no
+    connection left and liveness expired, docs/architecture.md, "Dead replicas");
   - every lease whose expiry passed more than graceMs ago (Redis time), whoever it names, except
     the leases of stalled replicas (liveness expired, connections still open): a live holder renews
     long before expiry and fences itself before it, so such a lease is one nobody holds
@@ -43,13 +43,24 @@ for _, id in ipairs(stalledReplicaIds) do stalled[id] = true end
 local now = nowMs()
 local removed, reaped = 0, 0
 local nextExpiry = now + ttl
+if nDead > 0 then
+  -- First the jobs of dead replicas parked at their client's cap, so that the room a dropped lease or
+  -- waiter passes on goes to a live one (docs/architecture.md, "Clients, priority and fair share").
+  for _, owner in ipairs(rcall('SMEMBERS', base .. ':parked')) do
+    for _, member in ipairs(rcall('ZRANGE', base .. ':parked:' .. owner, 0, -1)) do
+      local sep = string.find(member, '|', 1, true)
+      local qname, jobId = string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
+      if dead[ownerOf(jobId) or ''] then removed = removed + dropWaiter(base, qname, jobId) end
+    end
+  end
+end
 for _, qname in ipairs(qnames) do
   local q = base .. ':' .. qname .. ':'
   if nDead > 0 then
     for _, jobId in ipairs(rcall('ZRANGE', q .. 'leases', 0, -1)) do
       if dead[ownerOf(jobId) or ''] then removed = removed + dropLease(base, qname, jobId) end
     end
-    for _, jobId in ipairs(rcall('LRANGE', q .. 'wait', 0, -1)) do
+    for _, jobId in ipairs(rcall('ZRANGE', q .. 'prioritized', 0, -1)) do
       if dead[ownerOf(jobId) or ''] then removed = removed + dropWaiter(base, qname, jobId) end
     end
   end
@@ -60,6 +71,7 @@ for _, qname in ipairs(qnames) do
   if first[2] and tonumber(first[2]) < nextExpiry then nextExpiry = tonumber(first[2]) end
 end
 if removed + reaped > 0 then
+  -- Unparked jobs wait on these queues too: a freed slot and a client back under its cap meet here.
   for _, qname in ipairs(qnames) do promote(base, qname, now, ttl, channelPrefix) end
 end
 return {'swept', tostring(removed), tostring(reaped), tostring(math.max(0, nextExpiry - now) + graceMs)}

@@ -1,14 +1,28 @@
 --[[
-  Takes a waiting job out of qname's `wait` list and deletes its hash and its places in the siblings'
-  `wanted` sets. Returns 1, or 0 when the job was not waiting there (then nothing else is touched).
+  Takes a waiting job of qname out of line (its `prioritized` set, or its client's parked set) and
+  deletes its hash, its places in the siblings' `wanted` sets and one of its client's waiting count.
+  A job taken out of line while its client is under its max_in_flight passes that room on: the
+  client's first parked job is back in line (else it could stay parked with nothing to wake it).
+  Returns 1, or 0 when the job was not waiting there (then nothing else is touched), and the queue
+  names that may grant a job put back in line (nil when none).
 ]]
 --- @include "rcall"
 --- @include "unwant"
+--- @include "client-counts"
+--- @include "park"
 local function dropWaiter(base, qname, jobId)
   local q = base .. ':' .. qname .. ':'
-  if rcall('LREM', q .. 'wait', 1, jobId) == 0 then return 0 end
-  local cands = rcall('HGET', q .. jobId, 'cands')
+  local job = rcall('HMGET', q .. jobId, 'cands', 'cl', 'pool', 'cap')
+  if not job[2] then return 0, nil end
+  local inLine = rcall('ZREM', q .. 'prioritized', jobId) == 1
+  if not inLine and rcall('ZREM', parkedKey(base, job[3], job[2]), qname .. '|' .. jobId) == 0 then
+    return 0, nil
+  end
   rcall('DEL', q .. jobId)
-  unwant(base, cands, qname, jobId)
-  return 1
+  unwant(base, job[1], qname, jobId)
+  countClient(base, 'w', job[3], job[2], -1)
+  if inLine and job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) < tonumber(job[4]) then
+    return 1, unpark(base, job[3], job[2])
+  end
+  return 1, nil
 end

@@ -1,20 +1,27 @@
 --[[
-  Makes a waiting job of `from` (already taken out of its wait list) a lease of qname, and tells its
-  origin on the grant channel `<channelPrefix><replicaId>` (message `jobId|qname`). The `granted`
-  entry stays until the origin confirms, so a lost message is recovered by POLL.
+  Makes a waiting job of `from` (already out of its line) a lease of qname, and tells its origin on
+  the grant channel `<channelPrefix><replicaId>` (message `jobId|qname`). The `granted` entry stays
+  until the origin confirms, so a lost message is recovered by POLL. `job` is the job's
+  {cands, cl, pool, cap, band, st} (HMGET): its client's lease count goes up and its waiting count
+  down, and the pool's virtual time of its band moves up to its start tag.
 ]]
 --- @include "rcall"
 --- @include "owner-of"
 --- @include "unwant"
 --- @include "add-lease"
-local function grant(base, qname, from, jobId, now, ttl, channelPrefix)
+--- @include "client-counts"
+--- @include "fair-tags"
+local function grant(base, qname, from, jobId, job, now, ttl, channelPrefix)
   local q = base .. ':' .. qname .. ':'
-  local src = base .. ':' .. from .. ':' .. jobId
-  if from ~= qname and rcall('EXISTS', src) == 1 then rcall('RENAME', src, q .. jobId) end
-  local cands = rcall('HGET', q .. jobId, 'cands')
+  if from ~= qname then rcall('RENAME', base .. ':' .. from .. ':' .. jobId, q .. jobId) end
   rcall('HSET', q .. jobId, 'processedOn', now)
   addLease(q, jobId, now, ttl)
-  if cands then unwant(base, cands, from, jobId) end
+  if job[1] then unwant(base, job[1], from, jobId) end
   rcall('HSET', base .. ':granted', jobId, qname)
   rcall('PUBLISH', channelPrefix .. (ownerOf(jobId) or ''), jobId .. '|' .. qname)
+  if job[2] then
+    countClient(base, 'a', job[3], job[2], 1)
+    countClient(base, 'w', job[3], job[2], -1)
+    advanceVirtual(base, job[3], job[5], job[6])
+  end
 end

@@ -1,33 +1,51 @@
 --[[
-  Fills the free slots of qname (docs/architecture.md, "Admission": work-conserving): its own queue
-  first (FIFO), then the oldest sibling waiter that lists it. Grants nothing while the barrier
-  stands. Returns the number of grants.
+  Fills the free slots of qname (docs/architecture.md, "Admission" and "Clients, priority and fair
+  share"): each goes to the lowest score among its own `prioritized` set and its `wanted` set (every
+  waiter that lists it, in one order: band, fair-share tag), the own queue first on a tie. A waiter
+  whose client holds its max_in_flight leases is parked instead and the next one is tried. Grants
+  nothing while the barrier stands. `now` (Redis ms) is read when the first grant needs it if nil.
+  Returns the number of grants.
 ]]
 --- @include "rcall"
+--- @include "now-ms"
 --- @include "grant"
+--- @include "client-counts"
+--- @include "park"
 local function promote(base, qname, now, ttl, channelPrefix)
-  if rcall('EXISTS', base .. ':barrier') == 1 then return 0 end
   local q = base .. ':' .. qname .. ':'
-  local mc = tonumber(rcall('HGET', q .. 'limits', 'max_concurrency') or '0')
-  local active = rcall('LLEN', q .. 'active')
+  local mc, active
   local granted = 0
-  while active < mc do
-    local jobId = rcall('RPOP', q .. 'wait')
-    local from = qname
-    if not jobId then
-      local w = rcall('ZRANGE', q .. 'wanted', 0, 0)
-      if #w == 0 then break end
-      rcall('ZREM', q .. 'wanted', w[1])
-      local sep = string.find(w[1], '|', 1, true)
-      from = string.sub(w[1], 1, sep - 1)
-      jobId = string.sub(w[1], sep + 1)
-      if rcall('LREM', base .. ':' .. from .. ':wait', 1, jobId) == 0 then jobId = nil end
+  while mc == nil or active < mc do
+    local own = rcall('ZRANGE', q .. 'prioritized', 0, 0, 'WITHSCORES')
+    local want = rcall('ZRANGE', q .. 'wanted', 0, 0, 'WITHSCORES')
+    if #own == 0 and #want == 0 then break end
+    if mc == nil then
+      if rcall('EXISTS', base .. ':barrier') == 1 then break end
+      mc = tonumber(rcall('HGET', q .. 'limits', 'max_concurrency') or '0')
+      active = rcall('LLEN', q .. 'active')
     end
-    if jobId then
-      grant(base, qname, from, jobId, now, ttl, channelPrefix)
-      active = active + 1
-      granted = granted + 1
+    if active >= mc then break end
+    local from, jobId, score = qname, own[1], own[2]
+    if #own == 0 or (#want > 0 and tonumber(want[2]) < tonumber(own[2])) then
+      local sep = string.find(want[1], '|', 1, true)
+      from, jobId, score = string.sub(want[1], 1, sep - 1), string.sub(want[1], sep + 1), want[2]
+      rcall('ZREM', q .. 'wanted', want[1])
+    end
+    local job = rcall('HMGET', base .. ':' .. from .. ':' .. jobId, 'cands', 'cl', 'pool', 'cap', 'band', 'st')
+    if rcall('ZREM', base .. ':' .. from .. ':prioritized', jobId) == 1 then
+      if job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) >= tonumber(job[4]) then
+        park(base, from, jobId, score, job[3], job[2], job[1])
+      else
+        now = now or nowMs()
+        grant(base, qname, from, jobId, job, now, ttl, channelPrefix)
+        active = active + 1
+        granted = granted + 1
+      end
     end
   end
   return granted
+end
+-- promote for every queue of `qnames` (nil: none).
+local function promoteAll(base, qnames, now, ttl, channelPrefix)
+  for _, qname in ipairs(qnames or {}) do promote(base, qname, now, ttl, channelPrefix) end
 end

@@ -1,6 +1,6 @@
 --[[
   A job queued on `from` that lists sibling candidates (`cands`, comma-separated queue names) has a
-  place in each sibling's `wanted` set; unwant removes those places once the job is granted or gone.
+  place in each sibling's `wanted` set; unwant removes those places once the job is granted, parked or gone.
 ]]
 --- @include "rcall"
 local function split(s)

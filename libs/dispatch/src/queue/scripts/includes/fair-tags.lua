@@ -1,0 +1,21 @@
+--[[
+  Start-time fair queueing tags (docs/architecture.md, "Clients, priority and fair share"), in the
+  tag's hash `<base>:fair`: per pool and band the virtual time `v|<pool>|<band>`, per client its
+  finish tag `f|<pool>|<band>|<client>`.
+]]
+--- @include "rcall"
+--- @include "fair-order"
+-- A job that has to wait: S = max(V, F), and F becomes S + charge (1 / weight). Returns S.
+local function startTag(base, pool, band, client, charge)
+  local vKey, fKey = 'v|' .. pool .. '|' .. band, 'f|' .. pool .. '|' .. band .. '|' .. client
+  local vf = rcall('HMGET', base .. ':fair', vKey, fKey)
+  local s = math.max(tonumber(vf[1] or '0'), tonumber(vf[2] or '0'))
+  rcall('HSET', base .. ':fair', fKey, fmt(s + charge))
+  return s
+end
+-- A job with start tag `st` was granted: V = max(V, S).
+local function advanceVirtual(base, pool, band, st)
+  local vKey = 'v|' .. pool .. '|' .. band
+  local v = tonumber(rcall('HGET', base .. ':fair', vKey) or '0')
+  if tonumber(st) > v then rcall('HSET', base .. ':fair', vKey, st) end
+end

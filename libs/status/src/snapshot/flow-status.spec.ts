@@ -1,0 +1,75 @@
+import { edgeConfigSchema } from '@iop/validate';
+import { buildFlowStatus } from './flow-status';
+
+const config = (gateway: object) =>
+  edgeConfigSchema.parse({
+    version: 1,
+    gateway,
+    nodes: [
+      {
+        id: 'gpu',
+        adapters: [{ id: 'v', type: 'vllm', base_url: 'http://10.0.0.5:8000/v1' }],
+        providers: [
+          { id: 'a', category: 'vllm', adapter: 'v', models: ['llama'], max_concurrency: 2 },
+          { id: 'b', category: 'vllm', adapter: 'v', models: ['llama'], max_concurrency: 2 },
+          { id: 'c', category: 'vllm', adapter: 'v', models: ['qwen'], max_concurrency: 1 },
+        ],
+      },
+    ],
+  });
+
+describe('buildFlowStatus', () => {
+  const gateway = {
+    api_keys: ['flat'],
+    clients: [
+      { id: 'chat', keys: ['k1'], priority: 10, weight: 3, max_in_flight: 2 },
+      { id: 'batch', keys: ['k2'], priority: -1, max_queued: 5 },
+    ],
+  };
+  const counts = new Map([
+    ['a', { inFlight: 2, queued: 3 }],
+    ['b', { inFlight: 1, queued: 0 }],
+    ['c', { inFlight: 0, queued: 0 }],
+  ]);
+
+  it('shows per pool its providers, summed counts and each busy client there, in config order', () => {
+    const { pools } = buildFlowStatus(config(gateway), counts, [
+      { pool: 'pool.a', clientId: 'batch', inFlight: 1, queued: 3 },
+      { pool: 'pool.a', clientId: 'chat', inFlight: 2, queued: 0 },
+      { pool: 'pool.c', clientId: 'chat', inFlight: 0, queued: 0 },
+    ]);
+    expect(pools).toEqual([
+      {
+        pool: 'pool.a',
+        providers: ['a', 'b'],
+        in_flight: 3,
+        queued: 3,
+        clients: [
+          { client: 'chat', band: 10, in_flight: 2, queued: 0 },
+          { client: 'batch', band: -1, in_flight: 1, queued: 3 },
+        ],
+      },
+      { pool: 'pool.c', providers: ['c'], in_flight: 0, queued: 0, clients: [] },
+    ]);
+  });
+
+  it('lists every configured client with its band, weight, caps and counts over every pool', () => {
+    const { clients } = buildFlowStatus(config(gateway), counts, [
+      { pool: 'pool.a', clientId: 'chat', inFlight: 2, queued: 1 },
+      { pool: 'pool.c', clientId: 'chat', inFlight: 1, queued: 0 },
+    ]);
+    expect(clients).toEqual([
+      { id: 'chat', band: 10, weight: 3, max_in_flight: 2, max_queued: null, in_flight: 3, queued: 1 },
+      { id: 'batch', band: -1, weight: 1, max_in_flight: null, max_queued: 5, in_flight: 0, queued: 0 },
+      { id: 'api_keys[0]', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: 0, queued: 0 },
+    ]);
+  });
+
+  it('shows null counts, never a made-up 0, when the queue could not answer', () => {
+    const { pools, clients } = buildFlowStatus(config({}), undefined, undefined);
+    expect(pools[0]).toMatchObject({ in_flight: null, queued: null, clients: [] });
+    expect(clients).toEqual([
+      { id: 'anonymous', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: null, queued: null },
+    ]);
+  });
+});

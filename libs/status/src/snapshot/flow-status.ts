@@ -1,0 +1,48 @@
+import { queueProviders, type ClientCounts, type ProviderCounts } from '@iop/dispatch';
+import { ANONYMOUS_CLIENT, configuredClients, type EdgeConfig, type FlowClient } from '@iop/validate';
+import type { ClientStatus, PoolStatus } from './snapshot';
+
+/**
+ * The flow-control part of `/status` (docs/architecture.md, "Clients, priority and fair share"): per
+ * pool its providers, their summed counts and each client's counts there, and per configured client
+ * its band, weight, caps and counts summed over the pools. A client the config no longer names keeps
+ * showing in its pool, as `band` 0, until its requests end. Counts not known (`undefined`) are `null`.
+ * Pure; never throws.
+ */
+export function buildFlowStatus(
+  config: EdgeConfig,
+  counts: ReadonlyMap<string, ProviderCounts> | undefined,
+  clientCounts: readonly ClientCounts[] | undefined,
+): { pools: PoolStatus[]; clients: ClientStatus[] } {
+  const configured = configuredClients(config.gateway).map((c) => c.client);
+  const known: FlowClient[] = configured.length > 0 ? configured : [ANONYMOUS_CLIENT];
+  const order = new Map(known.map((c, i) => [c.id, i]));
+  const byPool = new Map<string, PoolStatus>();
+  for (const p of queueProviders(config)) {
+    const name = p.pool ?? 'pool';
+    const pool = byPool.get(name) ?? { pool: name, providers: [], in_flight: 0, queued: 0, clients: [] };
+    const c = counts?.get(p.providerId);
+    pool.providers.push(p.providerId);
+    pool.in_flight = c && pool.in_flight !== null ? pool.in_flight + c.inFlight : null;
+    pool.queued = c && pool.queued !== null ? pool.queued + c.queued : null;
+    byPool.set(name, pool);
+  }
+  const rank = (id: string) => order.get(id) ?? known.length;
+  for (const c of [...(clientCounts ?? [])].sort((a, b) => rank(a.clientId) - rank(b.clientId))) {
+    if (c.inFlight === 0 && c.queued === 0) continue;
+    const band = known.find((k) => k.id === c.clientId)?.priority ?? 0;
+    byPool.get(c.pool)?.clients.push({ client: c.clientId, band, in_flight: c.inFlight, queued: c.queued });
+  }
+  const sum = (id: string, of: 'inFlight' | 'queued') =>
+    clientCounts ? clientCounts.filter((c) => c.clientId === id).reduce((n, c) => n + c[of], 0) : null;
+  const clients = known.map((c) => ({
+    id: c.id,
+    band: c.priority,
+    weight: c.weight,
+    max_in_flight: c.maxInFlight ?? null,
+    max_queued: c.maxQueued ?? null,
+    in_flight: sum(c.id, 'inFlight'),
+    queued: sum(c.id, 'queued'),
+  }));
+  return { pools: [...byPool.values()], clients };
+}

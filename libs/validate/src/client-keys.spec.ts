@@ -1,0 +1,44 @@
+import { ANONYMOUS_CLIENT, ClientKeys } from './client-keys';
+
+const gateway = {
+  api_keys: ['flat-1', 'flat-2'],
+  clients: [
+    { id: 'chat', keys: ['chat-a', 'chat-b'], priority: 10, weight: 3, max_in_flight: 4 },
+    { id: 'batch', keys: ['batch-a'], priority: -1, weight: 1, max_queued: 50 },
+  ],
+};
+
+describe('ClientKeys', () => {
+  const keys = new ClientKeys(gateway);
+
+  it('resolves every key of a client to that client, with its band, weight and caps', () => {
+    expect(keys.resolve('chat-a')).toEqual({ id: 'chat', priority: 10, weight: 3, maxInFlight: 4 });
+    expect(keys.resolve('chat-b')).toBe(keys.resolve('chat-a'));
+    expect(keys.resolve('batch-a')).toEqual({ id: 'batch', priority: -1, weight: 1, maxQueued: 50 });
+  });
+
+  it('makes each flat api_keys entry a client of default settings named by its place in the list', () => {
+    expect(keys.resolve('flat-1')).toEqual({ id: 'api_keys[0]', priority: 0, weight: 1 });
+    expect(keys.resolve('flat-2')).toEqual({ id: 'api_keys[1]', priority: 0, weight: 1 });
+  });
+
+  it('resolves no client for an unknown, absent or prefix key', () => {
+    expect(keys.resolve('nope')).toBeUndefined();
+    expect(keys.resolve(undefined)).toBeUndefined();
+    expect(keys.resolve('chat-')).toBeUndefined();
+    expect(keys.resolve('')).toBeUndefined();
+  });
+
+  it('lists the configured clients, named ones first', () => {
+    expect(keys.clients.map((c) => c.id)).toEqual(['chat', 'batch', 'api_keys[0]', 'api_keys[1]']);
+    expect(keys.open).toBe(false);
+  });
+
+  it('makes every request the anonymous client when no key is configured', () => {
+    const open = new ClientKeys({ api_keys: [], clients: [] });
+    expect(open.open).toBe(true);
+    expect(open.resolve(undefined)).toBe(ANONYMOUS_CLIENT);
+    expect(open.resolve('anything')).toBe(ANONYMOUS_CLIENT);
+    expect(open.clients).toEqual([ANONYMOUS_CLIENT]);
+  });
+});

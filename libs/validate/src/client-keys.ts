@@ -1,0 +1,95 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { GatewaySettings } from './schema';
+
+/**
+ * A client as the gateway knows it at run time (docs/architecture.md, "Clients, priority and fair
+ * share"): never its keys. `priority` is its band (-1000..1000), `weight` its share inside the band
+ * (1..100); `maxInFlight` and `maxQueued` are per pool, absent = no cap.
+ */
+export interface FlowClient {
+  readonly id: string;
+  readonly priority: number;
+  readonly weight: number;
+  readonly maxInFlight?: number;
+  readonly maxQueued?: number;
+}
+
+/** The client of every request when no key is configured at all. */
+export const ANONYMOUS_CLIENT: FlowClient = { id: 'anonymous', priority: 0, weight: 1 };
+
+/** The id of the key at `index` of the flat `gateway.api_keys` list: its path in the file. */
+export function flatKeyClientId(index: number): string {
+  return `api_keys[${index}]`;
+}
+
+/**
+ * Every client of the gateway settings with its keys: `gateway.clients` in file order, then one client
+ * of default settings per key of the flat `gateway.api_keys` list (id `api_keys[<index>]`). Pure.
+ */
+export function configuredClients(gateway: Pick<GatewaySettings, 'api_keys' | 'clients'>): {
+  client: FlowClient;
+  keys: readonly string[];
+}[] {
+  const named = gateway.clients.map((c) => ({
+    client: {
+      id: c.id,
+      priority: c.priority,
+      weight: c.weight,
+      ...(c.max_in_flight !== undefined ? { maxInFlight: c.max_in_flight } : {}),
+      ...(c.max_queued !== undefined ? { maxQueued: c.max_queued } : {}),
+    },
+    keys: c.keys,
+  }));
+  const flat = gateway.api_keys.map((key, i) => ({
+    client: { id: flatKeyClientId(i), priority: 0, weight: 1 },
+    keys: [key],
+  }));
+  return [...named, ...flat];
+}
+
+const digest = (key: string) => createHash('sha256').update(key).digest();
+
+/**
+ * Resolves a presented bearer key to its client in constant time (README "Security"): the key's
+ * SHA-256 digest is compared with `timingSafeEqual` against the digest of every configured key,
+ * whatever the outcome, so neither a key's content, its length nor which client it belongs to leaks
+ * through timing.
+ */
+export class ClientKeys {
+  private readonly digests: Buffer[] = [];
+  private readonly owners: FlowClient[] = [];
+  /** Every configured client, for `/status` and the metrics' `client` label. */
+  readonly clients: readonly FlowClient[];
+
+  constructor(gateway: Pick<GatewaySettings, 'api_keys' | 'clients'>) {
+    const entries = configuredClients(gateway);
+    for (const { client, keys } of entries) {
+      for (const key of keys) {
+        this.digests.push(digest(key));
+        this.owners.push(client);
+      }
+    }
+    this.clients = entries.length > 0 ? entries.map((e) => e.client) : [ANONYMOUS_CLIENT];
+  }
+
+  /** True when no key is configured: every request is {@link ANONYMOUS_CLIENT}. */
+  get open(): boolean {
+    return this.digests.length === 0;
+  }
+
+  /**
+   * The client whose key `presented` is; {@link ANONYMOUS_CLIENT} when no key is configured;
+   * `undefined` when keys are configured and `presented` matches none (or is absent).
+   */
+  resolve(presented: string | undefined): FlowClient | undefined {
+    if (this.open) return ANONYMOUS_CLIENT;
+    if (presented === undefined) return undefined;
+    const d = digest(presented);
+    let found = -1;
+    for (let i = 0; i < this.digests.length; i++) {
+      const equal = timingSafeEqual(this.digests[i], d);
+      found = equal ? i : found;
+    }
+    return found < 0 ? undefined : this.owners[found];
+  }
+}

@@ -1,0 +1,125 @@
+import { parseConfigText } from './load-config';
+
+/** A file with one pool (two providers of 4 and 2 slots, max_queued 10 each) and the given gateway section. */
+const file = (gateway: string) => `version: 1
+gateway:
+${gateway}
+queue:
+  max_queued: 10
+nodes:
+  - id: gpu
+    adapters:
+      - { id: v, type: vllm, base_url: "http://10.0.0.5:8000/v1" }
+    providers:
+      - { id: a, category: vllm, adapter: v, models: [llama], max_concurrency: 4 }
+      - { id: b, category: vllm, adapter: v, models: [llama], max_concurrency: 2 }
+`;
+
+const problems = (gateway: string, env: Record<string, string> = {}) => {
+  const result = parseConfigText(file(gateway), env);
+  return result.ok
+    ? []
+    : result.problems.map(({ path, line, column, message, fix }) => ({ path, line, column, message, fix }));
+};
+
+describe('gateway.clients', () => {
+  it('accepts clients with keys, bands, weights and caps next to flat api_keys, defaults filled in', () => {
+    const result = parseConfigText(
+      file(`  api_keys: ["\${LEGACY}"]
+  clients:
+    - { id: chat, keys: ["\${CHAT_KEY}"], priority: 10, weight: 3, max_in_flight: 6, max_queued: 20 }
+    - { id: batch, keys: [k-batch-1, k-batch-2], priority: -1 }`),
+      { LEGACY: 'k-legacy', CHAT_KEY: 'k-chat' },
+    );
+    expect(result.ok && result.config.gateway.clients).toEqual([
+      { id: 'chat', keys: ['k-chat'], priority: 10, weight: 3, max_in_flight: 6, max_queued: 20 },
+      { id: 'batch', keys: ['k-batch-1', 'k-batch-2'], priority: -1, weight: 1 },
+    ]);
+  });
+
+  it('reports a duplicate client id with its line, column and a fix', () => {
+    expect(
+      problems(`  clients:
+    - { id: chat, keys: [k1] }
+    - { id: chat, keys: [k2] }`),
+    ).toEqual([
+      {
+        path: 'gateway.clients[1].id',
+        line: 5,
+        column: 13,
+        message: 'client id "chat" is already used by gateway.clients[0]',
+        fix: 'give every client a unique id; to give one client several keys, list them under its keys.',
+      },
+    ]);
+  });
+
+  it('reports a key shared by two clients, or by a client and api_keys, without ever printing it', () => {
+    const found = problems(
+      `  api_keys: ["\${SAME}"]
+  clients:
+    - { id: chat, keys: ["\${SAME}"] }
+    - { id: batch, keys: [other, "\${SAME}"] }`,
+      { SAME: 'secret-key-123' },
+    );
+    expect(found.map((p) => [p.path, p.line, p.message])).toEqual([
+      [
+        'gateway.api_keys[0]',
+        3,
+        'this key is the same as gateway.clients[0].keys[0]: a key must identify exactly one client',
+      ],
+      [
+        'gateway.clients[1].keys[1]',
+        6,
+        'this key is the same as gateway.clients[0].keys[0]: a key must identify exactly one client',
+      ],
+    ]);
+    expect(JSON.stringify(found)).not.toContain('secret-key-123');
+  });
+
+  it.each([
+    ['weight: 0', 'weight', 'must be at least 1', 'write weight as a whole number from 1 to 100.'],
+    [
+      'weight: 1.5',
+      'weight',
+      'expected an integer, got a fractional number',
+      'write weight as a whole number from 1 to 100.',
+    ],
+    ['priority: 5000', 'priority', 'must be at most 1000', 'write priority as a whole number from -1000 to 1000.'],
+    [
+      'max_in_flight: 0',
+      'max_in_flight',
+      'must be greater than 0',
+      'set max_in_flight to 1 or more, or remove it for no cap.',
+    ],
+    ['max_queued: -1', 'max_queued', 'must be at least 0', 'set max_queued to 0 or more, or remove it for no cap.'],
+  ])('refuses %s with the range in the fix', (setting, key, message, fix) => {
+    expect(problems(`  clients:\n    - { id: chat, keys: [k1], ${setting} }`)).toEqual([
+      expect.objectContaining({ path: `gateway.clients[0].${key}`, line: 4, message, fix }),
+    ]);
+  });
+
+  it('refuses a client without keys', () => {
+    expect(problems(`  clients:\n    - { id: chat, keys: [] }`)).toEqual([
+      expect.objectContaining({ path: 'gateway.clients[0].keys', line: 4, message: 'needs at least 1 item' }),
+    ]);
+  });
+
+  it('refuses caps above the total of every pool, naming the largest pool and its total', () => {
+    expect(
+      problems(`  clients:
+    - { id: chat, keys: [k1], max_in_flight: 6, max_queued: 20 }
+    - { id: batch, keys: [k2], max_in_flight: 7, max_queued: 21 }`).map((p) => [p.path, p.message, p.fix]),
+    ).toEqual([
+      [
+        'gateway.clients[1].max_in_flight',
+        'max_in_flight 7 of client "batch" is above the total max_concurrency of every pool (the largest, pool.a, has 6), so it never limits anything',
+        'lower max_in_flight to 6 or less, or remove it.',
+      ],
+      [
+        'gateway.clients[1].max_queued',
+        'max_queued 21 of client "batch" is above the total max_queued of every pool (the largest, pool.a, has 20), so it never limits anything',
+        'lower max_queued to 20 or less, or remove it.',
+      ],
+    ]);
+  });
+});

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { apiKey, id } from './schema-fields';
+
+/**
+ * The shapes of client identities in `edge.yaml` (docs/architecture.md, "Clients, priority and fair
+ * share"; README "Clients, priority and fair share"): the bearer keys and `gateway.clients`. Rules that
+ * relate clients to each other or to the pools (unique ids and keys, caps a pool can reach) live in
+ * `client-rules.ts`.
+ */
+
+/** Lowest and highest `priority` (band) a client or the `x-iop-priority` header may give. */
+export const MIN_PRIORITY = -1000;
+export const MAX_PRIORITY = 1000;
+/** Largest `weight`: the fair-share order keeps tags to 1/512 of a request, so weights stay well apart. */
+export const MAX_WEIGHT = 100;
+
+/** An integer setting in [min, max]; every issue's fix names the range. */
+const intIn = (min: number, max: number, what: string) => {
+  const fix = `write ${what} as a whole number from ${min} to ${max}`;
+  return z.number({ error: fix }).int(fix).min(min, fix).max(max, fix);
+};
+
+/** One entry of `gateway.clients`: an identity for one or more keys, with its band, weight and caps. */
+export const clientSchema = z.strictObject({
+  /** The client's name in logs, `/status` and the `client` label of metrics; never a key. */
+  id,
+  /** Bearer keys of this client (`${VAR}` friendly); each unique across the file. */
+  keys: z.array(apiKey).min(1, 'give the client at least one key, e.g. keys: ["${TEAM_KEY}"]'),
+  /** Band: higher is served first; negative is sheddable when a queue is full. @defaultValue 0 */
+  priority: intIn(MIN_PRIORITY, MAX_PRIORITY, 'priority').default(0),
+  /** Share of slots inside its band while backlogged, relative to other clients' weights. @defaultValue 1 */
+  weight: intIn(1, MAX_WEIGHT, 'weight').default(1),
+  /** Leases the client may hold at once in one pool, across every replica; over it requests wait. */
+  max_in_flight: z.number().int().positive('set max_in_flight to 1 or more, or remove it for no cap').optional(),
+  /** Requests the client may have waiting in one pool, across every replica; over it `429 queue_full`. */
+  max_queued: z.number().int().nonnegative('set max_queued to 0 or more, or remove it for no cap').optional(),
+});
+
+export type ClientConfig = z.output<typeof clientSchema>;
