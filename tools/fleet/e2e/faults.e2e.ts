@@ -96,11 +96,13 @@ describe('local fleet behind HAProxy under real faults', () => {
     } finally {
       process.kill(pid, 'SIGCONT');
     }
-    await waitUntil(
-      async () => (await chat(fleet, 'llama-3.1-8b')).status === 200,
-      20_000,
-      'pooled requests to recover',
-    );
+    // Each replica serves pooled requests again once its next renewal round reaches Redis (≤ 1 s).
+    for (const r of fleet.replicas)
+      await waitUntil(
+        async () => (await chat({ ...fleet, url: `http://127.0.0.1:${r.port}/v1` }, 'llama-3.1-8b')).status === 200,
+        20_000,
+        `pooled requests to recover on ${r.name}`,
+      );
     expect(await statuses()).toEqual(['gw1 UP', 'gw2 UP', 'gw3 UP']);
   });
 
