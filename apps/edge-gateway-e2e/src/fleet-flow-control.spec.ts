@@ -96,7 +96,8 @@ describe.each([
   );
 
   it('sheds the sheddable waiter before it refuses a higher band', async () => {
-    const holder = sendAs(urls()[0], 'mid', 'shed', 1500);
+    // The holder's call outlasts every admission below, even on a loaded machine and a Cluster.
+    const holder = sendAs(urls()[0], 'mid', 'shed', 5000);
     await waitUntil(() => upstream.stats().current === 1, 5000, 'the slot of shed held');
     const batch = [sendAs(urls()[1], 'batch', 'shed', 10), sendAs(urls()[2], 'batch', 'shed', 10)];
     await waitUntil(async () => (await queued(['s1'])) === 2, 5000, 'two batch requests queued');
