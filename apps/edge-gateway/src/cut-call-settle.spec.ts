@@ -6,9 +6,9 @@ import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 // docs/architecture.md "Invariants and their tests": a call holds its slot, as the model server sees it, until the
 // server has seen the connection close. A call the gateway cuts keeps its lease CUT_CALL_SETTLE_MS
 // longer, so the next queued request never reaches the upstream in the same turn as the close.
-const yaml = `
+const yaml = (maxResponseBytes = 64 * 1024 * 1024) => `
 version: 1
-gateway: { request_timeout_ms: 5000, stream_idle_timeout_ms: 400 }
+gateway: { request_timeout_ms: 5000, stream_idle_timeout_ms: 400, max_response_bytes: ${maxResponseBytes} }
 nodes:
   - id: n
     adapters:
@@ -40,12 +40,19 @@ describe('a call the gateway cut keeps its slot until the upstream has seen the 
     ['a client that disconnects mid-stream (chat, vLLM)', 'chat', 'vm', 'client'],
     ['a client that disconnects mid-stream (Responses translated, Ollama)', 'responses', 'om', 'client'],
     ['a stream cut for gateway.stream_idle_timeout_ms (chat, vLLM)', 'chat', 'vm', 'idle'],
+    // The gateway stops reading a translated stream at its cap while the upstream still writes it.
+    ['a translated stream cut at gateway.max_response_bytes (Responses, Ollama)', 'responses', 'om', 'cap'],
   ] as const)(
     '%s: the queued request reaches the upstream only after the settle delay',
     async (_w, endpoint, model, cut) => {
-      gateway = await startTestGateway(yaml, { ORIGIN: up.origin });
+      gateway = await startTestGateway(yaml(cut === 'cap' ? 20_000 : undefined), { ORIGIN: up.origin });
       const head = endpoint === 'chat' ? { messages: [{ role: 'user', content: 'hi' }] } : { input: 'hi' };
-      const fake = cut === 'client' ? { chunks: 200, chunk_gap_ms: 20 } : { chunks: 5, stall_after: 1 };
+      const fake =
+        cut === 'client'
+          ? { chunks: 200, chunk_gap_ms: 20 }
+          : cut === 'cap'
+            ? { chunks: 200, chunk_gap_ms: 20, chunk_bytes: 2000 }
+            : { chunks: 5, stall_after: 1 };
       const client = new AbortController();
       const first = fetch(`${gateway.url}${PATHS[endpoint]}`, {
         method: 'POST',

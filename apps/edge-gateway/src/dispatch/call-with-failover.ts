@@ -1,5 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { PoolCandidate, Route } from '@iop/dispatch';
+import { closeUnfinishedAnswer } from '../adapters/upstream-answers';
 import { failsOver, FirstByteTimeout, toClientError, UpstreamError } from '../errors';
 import { acquireLease } from './acquire-lease';
 import type { AttemptSignals } from './attempt-signals';
@@ -101,9 +102,10 @@ export async function callWithFailover(
       attempts.next();
     } finally {
       unfence();
-      // A call the gateway cut (client gone, timeout, fence, drain) keeps its slot a moment longer, so
-      // the upstream sees the connection close before the next caller's request reaches it.
-      if (lease && attempt.signal.aborted) await delay(CUT_CALL_SETTLE_MS);
+      // A call the gateway cut (client gone, timeout, fence, drain, a cap, an answer it stopped reading)
+      // keeps its slot a moment longer, so the upstream sees the close before the next caller's request.
+      const cut = closeUnfinishedAnswer(attempt.signal) || attempt.signal.aborted;
+      if (lease && cut) await delay(CUT_CALL_SETTLE_MS);
       await lease?.release();
     }
   }

@@ -1,5 +1,4 @@
 import { startRedis, type TestRedis } from '@iop/dispatch/testing';
-import { startFakeUpstream } from '@iop/fake-upstream';
 import { parseConfigText } from '@iop/validate';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,7 +17,7 @@ import { waitForDrain } from './left-after-drain';
 import { prng } from './prng';
 import { restartRedis } from './redis-restart';
 import { DROP_SHARE, pickKind } from './request-kinds';
-import { startMeter } from './upstream-meter';
+import { startUpstreamChild } from './upstream-child';
 
 interface Replica {
   process: ServiceProcess;
@@ -36,12 +35,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const count = (map: Record<string, number>, key: string) => (map[key] = (map[key] ?? 0) + 1);
 
   const redis: TestRedis = await startRedis({ forceOwn: true });
-  const fake = await startFakeUpstream({ name: 'chaos' });
-  let runStartedAt = Date.now();
-  const upstream = await startMeter(
-    fake.url.replace(/\/v1$/, ''),
+  // The fake upstream and its meter run in a process of their own, as a model server would.
+  const upstream = await startUpstreamChild(
     Object.fromEntries(PROVIDERS.map((p) => [p.upstream, { provider: p.id, limit: p.limit }])),
-    () => runStartedAt,
   );
   const prefix = `chaos-${process.pid}-${Math.floor(random() * 1e9)}`;
   const yaml = chaosYaml();
@@ -61,7 +57,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const exporterUrl = exporter.url;
   const reader = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: () => 200 });
   reader.on('error', () => undefined);
-  upstream.reset();
 
   const report: ChaosReport = {
     options: {
@@ -86,7 +81,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   };
 
   const startedAt = Date.now();
-  runStartedAt = startedAt;
+  await upstream.reset(startedAt);
   const deadline = startedAt + opts.seconds * 1000;
   const live = () => replicas.filter((r) => r.killedAt === undefined);
   /** What happened when, in ms from the start: kills, the Redis restart, any moment over a limit. */
@@ -97,15 +92,25 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   };
   // Watches the highest counts, so a breach is reported with when it happened.
   const reported = new Set<string>();
+  let reading = false;
   const watch = setInterval(() => {
-    const counts = upstream.counts();
-    for (const p of PROVIDERS) {
-      const max = counts[p.upstream]?.max ?? 0;
-      if (max > p.limit && !reported.has(`${p.id}${max}`)) {
-        reported.add(`${p.id}${max}`);
-        event(`provider ${p.id} reached ${max} calls at once (limit ${p.limit})`);
-      }
-    }
+    if (reading) return;
+    reading = true;
+    void upstream
+      .read()
+      .then(
+        ({ counts }) => {
+          for (const p of PROVIDERS) {
+            const max = counts[p.upstream]?.max ?? 0;
+            if (max > p.limit && !reported.has(`${p.id}${max}`)) {
+              reported.add(`${p.id}${max}`);
+              event(`provider ${p.id} reached ${max} calls at once (limit ${p.limit})`);
+            }
+          }
+        },
+        () => undefined,
+      )
+      .finally(() => (reading = false));
   }, 20);
 
   /** One client: requests until the deadline, each classified. */
@@ -216,17 +221,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     if (left.inFlight !== 0 || left.queued !== 0 || left.jobKeys !== 0)
       violations.push(`left after the load drained: ${JSON.stringify(left)}`);
 
-    const counts = upstream.counts();
-    const fakeStats = fake.stats();
+    const { counts, overlaps, fakeMax } = await upstream.read();
     for (const p of PROVIDERS) {
       const max = counts[p.upstream]?.max ?? 0;
-      report.fakeUpstreamMax[p.id] = fakeStats.byModel[p.upstream]?.max ?? 0;
+      report.fakeUpstreamMax[p.id] = fakeMax[p.upstream] ?? 0;
       report.concurrency[p.id] = { max, limit: p.limit };
     }
     // Over a limit at the meter or at the fake upstream: a breach, whatever ended it (no excuse).
-    for (const o of upstream.overlaps)
+    for (const o of overlaps)
       violations.push(
-        `provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy})`,
+        `provider ${o.provider}: over max_concurrency for ${o.durationMs} ms at ${o.at} ms (ended by ${o.endedBy}; ` +
+          `the upstream's event loop stalled up to ${o.loopLagMs} ms within a second of it)`,
       );
     for (const p of PROVIDERS)
       if (report.fakeUpstreamMax[p.id] > p.limit)
@@ -248,7 +253,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await Promise.all(all.map((r) => (r.killedAt === undefined ? r.process.stop() : Promise.resolve(null))));
     await exporter.stop();
     await upstream.close();
-    await fake.close();
     await redis.stop();
   }
   return report;

@@ -3,7 +3,7 @@ import { scanKeys } from '@iop/dispatch/testing';
 import type { EdgeConfig } from '@iop/validate';
 import type { Redis } from 'ioredis';
 import type { ChaosReport } from './chaos-report';
-import type { Meter } from './upstream-meter';
+import type { UpstreamChild } from './upstream-child';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -16,7 +16,7 @@ export async function waitForDrain(
   redisUrl: string,
   prefix: string,
   config: EdgeConfig,
-  upstream: Meter,
+  upstream: UpstreamChild,
 ): Promise<ChaosReport['leftAfterDrain']> {
   const ids = queueProviders(config).map((p) => p.providerId);
   const drainStart = Date.now();
@@ -32,7 +32,7 @@ export async function waitForDrain(
         queued: [...counts.values()].reduce((n, c) => n + c.queued, 0),
         jobKeys,
       };
-      const open = Object.values(upstream.counts()).reduce((n, c) => n + c.current, 0);
+      const open = Object.values((await upstream.read()).counts).reduce((n, c) => n + c.current, 0);
       if (left.inFlight === 0 && left.queued === 0 && jobKeys === 0 && open === 0) break;
     } catch {
       // Redis busy: try again

@@ -16,6 +16,12 @@ export interface Overlap {
    * upstream before that connection's close; `finish` when a call completed normally.
    */
   endedBy: 'abort' | 'finish';
+  /**
+   * The longest stall of the meter's own event loop within a second of the excess's start, in ms:
+   * a loop that stalls longer than the gateway's settle delay reads a close and a later request in
+   * one turn. Shown with the breach, never an excuse for it.
+   */
+  loopLagMs: number;
 }
 
 /** The meter in front of the upstream: its URL (`/v1`), its counts, how to stop it. */
@@ -45,6 +51,7 @@ export async function startMeter(
   const counts: MeterCounts = {};
   const overlaps: Overlap[] = [];
   const open = new Map<string, { since: number }>();
+  const lag = watchLoopLag();
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -74,12 +81,16 @@ export async function startMeter(
         const episode = open.get(model);
         if (limit && episode && c.current <= limit.limit) {
           open.delete(model);
-          overlaps.push({
+          const overlap: Overlap = {
             provider: limit.provider,
             at: episode.since - t0(),
             durationMs: Date.now() - episode.since,
             endedBy: how,
-          });
+            loopLagMs: 0,
+          };
+          overlaps.push(overlap);
+          // A stall that ended in the turn that read the excess is sampled at the next timer tick.
+          setTimeout(() => (overlap.loopLagMs = lag.maxBetween(episode.since - 1000, episode.since + 1000)), 50);
         }
         forward.destroy();
       };
@@ -115,9 +126,28 @@ export async function startMeter(
       }
     },
     close: async () => {
+      lag.stop();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       agent.destroy();
     },
+  };
+}
+
+/** How late a 5 ms timer fired, sampled over the last few seconds: the meter's own loop stalls. */
+function watchLoopLag(): { maxBetween(from: number, to: number): number; stop(): void } {
+  const TICK_MS = 5;
+  const samples: { at: number; lagMs: number }[] = [];
+  let last = Date.now();
+  const timer = setInterval(() => {
+    const now = Date.now();
+    samples.push({ at: now, lagMs: Math.max(0, now - last - TICK_MS) });
+    last = now;
+    while (samples.length > 0 && samples[0].at < now - 5000) samples.shift();
+  }, TICK_MS);
+  timer.unref();
+  return {
+    maxBetween: (from, to) => samples.reduce((m, s) => (s.at >= from && s.at <= to ? Math.max(m, s.lagMs) : m), 0),
+    stop: () => clearInterval(timer),
   };
 }

@@ -1,5 +1,6 @@
 import type { HttpAdapterConfig } from '@iop/validate';
 import { Agent, type Dispatcher } from 'undici';
+import { trackUpstreamAnswer } from '../upstream-answers';
 import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type {
   Adapter,
@@ -124,6 +125,7 @@ export class OpenAiCompatAdapter implements Adapter {
         detail: `${where}: ${messageOf(err)}`,
       });
     }
+    trackUpstreamAnswer(ctx.signal, res.body);
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
       const text = await readCapped(res.body, ERROR_BODY_BYTES, ctx.signal).catch(() => '');
