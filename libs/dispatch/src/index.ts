@@ -14,7 +14,7 @@ export type {
 export { MemoryProviderQueue } from './queue/memory-queue';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';
-export type { HealthStore } from './health/health-store';
+export type { HealthStore, ProbeDetail } from './health/health-store';
 export { MemoryHealthStore } from './health/memory-health-store';
 export { RedisHealthStore } from './health/redis-health-store';
 export { LeaseKeys } from './queue/lease-keys';

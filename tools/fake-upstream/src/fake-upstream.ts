@@ -5,11 +5,13 @@ import { openAIError } from './errors';
 import { InFlightRequest } from './in-flight-request';
 import { isObject, KnobError, readKnobs, type FakeKnobs, type KnobName } from './knobs';
 import { echoReply, readChatPrompt, readResponsesPrompt, roughTokens, splitText, type Prompt } from './prompt';
+import { chatReasoning, replyText } from './reasoning';
 import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './responses';
 import { embeddingsJson } from './embeddings';
 import { writeEventStream } from './sse';
 import { StatsRecorder, type FakeStats } from './stats';
 import { CallJournal, type JournalCall } from './call-journal';
+import { PROBES, probeAnswers, WorkGate } from './probes';
 
 /** Options of {@link startFakeUpstream}. */
 export interface FakeUpstreamOptions {
@@ -28,6 +30,12 @@ export interface FakeUpstreamOptions {
   knobs?: Partial<Record<KnobName, number>>;
   /** Keep a journal of every inference call (`calls()`): its model, `tag` knob, start and end. @defaultValue false */
   journal?: boolean;
+  /**
+   * Probes (`GET /health`, `/api/version`, `/api/tags`, `/v1/models`) that arrive while an inference
+   * request is in flight are answered only once none is: a server busy with long completions whose
+   * probe waits behind the work ({@link WorkGate}). @defaultValue false
+   */
+  probesWaitForWork?: boolean;
 }
 
 /** A running fake upstream. */
@@ -66,24 +74,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   const models = opts.models ?? ['fake-model'];
   const recorder = new StatsRecorder();
   const journal = new CallJournal();
+  const work = new WorkGate();
   const jsonHeaders = { 'content-type': 'application/json', 'x-fake-upstream': name };
   const sseHeaders = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-fake-upstream': name };
   const fingerprint = `fake-upstream:${name}`;
   let nextId = 0;
 
-  const fixed = {
-    models: Buffer.from(
-      JSON.stringify({
-        object: 'list',
-        data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: name })),
-      }),
-    ),
-    tags: Buffer.from(
-      JSON.stringify({ models: models.map((m) => ({ name: m, model: m, size: 0, digest: '', details: {} })) }),
-    ),
-    version: Buffer.from(JSON.stringify({ version: '0.0.0-fake' })),
-    empty: Buffer.alloc(0),
-  };
+  const fixed = probeAnswers(name, models);
 
   function send(res: ServerResponse, status: number, body: string | Buffer): void {
     res.writeHead(status, { ...jsonHeaders, 'content-length': Buffer.byteLength(body) });
@@ -103,10 +100,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     if (method === 'POST' && path === '/v1/responses') return inference(req, res, 'responses');
     if (method === 'POST' && path === '/v1/embeddings') return inference(req, res, 'embeddings');
     if (method === 'GET') {
-      if (path === '/v1/models') return send(res, 200, fixed.models);
-      if (path === '/health') return send(res, 200, fixed.empty);
-      if (path === '/api/version') return send(res, 200, fixed.version);
-      if (path === '/api/tags') return send(res, 200, fixed.tags);
+      const probe = PROBES[path];
+      if (probe && opts.probesWaitForWork) {
+        return void work.idle().then(() => {
+          if (!res.destroyed) send(res, 200, fixed[probe]);
+        });
+      }
+      if (probe) return send(res, 200, fixed[probe]);
       if (path === '/__stats') return send(res, 200, JSON.stringify(recorder.snapshot()));
     }
     if (method === 'POST' && path === '/__reset') {
@@ -121,6 +121,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
   function inference(req: IncomingMessage, res: ServerResponse, api: Api): void {
     const flight = new InFlightRequest(res, recorder.begin());
+    work.enter(res);
     const arrivedAt = Date.now();
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
@@ -218,18 +219,24 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
     if (api === 'chat') {
       const who = { id: `chatcmpl-fake-${n}`, created, model, system_fingerprint: fingerprint };
+      const reply = replyText(body, prompt.lastUserText, model, name);
+      const reasoning = chatReasoning(knobs, prompt.lastUserText);
+      const reasoningTokens = reasoning ? roughTokens(reasoning.text.length) : 0;
+      const completionTokens = roughTokens(reply.length) + reasoningTokens;
       const usage: ChatUsage = {
         prompt_tokens: inputTokens,
-        completion_tokens: outputTokens,
-        total_tokens: inputTokens + outputTokens,
+        completion_tokens: completionTokens,
+        total_tokens: inputTokens + completionTokens,
+        ...(reasoning ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
       };
-      if (!stream) return sendJson(flight, chatCompletionJson(who, text, usage), knobs);
+      if (!stream) return sendJson(flight, chatCompletionJson(who, reply, usage, reasoning), knobs);
       const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
+      const pieces = splitText(reply, knobs.chunks);
       return writeEventStream(
         flight,
         sseHeaders,
-        splitText(text, knobs.chunks),
-        new ChatChunkFormat(who, includeUsage ? usage : undefined),
+        reasoning ? [...splitText(reasoning.text, reasoning.chunks), ...pieces] : pieces,
+        new ChatChunkFormat(who, includeUsage ? usage : undefined, reasoning),
         knobs,
       );
     }

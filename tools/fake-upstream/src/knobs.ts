@@ -43,6 +43,13 @@ export interface FakeKnobs {
   echoSecrets: boolean;
   /** `tag`: no effect on the answer; recorded in the call journal (e.g. which client sent the call). */
   tag?: number;
+  /**
+   * `reasoning`: chat only: the answer carries the model's reasoning in the field `reasoning` (vLLM 0.11
+   * and later, Ollama's OpenAI-compatible API), streamed in this many chunks before the content. @defaultValue 0
+   */
+  reasoning: number;
+  /** `reasoning_content`: the same in the field `reasoning_content` (vLLM before 0.11); with `reasoning`, both fields. @defaultValue 0 */
+  reasoningContent: number;
 }
 
 /** Wire names of the knobs, as used in headers (`x-fake-<name>`) and in the body's `fake` object. */
@@ -64,6 +71,8 @@ export const KNOB_NAMES = [
   'done_unterminated',
   'echo_secrets',
   'tag',
+  'reasoning',
+  'reasoning_content',
 ] as const;
 export type KnobName = (typeof KNOB_NAMES)[number];
 
@@ -117,6 +126,8 @@ export function readKnobs(
     doneUnterminated: (raw.done_unterminated ?? 0) > 0,
     echoSecrets: (raw.echo_secrets ?? 0) > 0,
     tag: raw.tag,
+    reasoning: raw.reasoning ?? 0,
+    reasoningContent: raw.reasoning_content ?? 0,
   };
 }
 

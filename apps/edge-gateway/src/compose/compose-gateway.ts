@@ -90,7 +90,7 @@ export async function composeGateway(
     logger,
   );
   onReload.push((next) => health.refresh(queueProviders(next).map((p) => p.providerId)));
-  const prober = new ProviderProber({ config, adapters, health, logger });
+  const prober = new ProviderProber({ config, adapters, health, logger, queue });
   prober.start();
   toClose.add('prober', () => prober.stop());
   runtime.watch();

@@ -1,4 +1,4 @@
-import { queueProviders, type HealthStore } from '@iop/dispatch';
+import { queueProviders, type HealthStore, type ProviderQueue } from '@iop/dispatch';
 import { usablePoolProvider, type AdapterConfig, type EdgeConfig } from '@iop/validate';
 import type { Logger } from 'pino';
 import type { AdapterRegistry } from '../adapters/adapter-registry';
@@ -10,6 +10,10 @@ import type { AdapterRegistry } from '../adapters/adapter-registry';
  * else a failure (with its reason), recorded in the shared `HealthStore`, whose cache is then
  * refreshed. A passing probe never brings back a provider that failing requests took out (that takes
  * a trial request). One probe per adapter per round, whatever the number of providers on it.
+ * A probe that times out is recorded with whether its provider was busy meanwhile: requests in
+ * flight (`queue.counts`, fleet-wide on the Redis backend) when the round started or when the probe
+ * gave up; the store's rule does not count such a timeout (README "Provider health"). Without a
+ * queue, or when it cannot answer within `health.timeout_ms`, a provider is not known to be busy.
  * Timers are unref'd and stopped by `stop()`.
  */
 export class ProviderProber {
@@ -18,7 +22,14 @@ export class ProviderProber {
   private stopped = false;
 
   constructor(
-    private readonly deps: { config(): EdgeConfig; adapters: AdapterRegistry; health: HealthStore; logger: Logger },
+    private readonly deps: {
+      config(): EdgeConfig;
+      adapters: AdapterRegistry;
+      health: HealthStore;
+      logger: Logger;
+      /** Where the requests in flight on each provider are counted (the gateway's queue). */
+      queue?: Pick<ProviderQueue, 'counts'>;
+    },
   ) {}
 
   start(): void {
@@ -47,6 +58,10 @@ export class ProviderProber {
         byAdapter.set(key, entry);
       }
     }
+    const busyAtStart = await this.busy(
+      [...byAdapter.values()].flatMap((e) => e.providers),
+      timeout_ms,
+    );
     await Promise.all(
       [...byAdapter.values()].map(async ({ nodeId, adapter, providers }) => {
         const live = this.deps.adapters.get(nodeId, adapter);
@@ -54,6 +69,7 @@ export class ProviderProber {
         if (!path || !live.probe) return;
         let ok = false;
         let reason: string | undefined;
+        let timedOut = false;
         try {
           const status = await live.probe(AbortSignal.timeout(timeout_ms));
           ok = status >= 200 && status < 300;
@@ -61,12 +77,36 @@ export class ProviderProber {
         } catch (err) {
           ok = false;
           const e = err as { name?: string; code?: string; cause?: { code?: string } };
-          reason = `GET ${path} ${e.name === 'TimeoutError' ? `timed out after ${timeout_ms} ms` : `failed (${e.code ?? e.cause?.code ?? 'connection error'})`}`;
+          timedOut = e.name === 'TimeoutError';
+          reason = `GET ${path} ${timedOut ? `timed out after ${timeout_ms} ms` : `failed (${e.code ?? e.cause?.code ?? 'connection error'})`}`;
         }
-        await Promise.all(providers.map((id) => this.deps.health.record(id, ok, reason)));
+        const busyAtEnd = timedOut ? await this.busy(providers, timeout_ms) : new Set<string>();
+        await Promise.all(
+          providers.map((id) => {
+            const busy = busyAtStart.has(id) || busyAtEnd.has(id);
+            if (timedOut && busy) this.deps.logger.debug({ provider: id, reason }, 'probe timed out while busy');
+            return this.deps.health.record(id, ok, reason, timedOut ? { timedOut, busy } : undefined);
+          }),
+        );
       }),
     );
     await this.deps.health.refresh(queueProviders(config).map((p) => p.providerId));
+  }
+
+  /** The providers among `ids` with requests in flight; none known when the queue cannot say within `waitMs`. */
+  private async busy(ids: readonly string[], waitMs: number): Promise<Set<string>> {
+    const queue = this.deps.queue;
+    if (!queue || ids.length === 0) return new Set();
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), waitMs)));
+    try {
+      const counts = await Promise.race([queue.counts(ids), gaveUp]);
+      return new Set([...(counts ?? new Map()).entries()].filter(([, c]) => c.inFlight > 0).map(([id]) => id));
+    } catch {
+      return new Set();
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private schedule(delayMs: number): void {

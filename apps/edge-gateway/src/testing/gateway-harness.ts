@@ -24,7 +24,7 @@ export interface TestGateway {
   queue: ProviderQueue;
   /**
    * Present when started with `{ health: true }` (an in-process store and its prober) or with
-   * `{ health: store }` (that store, no prober: the test decides what is observed).
+   * `{ health: store }` (that store, probed only with `probe: true`: else the test decides what is observed).
    */
   health?: HealthStore;
   prober?: ProviderProber;
@@ -34,7 +34,8 @@ export interface TestGateway {
 /**
  * Parses `yaml` (with `${VAR}` from `env`) and starts a real listening gateway on 127.0.0.1:0.
  * `opts.health`: `true` for a `MemoryHealthStore` probed every `health.interval_ms`, or a store of
- * the test's own (e.g. a `RedisHealthStore`) that nothing probes. `opts.adapterFactory` builds the
+ * the test's own (e.g. a `RedisHealthStore`) that nothing probes unless `opts.probe` is true. The
+ * prober counts requests in flight on `queue`, as the gateway's does. `opts.adapterFactory` builds the
  * adapters (default: the real ones, `createAdapter`).
  * @throws Error listing the config problems when the YAML is invalid.
  */
@@ -42,7 +43,7 @@ export async function startTestGateway(
   yaml: string,
   env: Record<string, string> = {},
   queue: ProviderQueue = new MemoryProviderQueue(),
-  opts: { health?: boolean | HealthStore; adapterFactory?: AdapterFactory } = {},
+  opts: { health?: boolean | HealthStore; probe?: boolean; adapterFactory?: AdapterFactory } = {},
 ): Promise<TestGateway> {
   const loaded = parseConfigText(yaml, env, 'test.yaml');
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
@@ -51,8 +52,9 @@ export async function startTestGateway(
   const adapters = new AdapterRegistry(opts.adapterFactory ?? createAdapter);
   const logger = pino({ level: 'silent' });
   const health = opts.health === true ? new MemoryHealthStore(() => config.health) : opts.health || undefined;
+  const probed = opts.health === true || opts.probe === true;
   const prober =
-    health && opts.health === true ? new ProviderProber({ config: () => config, adapters, health, logger }) : undefined;
+    health && probed ? new ProviderProber({ config: () => config, adapters, health, logger, queue }) : undefined;
   prober?.start();
   const app = createApp({
     config: () => config,

@@ -1,6 +1,6 @@
 import { HealthCache } from './health-cache';
 import type { HealthEvent } from './health-record';
-import type { HealthStore } from './health-store';
+import type { HealthStore, ProbeDetail } from './health-store';
 import type { HealthView } from './health-view';
 
 /**
@@ -10,6 +10,8 @@ import type { HealthView } from './health-view';
  */
 export abstract class CachedHealthStore implements HealthStore {
   protected readonly cache = new HealthCache();
+  /** This replica's latest request success per provider (epoch ms, `now()`), reported with each probe. */
+  private readonly lastOk = new Map<string, number>();
 
   /** Applies one event to a provider's record and updates the cache; never throws. @returns whether this call wrote a change. */
   protected abstract apply(providerId: string, event: HealthEvent): Promise<boolean>;
@@ -20,11 +22,13 @@ export abstract class CachedHealthStore implements HealthStore {
     return Date.now();
   }
 
-  async record(providerId: string, ok: boolean, reason?: string): Promise<void> {
-    await this.apply(providerId, { kind: 'probe', ok, reason });
+  async record(providerId: string, ok: boolean, reason?: string, detail?: ProbeDetail): Promise<void> {
+    const okAt = this.lastOk.get(providerId);
+    await this.apply(providerId, { kind: 'probe', ok, reason, ...detail, ...(okAt !== undefined ? { okAt } : {}) });
   }
 
   async recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void> {
+    if (ok) this.lastOk.set(providerId, this.now());
     await this.apply(providerId, { kind: 'request', ok, reason });
   }
 

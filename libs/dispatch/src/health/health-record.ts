@@ -30,6 +30,11 @@ export interface ProviderHealth {
   backoffUntil?: number;
   /** Why it backs off. */
   backoffReason?: string;
+  /**
+   * Epoch ms of the latest request of it that succeeded, on any replica, as the replicas' probe
+   * rounds report it (each probe event carries its replica's latest success, so the hot path writes nothing).
+   */
+  lastOkAt?: number;
 }
 
 /** The record of a provider nothing has been seen of yet: healthy, no runs. */
@@ -37,8 +42,12 @@ export const INITIAL_HEALTH: ProviderHealth = { state: 'healthy', failures: 0, s
 
 /** One observation of a provider. */
 export type HealthEvent =
-  /** An active probe's result. */
-  | { kind: 'probe'; ok: boolean; reason?: string }
+  /**
+   * An active probe's result. `timedOut`: it got no answer within `health.timeout_ms`; `busy`: the
+   * provider had requests in flight while it ran (counted fleet-wide where the queue is shared);
+   * `okAt`: the latest request success the reporting replica saw (epoch ms, the store's clock).
+   */
+  | { kind: 'probe'; ok: boolean; reason?: string; timedOut?: boolean; busy?: boolean; okAt?: number }
   /** A request's result: `ok` when the upstream answered properly, else what it did (README "Provider health"). */
   | { kind: 'request'; ok: boolean; reason?: string }
   /** An upstream 429: the provider takes no request for `seconds`. */
@@ -46,11 +55,35 @@ export type HealthEvent =
   /** A request claims the trial of a half-open provider, holding it for `holdMs`. */
   | { kind: 'trial'; holdMs: number };
 
-/** The thresholds the transitions use; `cooldown_ms` defaults to 30000. */
-export type HealthThresholds = Pick<HealthSettings, 'unhealthy_after' | 'healthy_after'> & { cooldown_ms?: number };
+/** The thresholds the transitions use; `cooldown_ms` defaults to 30000, `interval_ms` to 5000. */
+export type HealthThresholds = Pick<HealthSettings, 'unhealthy_after' | 'healthy_after'> & {
+  cooldown_ms?: number;
+  interval_ms?: number;
+};
 
 /** `health.cooldown_ms` when unset: how long a provider out for failing requests waits for its trial, in ms. */
 export const DEFAULT_COOLDOWN_MS = 30_000;
+
+/** `health.interval_ms` when unset: the probe period, in ms, and how recent a success keeps a late probe from counting. */
+export const DEFAULT_INTERVAL_MS = 5_000;
+
+/**
+ * Whether a failed probe is no evidence on its own (README "Provider health"): it timed out while
+ * the provider was busy, with requests in flight or a request that succeeded within the last
+ * `interval_ms` (on any replica). A busy server answers its probe late, behind the work; its
+ * requests say whether it is alive (a hung one is caught by its requests' first-byte and idle
+ * timeouts). A refused connection or an error status always counts.
+ */
+function busyProbeTimeout(
+  event: Extract<HealthEvent, { kind: 'probe' }>,
+  lastOkAt: number | undefined,
+  settings: HealthThresholds,
+  now: number,
+): boolean {
+  if (event.ok || !event.timedOut) return false;
+  const recentOk = lastOkAt !== undefined && now - lastOkAt <= (settings.interval_ms ?? DEFAULT_INTERVAL_MS);
+  return event.busy === true || recentOk;
+}
 
 /** A change worth one log line: from → to, and why. */
 export interface HealthTransition {
@@ -64,10 +97,13 @@ export interface HealthTransition {
  * rule (the Redis store applies its result with a compare-and-set, so replicas agree).
  * - probes: `unhealthy_after` consecutive failures turn a healthy provider unhealthy (`cause:
  *   probe`); `healthy_after` consecutive successes bring back a provider the probe took out, and
- *   only such a provider;
- * - requests: `unhealthy_after` consecutive failed requests turn it unhealthy (`cause: requests`)
- *   even while its probe passes; after `cooldown_ms` it is half-open: one request may claim the
- *   trial; a success brings it back, a failure starts another cooldown;
+ *   only such a provider; a probe that timed out while the provider was busy (requests in flight,
+ *   or one that succeeded within `interval_ms` on any replica) changes nothing ({@link busyProbeTimeout});
+ *   every probe event keeps the latest success it reports in `lastOkAt`;
+ * - requests outrank probes: `unhealthy_after` consecutive failed requests turn it unhealthy
+ *   (`cause: requests`) even while its probe passes; after `cooldown_ms` it is half-open: one request
+ *   may claim the trial; a success brings it back, a failure starts another cooldown. A request that
+ *   succeeds also ends a run of failed probes and brings back a provider its probe took out;
  * - a 429 backs it off until its `Retry-After` has passed, without touching its health.
  * @returns the next record, `changed` false when it equals `prev` (nothing to write), and the
  *   transition to log, if any.
@@ -78,8 +114,14 @@ export function nextHealth(
   settings: HealthThresholds,
   now: number,
 ): { next: ProviderHealth; changed: boolean; transition?: HealthTransition } {
-  // The hot path: a request that succeeds on a healthy provider with no failed request to forget.
-  if (event.kind === 'request' && event.ok && prev.state === 'healthy' && prev.requestFailures === 0)
+  // The hot path: a request that succeeds on a healthy provider with no failed request or probe to forget.
+  if (
+    event.kind === 'request' &&
+    event.ok &&
+    prev.state === 'healthy' &&
+    prev.requestFailures === 0 &&
+    prev.failures === 0
+  )
     return { next: prev, changed: false };
   const before = healthView(prev, now).state;
   const next: ProviderHealth = { ...prev };
@@ -92,6 +134,8 @@ export function nextHealth(
   };
   switch (event.kind) {
     case 'probe':
+      if (event.okAt !== undefined && event.okAt > (prev.lastOkAt ?? -Infinity)) next.lastOkAt = event.okAt;
+      if (busyProbeTimeout(event, next.lastOkAt, settings, now)) break;
       if (event.ok) {
         next.successes = Math.min(prev.successes + 1, settings.healthy_after);
         next.failures = 0;
@@ -110,11 +154,11 @@ export function nextHealth(
     case 'request':
       if (event.ok) {
         next.requestFailures = 0;
-        if (prev.state === 'unhealthy' && prev.cause === 'requests') {
+        next.failures = 0;
+        if (prev.state === 'unhealthy') {
           turn('healthy', undefined, undefined);
           delete next.retryAt;
           delete next.trialUntil;
-          next.failures = 0;
         }
       } else {
         next.requestFailures = prev.requestFailures + 1;

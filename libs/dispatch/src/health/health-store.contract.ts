@@ -9,8 +9,11 @@ export interface HealthStorePair {
   cleanup(): Promise<void>;
 }
 
-/** Settings every contract store is built with: 3 failures / 2 successes, cooldown 200 ms. */
-export const CONTRACT_SETTINGS = { unhealthy_after: 3, healthy_after: 2, cooldown_ms: 200 };
+/** Settings every contract store is built with: 3 failures / 2 successes, cooldown 200 ms, probes every 300 ms. */
+export const CONTRACT_SETTINGS = { unhealthy_after: 3, healthy_after: 2, cooldown_ms: 200, interval_ms: 300 };
+
+/** A probe that got no answer within `health.timeout_ms`. */
+const TIMED_OUT = 'GET /health timed out after 150 ms';
 
 /** A transition listener that appends `id: from → to` to `into`. */
 export const collectTransitions = (into: string[]) => (id: string, t: HealthTransition) =>
@@ -142,6 +145,66 @@ export function describeHealthStoreContract(name: string, make: () => Promise<He
         expect(store.trialsDue().has('p')).toBe(false);
         await sleep(250);
         expect(store.trialsDue().has('p')).toBe(true);
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a probe that timed out while the provider was busy is no evidence; a refused one still is', async () => {
+      const { stores, cleanup } = await make();
+      const [store] = stores;
+      try {
+        for (let i = 0; i < 5; i++) await store.record('p', false, TIMED_OUT, { timedOut: true, busy: true });
+        expect(store.unhealthy().has('p')).toBe(false);
+        // A timeout while idle counts; a failure that is not a timeout counts whatever the load.
+        await store.record('p', false, TIMED_OUT, { timedOut: true, busy: false });
+        await store.record('p', false, 'GET /health failed (ECONNREFUSED)', { timedOut: false, busy: true });
+        await store.record('p', false, 'GET /health answered 503');
+        expect(store.views().get('p')).toMatchObject({
+          state: 'unhealthy',
+          reason: '3 probes failed: GET /health answered 503',
+        });
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a probe that timed out within interval_ms of a success on any replica is no evidence; later it is', async () => {
+      const { stores, cleanup } = await make();
+      const [a, b] = stores;
+      try {
+        // b served a request; its probe round reports it, so a's timeouts right after do not count.
+        await b.recordRequest('p', true);
+        await b.record('p', true);
+        for (let i = 0; i < 3; i++) await a.record('p', false, TIMED_OUT, { timedOut: true, busy: false });
+        expect(a.unhealthy().has('p')).toBe(false);
+        await sleep(400);
+        for (let i = 0; i < 3; i++) await a.record('p', false, TIMED_OUT, { timedOut: true, busy: false });
+        expect(a.views().get('p')).toMatchObject({ state: 'unhealthy', reason: `3 probes failed: ${TIMED_OUT}` });
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a request that succeeds ends a run of failed probes and brings back a provider its probe took out', async () => {
+      const { stores, transitions, cleanup } = await make();
+      const [a, b] = stores;
+      try {
+        for (let i = 0; i < 2; i++) await a.record('p', false, 'GET /health answered 503');
+        await b.refresh(['p']);
+        await b.recordRequest('p', true);
+        for (let i = 0; i < 2; i++) await a.record('p', false, 'GET /health answered 503');
+        expect(a.unhealthy().has('p')).toBe(false);
+        await a.record('p', false, 'GET /health answered 503');
+        expect(a.unhealthy().has('p')).toBe(true);
+        await b.refresh(['p']);
+        await b.recordRequest('p', true);
+        await a.refresh(['p']);
+        expect(a.unhealthy().has('p')).toBe(false);
+        expect([...transitions[0], ...transitions[1]].sort()).toEqual([
+          'p: healthy → unhealthy',
+          'p: unhealthy → healthy',
+        ]);
       } finally {
         await cleanup();
       }

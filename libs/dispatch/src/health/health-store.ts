@@ -1,6 +1,16 @@
 import type { HealthTransition } from './health-record';
 import type { HealthView } from './health-view';
 
+/**
+ * How a failed probe failed, for the rule that weighs it (README "Provider health"): `timedOut`, no
+ * answer within `health.timeout_ms`; `busy`, the provider had requests in flight meanwhile (fleet-wide
+ * where the queue is shared). A probe that timed out while busy is no evidence on its own.
+ */
+export interface ProbeDetail {
+  timedOut: boolean;
+  busy: boolean;
+}
+
 /** A transition as the store reports it, once, by the writer that made it. */
 export type HealthTransitionListener = (providerId: string, transition: HealthTransition) => void;
 
@@ -12,9 +22,15 @@ export type HealthTransitionListener = (providerId: string, transition: HealthTr
  * Stores hold no connection or timer of their own (the Redis store borrows one), so there is nothing to close.
  */
 export interface HealthStore {
-  /** Records one probe result (`reason`: why it failed). */
-  record(providerId: string, ok: boolean, reason?: string): Promise<void>;
-  /** Records one request's result on real traffic: a success, or what the upstream did. */
+  /**
+   * Records one probe result (`reason`: why it failed; `detail`: how, {@link ProbeDetail}), with this
+   * replica's latest request success on the provider, so every replica learns of it (`lastOkAt`).
+   */
+  record(providerId: string, ok: boolean, reason?: string, detail?: ProbeDetail): Promise<void>;
+  /**
+   * Records one request's result on real traffic: a success, or what the upstream did. A success on
+   * a provider with nothing to reset writes nothing: the store notes its time in process, for the next probe's record.
+   */
   recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void>;
   /** Backs a provider off for `seconds` (an upstream 429). */
   backOff(providerId: string, seconds: number, reason: string): Promise<void>;

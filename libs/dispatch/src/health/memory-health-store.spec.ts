@@ -52,4 +52,15 @@ describe('nextHealth', () => {
     const once = nextHealth(INITIAL_HEALTH, { kind: 'probe', ok: true }, settings, 0).next;
     expect(nextHealth(once, { kind: 'probe', ok: true }, settings, 0).changed).toBe(false);
   });
+
+  it('keeps the latest success a probe round reports, never moving it back, and weighs a timeout against it', () => {
+    const timedOut = { kind: 'probe', ok: false, timedOut: true, busy: false } as const;
+    let record = nextHealth(INITIAL_HEALTH, { kind: 'probe', ok: true, okAt: 5000 }, settings, 5000).next;
+    record = nextHealth(record, { kind: 'probe', ok: true, okAt: 3000 }, settings, 5100).next;
+    expect(record.lastOkAt).toBe(5000);
+    // interval_ms defaults to 5000: a timeout 5 s after the success is no evidence, one just after that is.
+    expect(nextHealth(record, timedOut, settings, 10_000).changed).toBe(false);
+    expect(nextHealth(record, timedOut, settings, 10_001).next.failures).toBe(1);
+    expect(nextHealth(record, timedOut, { ...settings, interval_ms: 1000 }, 6001).next.failures).toBe(1);
+  });
 });

@@ -24,7 +24,8 @@ import { openAiOnlyChatFields, PASS, PLATFORM_METADATA, type AdapterFieldTables 
  * | `input`, `instructions` | `messages` |
  * | `max_output_tokens` | `max_tokens` |
  * | `temperature`, `top_p`, `stream` | themselves |
- * | `text.format` | `response_format` |
+ * | `text.format` | `response_format` (checked, and echoed in the Response as asked: `request-echo.ts`) |
+ * | `text.verbosity` | refused unless `"medium"` (by the translation: chat through Ollama has no verbosity) |
  * | `reasoning.effort` | `reasoning_effort` |
  * | `user`, `metadata`, `store`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `stream_options` | not sent |
  * | `tools` | refused unless `[]` |
@@ -36,6 +37,8 @@ import { openAiOnlyChatFields, PASS, PLATFORM_METADATA, type AdapterFieldTables 
  * | `top_logprobs` | refused unless `0` |
  * | `previous_response_id`, `conversation`, `prompt`, `max_tool_calls` | refused (400) |
  * | fields outside the OpenAI reference | themselves, in the chat request |
+ * Answers: the message's `reasoning` (Ollama's OpenAI-compatible API) becomes a `reasoning` item
+ * before the message (`responses-translation`); chat answers pass through untouched.
  *
  * Embeddings:
  * | field | sent as |

@@ -85,4 +85,44 @@ describe('chatCompletionToResponse', () => {
     expect(response.output_text).toBe('Hello from chat');
     expect(response.model).toBe('public-name');
   });
+
+  it.each([
+    ['reasoning', { reasoning: 'Thinking.' }],
+    ['reasoning_content', { reasoning_content: 'Thinking.' }],
+  ])('puts the message %s in a reasoning item before the message, with its token count', (_field, fields) => {
+    const chat = {
+      ...completion('Answer.', 'stop', { prompt_tokens: 3, completion_tokens: 9, total_tokens: 12 }),
+      usage: {
+        prompt_tokens: 3,
+        completion_tokens: 9,
+        total_tokens: 12,
+        completion_tokens_details: { reasoning_tokens: 4 },
+      },
+    };
+    Object.assign(chat.choices[0].message, fields);
+    const response = chatCompletionToResponse(chat, 'm');
+    expect(response.output).toEqual([
+      {
+        type: 'reasoning',
+        id: expect.stringMatching(/^rs_[0-9a-f]{48}$/),
+        status: 'completed',
+        summary: [],
+        content: [{ type: 'reasoning_text', text: 'Thinking.' }],
+      },
+      expect.objectContaining({ type: 'message', content: [expect.objectContaining({ text: 'Answer.' })] }),
+    ]);
+    expect(response.usage?.output_tokens_details).toEqual({ reasoning_tokens: 4 });
+  });
+
+  it('marks the reasoning incomplete when the token limit cut it before any answer; no item for empty reasoning', () => {
+    const cut = completion(null, 'length');
+    Object.assign(cut.choices[0].message, { reasoning: 'Thinking' });
+    expect(chatCompletionToResponse(cut, 'm').output.map((item) => [item.type, item.status])).toEqual([
+      ['reasoning', 'incomplete'],
+      ['message', 'incomplete'],
+    ]);
+    const empty = completion('x');
+    Object.assign(empty.choices[0].message, { reasoning: '', reasoning_content: null });
+    expect(chatCompletionToResponse(empty, 'm').output.map((item) => item.type)).toEqual(['message']);
+  });
 });

@@ -1,43 +1,48 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { responseTooLarge, UpstreamError, upstreamError } from '../../errors';
+import { UpstreamError, upstreamError } from '../../errors';
+import { DEFAULT_ECHO, type ResponseEcho } from './request-echo';
 import {
-  buildMessageItem,
   buildResponseObject,
   isRecord,
   newId,
+  reasoningOf,
   statusFromFinishReason,
   usageFromChat,
   type ResponseUsage,
 } from './response-object';
-
-/** Deltas held one by one before they are joined into one flat string. */
-const HELD_DELTAS = 1024;
+import { StreamOutput } from './stream-output';
 
 /**
  * Translates a streamed chat completion (SSE `data: {chat.completion.chunk}` frames ending with
  * `data: [DONE]`) into a streamed Response (OpenAI API reference, "Streaming events"). Each
  * yielded string is one whole SSE frame `event: <type>\ndata: {"type", "sequence_number", …}\n\n`,
  * `sequence_number` counting from 0:
- * 1. on the first upstream event: `response.created`, `response.in_progress`,
- *    `response.output_item.added` (one assistant message `msg_…`), `response.content_part.added`;
- * 2. `response.output_text.delta` for every chunk with text, as soon as it arrives (no coalescing);
- * 3. after `[DONE]`: `response.output_text.done`, `response.content_part.done`,
- *    `response.output_item.done`, then `response.completed` (or `response.incomplete` when the
+ * 1. on the first upstream event: `response.created`, `response.in_progress` (the Response echoing
+ *    the request's settings, `echo`: `text.format` as asked, …);
+ * 2. the output items ({@link StreamOutput}), each delta as soon as it arrives (no coalescing): a
+ *    `reasoning` item for the model's reasoning (a delta's `reasoning` or `reasoning_content`,
+ *    `reasoningOf`: `response.reasoning_text.delta`), then the assistant `message` item for its
+ *    content (`response.output_text.delta`);
+ * 3. after `[DONE]`: the closing events of the last item (and an empty message item when the
+ *    model answered nothing), then `response.completed` (or `response.incomplete` when the
  *    upstream stopped on `finish_reason: "length"` / `"content_filter"`), carrying the whole
- *    Response with `usage` when the upstream sent a usage chunk.
+ *    Response with `usage` (reasoning tokens included when the upstream counts them) when the
+ *    upstream sent a usage chunk.
  * Nothing is yielded before the upstream's first event, so a failure there is still a clean
  * error status for the client, and the gateway's time-to-first-byte bound still applies upstream.
  * Stopping the returned iterator early stops the upstream iterator (closing its connection or process).
  *
  * The closing events must each carry the whole text (the spec marks `text`, `part`, `item` and
  * `response.output` required, and OpenAI's own streams send it four times); the `openai` clients
- * take the final Response from `response.completed`. So the text is held until the end, and its
- * size is bounded: past `maxTextBytes` (UTF-8) the stream fails with a 502 `upstream_error`, not
- * booked ({@link responseTooLarge}), like a non-streamed answer over `gateway.max_response_bytes`:
- * the client gets the error event, the upstream is stopped, and the state held stays under the cap.
+ * take the final Response from `response.completed`. So the text (reasoning and answer) is held
+ * until the end, and its size is bounded: past `maxTextBytes` (UTF-8) the stream fails with a 502
+ * `upstream_error`, not booked (`responseTooLarge`), like a non-streamed answer over
+ * `gateway.max_response_bytes`: the client gets the error event, the upstream is stopped, and the
+ * state held stays under the cap.
  * @param chatSse the upstream body: bytes or text in any chunking, parsed with `eventsource-parser`.
  * @param model the public model name the client asked for.
  * @param maxTextBytes the most text held for the closing events, in bytes (`gateway.max_response_bytes`).
+ * @param echo the request's settings the Response reports back (`echoOf`).
  * @throws UpstreamError (after or instead of frames) when the text passes `maxTextBytes` (502, not
  *   booked); when the upstream sends an error event or an `{"error": …}` payload ({@link inBandError}: a 4xx about the client's request, else 502), sends
  *   data that is not JSON or ends without `[DONE]` (502; `[DONE]` ended by the end of the stream counts);
@@ -48,14 +53,14 @@ export async function* chatStreamToResponsesStream(
   chatSse: AsyncIterable<Uint8Array | string>,
   model: string,
   maxTextBytes = Infinity,
+  echo: ResponseEcho = DEFAULT_ECHO,
 ): AsyncGenerator<string, void, undefined> {
   const responseId = newId('resp_');
-  const itemId = newId('msg_');
   const createdAt = Math.floor(Date.now() / 1000);
   let sequenceNumber = 0;
   const frame = (type: string, fields: Record<string, unknown>): string =>
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequenceNumber++, ...fields })}\n\n`;
-  const textPosition = { item_id: itemId, output_index: 0, content_index: 0 };
+  const output = new StreamOutput(frame, maxTextBytes);
 
   let started = false;
   function* preamble(): Generator<string> {
@@ -67,27 +72,15 @@ export async function* chatStreamToResponsesStream(
       status: 'in_progress',
       output: [],
       usage: null,
+      echo,
     });
     yield frame('response.created', { response: inProgress });
     yield frame('response.in_progress', { response: inProgress });
-    yield frame('response.output_item.added', {
-      output_index: 0,
-      item: { ...buildMessageItem(itemId, '', 'in_progress'), content: [] },
-    });
-    yield frame('response.content_part.added', {
-      ...textPosition,
-      part: { type: 'output_text', text: '', annotations: [] },
-    });
   }
 
   const pending: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => pending.push(event) });
   const decoder = new TextDecoder();
-  // The text so far, flat: deltas are joined every HELD_DELTAS, since a string grown by `+=` one
-  // token at a time keeps a node per token (several times the text's own size).
-  const held: string[] = [];
-  let recent: string[] = [];
-  let textBytes = 0;
   let finishReason: unknown = null;
   let usage: ResponseUsage | null = null;
   let sawDone = false;
@@ -104,17 +97,12 @@ export async function* chatStreamToResponsesStream(
       if (!started) yield* preamble();
       const choice = Array.isArray(data.choices) ? data.choices[0] : undefined;
       if (isRecord(choice)) {
-        const delta = isRecord(choice.delta) ? choice.delta.content : undefined;
-        if (typeof delta === 'string' && delta !== '') {
-          textBytes += Buffer.byteLength(delta);
-          if (textBytes > maxTextBytes)
-            throw responseTooLarge(maxTextBytes, `translated Responses stream: text over ${maxTextBytes} bytes`);
-          recent.push(delta);
-          if (recent.length >= HELD_DELTAS) {
-            held.push(recent.join(''));
-            recent = [];
-          }
-          yield frame('response.output_text.delta', { ...textPosition, delta, logprobs: [] });
+        if (isRecord(choice.delta)) {
+          // A delta may carry both (a server that sends the reasoning's last piece with the first answer's).
+          const reasoning = reasoningOf(choice.delta);
+          if (reasoning !== '') yield* output.add('reasoning', reasoning);
+          const content = choice.delta.content;
+          if (typeof content === 'string' && content !== '') yield* output.add('message', content);
         }
         if (choice.finish_reason != null) finishReason = choice.finish_reason;
       }
@@ -139,21 +127,17 @@ export async function* chatStreamToResponsesStream(
     });
 
   if (!started) yield* preamble();
-  const text = held.join('') + recent.join('');
   const { status, incompleteReason } = statusFromFinishReason(finishReason);
-  const part = { type: 'output_text', text, annotations: [] };
-  const item = buildMessageItem(itemId, text, status);
-  yield frame('response.output_text.done', { ...textPosition, text, logprobs: [] });
-  yield frame('response.content_part.done', { ...textPosition, part });
-  yield frame('response.output_item.done', { output_index: 0, item });
+  const items = yield* output.finish(status);
   const response = buildResponseObject({
     id: responseId,
     createdAt,
     model,
     status,
     incompleteReason,
-    output: [item],
+    output: items,
     usage,
+    echo,
   });
   yield frame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
 }

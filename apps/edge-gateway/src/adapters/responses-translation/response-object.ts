@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ResponseEcho } from './request-echo';
 
 /**
  * The text part of an assistant message in a Response (OpenAI API reference, `ResponseOutputText`).
@@ -20,6 +21,29 @@ export interface OutputMessageItem {
   content: OutputTextPart[];
 }
 
+/** The raw reasoning of a model (OpenAI API reference, `ResponseReasoningItem.Content`). */
+export interface ReasoningTextPart {
+  type: 'reasoning_text';
+  text: string;
+}
+
+/**
+ * A reasoning item of `Response.output` (OpenAI API reference, `ResponseReasoningItem`). What vLLM
+ * and Ollama send is the model's own reasoning text, not a summary of it: it goes in `content` as one
+ * `reasoning_text` part; `summary` (required by the reference) is empty.
+ */
+export interface ReasoningItem {
+  type: 'reasoning';
+  /** `rs_…` */
+  id: string;
+  status: 'in_progress' | 'completed' | 'incomplete';
+  summary: never[];
+  content: ReasoningTextPart[];
+}
+
+/** An item of `Response.output` as this gateway builds it: the reasoning, then the assistant message. */
+export type OutputItem = ReasoningItem | OutputMessageItem;
+
 /** Token counts of a Response (OpenAI API reference, `ResponseUsage`). */
 export interface ResponseUsage {
   input_tokens: number;
@@ -32,27 +56,27 @@ export interface ResponseUsage {
 /**
  * A Response object (OpenAI `POST /v1/responses`, API reference) as this gateway builds it for
  * upstreams that only speak chat completions. `created_at` is in Unix seconds. The fields the
- * `openai` client reads are all present, so its computed `response.output_text` works.
+ * `openai` client reads are all present, so its computed `response.output_text` works. The request's
+ * settings are echoed as the reference does ({@link ResponseEcho}: `text.format` as asked, …).
  */
-export interface ResponseObject {
+export interface ResponseObject extends ResponseEcho {
   /** `resp_…` */
   id: string;
   object: 'response';
   created_at: number;
   status: 'in_progress' | 'completed' | 'incomplete';
   model: string;
-  output: OutputMessageItem[];
+  output: OutputItem[];
   /** `null` while in progress, or when the upstream reported no counts. */
   usage: ResponseUsage | null;
   error: null;
   /** Set when `status` is `incomplete`: the upstream stopped on its token limit or a content filter. */
   incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
-  instructions: null;
   metadata: Record<string, string>;
-  parallel_tool_calls: boolean;
+  /** `true`, the API's default and the only value carried (no tools run through this translation). */
+  parallel_tool_calls: true;
   tool_choice: 'auto';
   tools: never[];
-  text: { format: { type: 'text' } };
 }
 
 /** A fresh OpenAI-style id: `prefix` followed by 48 hex digits, e.g. `resp_3f…`. */
@@ -60,16 +84,21 @@ export function newId(prefix: string): string {
   return `${prefix}${randomBytes(24).toString('hex')}`;
 }
 
-/** Builds a Response object with the fields every variant shares (see {@link ResponseObject}). */
+/**
+ * Builds a Response object with the fields every variant shares (see {@link ResponseObject}); the
+ * request's settings come from `fields.echo` (`echoOf`, `request-echo.ts`).
+ */
 export function buildResponseObject(fields: {
   id: string;
   createdAt: number;
   model: string;
   status: ResponseObject['status'];
-  output: OutputMessageItem[];
+  output: OutputItem[];
   usage: ResponseUsage | null;
   incompleteReason?: 'max_output_tokens' | 'content_filter';
+  echo: ResponseEcho;
 }): ResponseObject {
+  const { echo } = fields;
   return {
     id: fields.id,
     object: 'response',
@@ -80,13 +109,32 @@ export function buildResponseObject(fields: {
     usage: fields.usage,
     error: null,
     incomplete_details: fields.incompleteReason ? { reason: fields.incompleteReason } : null,
-    instructions: null,
+    instructions: echo.instructions,
+    max_output_tokens: echo.max_output_tokens,
+    temperature: echo.temperature,
+    top_p: echo.top_p,
+    reasoning: echo.reasoning,
+    text: echo.text,
     metadata: {},
-    parallel_tool_calls: false,
+    parallel_tool_calls: true,
     tool_choice: 'auto',
     tools: [],
-    text: { format: { type: 'text' } },
   };
+}
+
+/** A reasoning item holding the model's reasoning `text` as one `reasoning_text` part. */
+export function buildReasoningItem(id: string, text: string, status: ReasoningItem['status']): ReasoningItem {
+  return { type: 'reasoning', id, status, summary: [], content: [{ type: 'reasoning_text', text }] };
+}
+
+/**
+ * The reasoning text of a chat message or delta, '' when none: `reasoning` (vLLM 0.11 and later,
+ * Ollama's OpenAI-compatible API) or else `reasoning_content` (vLLM before 0.11, DeepSeek's API);
+ * one of them only, since a server in transition may send both with the same text.
+ */
+export function reasoningOf(message: Record<string, unknown>): string {
+  if (typeof message.reasoning === 'string' && message.reasoning !== '') return message.reasoning;
+  return typeof message.reasoning_content === 'string' ? message.reasoning_content : '';
 }
 
 /** An assistant message item holding one text part. */

@@ -88,6 +88,41 @@ describe('responsesToChat', () => {
       { model: 'm', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } },
     ],
     [
+      'leaves out reasoning items (a previous answer sent back) and keeps its message',
+      {
+        model: 'm',
+        input: [
+          { role: 'user', content: 'a' },
+          { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'hmm' }] },
+          {
+            type: 'message',
+            id: 'msg_1',
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: 'b', annotations: [] }],
+          },
+          { role: 'user', content: 'c' },
+        ],
+      },
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', content: 'b' },
+          { role: 'user', content: 'c' },
+        ],
+      },
+    ],
+    [
+      'maps a json_schema description too, and a plain text format to nothing',
+      { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: {}, description: 'd' } } },
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'n', schema: {}, description: 'd' } },
+      },
+    ],
+    [
       'accepts an empty tools list',
       { model: 'm', input: 'x', tools: [] },
       { model: 'm', messages: [{ role: 'user', content: 'x' }] },
@@ -105,6 +140,22 @@ describe('responsesToChat', () => {
       'rejects function call items',
       { model: 'm', input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] },
       'input[0].type',
+    ],
+    [
+      'rejects an input of reasoning items only',
+      { model: 'm', input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] },
+      'input',
+    ],
+    ['rejects a text that is not an object', { model: 'm', input: 'x', text: 'json' }, 'text'],
+    [
+      'rejects a text.format that is not an object',
+      { model: 'm', input: 'x', text: { format: 'json' } },
+      'text.format',
+    ],
+    [
+      'rejects a json_schema description that is not a string',
+      { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: {}, description: 1 } } },
+      'text.format.description',
     ],
     ['rejects an unknown role', { model: 'm', input: [{ role: 'wizard', content: 'x' }] }, 'input[0].role'],
     [

@@ -1,5 +1,6 @@
 import { invalidRequest } from '../../errors';
 import type { ChatMessage, ChatRequest, ResponsesRequest } from '../adapter';
+import { readTextConfig, responseFormatOf } from './request-echo';
 import { isRecord } from './response-object';
 
 /** Input roles a Responses message item may carry; `developer` becomes `system` for chat-only servers. */
@@ -49,9 +50,13 @@ const RESPONSES_FIELDS = new Set([
  * - `input` string → one `user` message; `input` array → one message per item
  *   `{type?: "message", role, content}`, where `content` is a string or a list of
  *   `input_text` / `output_text` parts whose texts are joined with `"\n"`; role `developer` → `system`;
+ *   `reasoning` items (a previous answer's output sent back, as the `openai` client's multi-turn
+ *   examples do) are left out: chat has no place for them, and reasoning models' chat templates drop
+ *   earlier turns' reasoning anyway (README "Request fields per adapter");
  * - `instructions` → a `system` message before every other message;
  * - `max_output_tokens` → `max_tokens`; `temperature`, `top_p`, `user` pass as they are;
- * - `text.format` `json_object` / `json_schema` → `response_format`; `reasoning.effort` → `reasoning_effort`;
+ * - `text.format` `json_object` / `json_schema` → `response_format` (`readTextConfig`, `responseFormatOf`);
+ *   `reasoning.effort` → `reasoning_effort`;
  * - fields outside the Responses reference (a server's own extensions) are copied as they are;
  * - `stream` is kept; a streamed call also asks for `stream_options.include_usage` so the final
  *   `response.completed` carries token counts when the upstream supports it.
@@ -59,8 +64,9 @@ const RESPONSES_FIELDS = new Set([
  * adapter accepts at all is its field table's decision (`request-fields.ts`), made before this runs;
  * the rest of the reference is not carried.
  * @throws ApiError 400 `invalid_request_error` (with `param`) for what chat completions cannot
- *   express: a missing or empty `input`, items other than messages (function calls, item
- *   references), non-text content (images, files), `tools`, `previous_response_id`.
+ *   express: a missing or empty `input`, items other than messages and reasoning (function calls,
+ *   item references), non-text content (images, files), `tools`, `previous_response_id`; an invalid
+ *   `text` (a `json_schema` without `name` or `schema`, an unknown format type, a `verbosity`).
  */
 export function responsesToChat(req: ResponsesRequest): ChatRequest {
   if (req.previous_response_id != null) {
@@ -96,7 +102,7 @@ export function responsesToChat(req: ResponsesRequest): ChatRequest {
   for (const field of ['temperature', 'top_p', 'user'] as const) {
     if (req[field] != null) chat[field] = req[field];
   }
-  const responseFormat = textFormatToResponseFormat(req.text);
+  const responseFormat = responseFormatOf(readTextConfig(req.text).format);
   if (responseFormat) chat.response_format = responseFormat;
   if (isRecord(req.reasoning) && typeof req.reasoning.effort === 'string') chat.reasoning_effort = req.reasoning.effort;
   return chat;
@@ -106,7 +112,7 @@ function inputToMessages(input: ResponsesRequest['input']): ChatMessage[] {
   if (typeof input === 'string') return input === '' ? [] : [{ role: 'user', content: input }];
   if (input == null) throw invalidRequest('input is required: send a string or a list of messages.', 'input');
   if (!Array.isArray(input)) throw invalidRequest('input must be a string or a list of messages.', 'input');
-  return input.map((item, i) => itemToMessage(item, i));
+  return input.flatMap((item, i) => (isRecord(item) && item.type === 'reasoning' ? [] : [itemToMessage(item, i)]));
 }
 
 function itemToMessage(item: unknown, i: number): ChatMessage {
@@ -145,18 +151,4 @@ function contentToText(content: unknown, param: string): string {
       );
     })
     .join('\n');
-}
-
-/** Responses `text.format` → chat `response_format`; `undefined` for plain text. */
-function textFormatToResponseFormat(text: unknown): Record<string, unknown> | undefined {
-  if (!isRecord(text) || !isRecord(text.format)) return undefined;
-  const { type, name, schema, strict, description } = text.format;
-  if (type === 'json_object') return { type: 'json_object' };
-  if (type === 'json_schema') {
-    const jsonSchema: Record<string, unknown> = { name, schema };
-    if (strict !== undefined) jsonSchema.strict = strict;
-    if (description !== undefined) jsonSchema.description = description;
-    return { type: 'json_schema', json_schema: jsonSchema };
-  }
-  return undefined;
 }

@@ -2,6 +2,7 @@ import { upstreamError } from '../../errors';
 import type { ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
 import { chatCompletionToResponse } from './chat-completion-to-response';
 import { chatStreamToResponsesStream } from './chat-stream-to-responses-stream';
+import { echoOf } from './request-echo';
 import { responsesToChat } from './responses-to-chat';
 
 /** The chat side of an adapter: `Adapter.chat` for an upstream without `/v1/responses`. */
@@ -12,7 +13,8 @@ export type ChatCall = (req: ChatRequest, ctx: DispatchContext) => Promise<Upstr
  * the request goes through {@link responsesToChat}, then `chat`, and its answer comes back as a
  * Response — a JSON chat completion through {@link chatCompletionToResponse}, an SSE chat stream
  * through {@link chatStreamToResponsesStream}, its text held up to `ctx.maxResponseBytes` — named
- * after the public model `req.model`.
+ * after the public model `req.model` and echoing the request's settings (`echoOf`: `text.format`
+ * as asked, `instructions`, `reasoning`, sampling and length settings).
  * @throws ApiError 400 from the request translation; whatever `chat` throws, unchanged;
  *   UpstreamError 502 when the chat answer is not JSON or not a chat completion.
  */
@@ -21,10 +23,12 @@ export async function responsesViaChat(
   ctx: DispatchContext,
   chat: ChatCall,
 ): Promise<UpstreamResponse> {
-  const upstream = await chat(responsesToChat(req), ctx);
+  const chatReq = responsesToChat(req);
+  const echo = echoOf(req);
+  const upstream = await chat(chatReq, ctx);
   if (upstream.kind === 'sse') {
     // The text the closing events carry is held up to gateway.max_response_bytes (README "Streaming").
-    const body = chatStreamToResponsesStream(upstream.body, req.model, ctx.maxResponseBytes);
+    const body = chatStreamToResponsesStream(upstream.body, req.model, ctx.maxResponseBytes, echo);
     return { kind: 'sse', status: upstream.status, body };
   }
   let parsed: unknown;
@@ -35,5 +39,9 @@ export async function responsesViaChat(
       detail: 'chat completion is not JSON',
     });
   }
-  return { kind: 'json', status: upstream.status, body: JSON.stringify(chatCompletionToResponse(parsed, req.model)) };
+  return {
+    kind: 'json',
+    status: upstream.status,
+    body: JSON.stringify(chatCompletionToResponse(parsed, req.model, echo)),
+  };
 }
