@@ -81,7 +81,10 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
         configHash: info && configDigest(config),
         configLoadedAt: info?.loadedAt,
       });
-      return { snapshot: { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) }, countsOk: counts !== undefined };
+      return {
+        snapshot: { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) },
+        countsOk: counts !== undefined,
+      };
     },
   };
 }

@@ -60,8 +60,7 @@ describe.each([
     closers.push(await seedLeases(server.urls[0], live, 'llama-b', 1, 0, { ...where, leaseClients: [BATCH] }));
     expect(await frozenCopy(reader, live, prefix)).toBeGreaterThan(10);
     // The live queues keep renewing their leases: everything else must stay as it is.
-    const read = async () =>
-      new Map([...(await keyspace(reader))].filter(([key]) => !key.startsWith(`${live}:`)));
+    const read = async () => new Map([...(await keyspace(reader))].filter(([key]) => !key.startsWith(`${live}:`)));
     const before = await read();
 
     let pushes = 0;
@@ -74,7 +73,14 @@ describe.each([
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
     closers.push(() => new Promise((r) => receiver.close(r)));
     const pushUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/status`;
-    const yaml = exporterYaml({ prefix, redisUrl: server.urls[0], cluster, pushUrl, intervalMs: 500, clients: CLIENTS });
+    const yaml = exporterYaml({
+      prefix,
+      redisUrl: server.urls[0],
+      cluster,
+      pushUrl,
+      intervalMs: 500,
+      clients: CLIENTS,
+    });
     const loaded = parseConfigText(yaml, {}, 'edge.yaml');
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     const exporter = await startExporter({

@@ -88,7 +88,9 @@ describe('the read-only queue board at /queues', () => {
       const res = await fetch(`${exporter.url}/queues`, { headers });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-      expect(res.headers.get('content-security-policy')).toMatch(/default-src 'self'.*style-src 'self' 'unsafe-inline'/);
+      expect(res.headers.get('content-security-policy')).toMatch(
+        /default-src 'self'.*style-src 'self' 'unsafe-inline'/,
+      );
       expect(res.headers.get('x-powered-by')).toBeNull();
       const html = await res.text();
       expect(html).toContain('<base href="/queues/" />');

@@ -67,7 +67,11 @@ export function createQueueBoard(entries: readonly ProviderQueueEntry[] = []): Q
       res.setHeader('allow', 'GET, HEAD');
       return sendError(res, {
         code: 'method_not_allowed',
-        fields: { method: req.method, path: req.originalUrl.split('?')[0], allow: 'GET or HEAD (the queue board is read-only)' },
+        fields: {
+          method: req.method,
+          path: req.originalUrl.split('?')[0],
+          allow: 'GET or HEAD (the queue board is read-only)',
+        },
       });
     }
     res.setHeader('content-security-policy', BOARD_CSP);

@@ -119,7 +119,9 @@ describe('ProviderQueues: the provider queues through BullMQ on one shared conne
     proxy.holdReplies();
     const held = await status();
     expect(resource(held, 'llama-a')).toMatchObject({ in_flight: null, queued: null });
-    expect(held.clients?.[0]).toMatchObject({ id: 'anonymous', in_flight: null, queued: null });
+    // The clients' counts too: unknown, never 0.
+    expect(held.clients).toEqual([expect.objectContaining({ id: 'anonymous', in_flight: null, queued: null })]);
+    expect(held.pools).toEqual([expect.objectContaining({ pool: 'pool.llama-a', in_flight: null, queued: null })]);
     const samples = parsePrometheusText(await (await fetch(`${exporter.url}/metrics`)).text());
     expect(sampleValue(samples, 'iop_edge_status_counts_up')).toBe(0);
     expect(sampleValue(samples, 'iop_edge_resource_in_flight', { resource: 'llama-a' })).toBeUndefined();
@@ -146,7 +148,9 @@ describe('ProviderQueues: the provider queues through BullMQ on one shared conne
     closers.push(() => exporter.close());
     const status = async () => (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
     const board = async () =>
-      ((await (await fetch(`${exporter.url}/queues/api/queues`)).json()) as { queues: { displayName: string }[] }).queues
+      (
+        (await (await fetch(`${exporter.url}/queues/api/queues`)).json()) as { queues: { displayName: string }[] }
+      ).queues
         .map((q) => q.displayName)
         .sort();
     expect(await board()).toEqual(['llama-a', 'llama-b']);
