@@ -11,7 +11,7 @@ import { configDigest, KeySet, presentedKey, type EdgeConfig } from '@iop/valida
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
-import { BOARD_PATH } from './board/queue-board';
+import { BOARD_PATH } from './board/board-path';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
 import { sendError } from './http/send-error';
 

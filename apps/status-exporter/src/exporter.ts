@@ -14,11 +14,9 @@ import {
 } from '@iop/validate';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
-import { createQueueBoard } from './board/queue-board';
 import { createExporterApp, snapshotSource } from './exporter-app';
 import { PushLock } from './push/push-lock';
 import { StatusPusher } from './push/status-pusher';
-import { ProviderQueues } from './queues/provider-queues';
 
 /**
  * How the exporter reads `edge.yaml` (README "Kubernetes"): the secrets only the gateway uses
@@ -109,6 +107,11 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     redisDown = true;
   });
   redis.on('ready', () => (redisDown = false));
+  // BullMQ and the board take a moment to load: only once the config is valid and the backend chosen.
+  const [{ ProviderQueues }, { createQueueBoard }] = await Promise.all([
+    import('./queues/provider-queues'),
+    import('./board/queue-board'),
+  ]);
   const board = createQueueBoard();
   // BullMQ repeats every connection error on each Queue: the listener above reports the outage once.
   const queues = new ProviderQueues(redis, config.queue.prefix, board.show, (err) =>

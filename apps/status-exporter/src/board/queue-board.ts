@@ -4,9 +4,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import express, { type Express, type Router } from 'express';
 import { sendError } from '../http/send-error';
 import type { ProviderQueueEntry } from '../queues/provider-queues';
-
-/** Where the exporter serves the queue board (README "Status": the queue board). */
-export const BOARD_PATH = '/queues';
+import { BOARD_PATH } from './board-path';
 
 /** The only methods the board answers: it is read-only (README "Status": the queue board). */
 const READ_METHODS = new Set(['GET', 'HEAD']);
