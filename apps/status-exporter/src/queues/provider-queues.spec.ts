@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { startExporter, type RunningExporter } from '../exporter';
+import { startExporter } from '../exporter';
 import { ProviderQueues, type ProviderQueueEntry } from './provider-queues';
 
 const resource = (s: StatusSnapshot, id: string): ResourceStatus =>

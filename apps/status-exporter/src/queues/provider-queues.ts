@@ -35,7 +35,7 @@ interface Tracked extends ProviderQueueEntry {
  */
 export class ProviderQueues {
   private readonly keys: LeaseKeys;
-  private readonly tracked = new Map<string, Tracked>();
+  private tracked = new Map<string, Tracked>();
 
   /**
    * @param redis the exporter's one connection (`connectRedis`), shared by every `Queue`.
@@ -59,25 +59,18 @@ export class ProviderQueues {
    * `Queue` whose start-up failed; the others are closed. Calls `onChange` when anything changed.
    */
   sync(addresses: readonly QueueAddress[]): void {
-    const wanted = new Map(addresses.map((a) => [a.providerId, a.shardTag]));
-    let changed = false;
-    for (const [id, t] of this.tracked) {
-      if (wanted.get(id) === t.shardTag && !t.broken) continue;
-      this.tracked.delete(id);
-      void t.queue.close().catch(() => undefined);
-      changed = true;
-    }
+    const before = [...this.tracked.values()];
+    const next = new Map<string, Tracked>();
     for (const { providerId, shardTag } of addresses) {
-      if (this.tracked.has(providerId)) continue;
-      this.tracked.set(providerId, this.open(providerId, shardTag));
-      changed = true;
+      const kept = this.tracked.get(providerId);
+      const usable = kept !== undefined && kept.shardTag === shardTag && !kept.broken;
+      next.set(providerId, usable ? kept : this.open(providerId, shardTag));
     }
-    if (!changed && [...this.tracked.keys()].every((id, i) => id === addresses[i]?.providerId)) return;
+    for (const t of before) if (next.get(t.providerId) !== t) void t.queue.close().catch(() => undefined);
     // Config order, so the board lists providers as edge.yaml does.
-    const ordered = addresses.map((a) => this.tracked.get(a.providerId)!);
-    this.tracked.clear();
-    for (const t of ordered) this.tracked.set(t.providerId, t);
-    this.onChange(this.list());
+    this.tracked = next;
+    const after = [...next.values()];
+    if (after.length !== before.length || after.some((t, i) => t !== before[i])) this.onChange(this.list());
   }
 
   /** The queues in force, in config order. */
@@ -96,9 +89,10 @@ export class ProviderQueues {
     this.sync(addresses);
     // A `Queue` whose start-up still waits for Redis would wait with it: unknown now is an error now.
     if (this.redis.status !== 'ready') throw new Error(`Redis connection is ${this.redis.status}`);
+    // After `sync` the queues are exactly those of `addresses`, in their order.
     const counted = await Promise.all(
-      addresses.map(async ({ providerId }) => {
-        const c = await this.tracked.get(providerId)!.queue.getJobCounts('active', 'wait', 'prioritized');
+      [...this.tracked.values()].map(async ({ providerId, queue }) => {
+        const c = await queue.getJobCounts('active', 'wait', 'prioritized');
         return [providerId, { inFlight: c.active, queued: c.wait + c.prioritized }] as const;
       }),
     );
