@@ -122,8 +122,13 @@ describe('status exporter hardening (README "Security")', () => {
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    // Either it refuses to start, or it runs (Redis down) and logs: give it a moment, then stop it.
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 1500).unref())]);
+    // Either it refuses to start, or it runs (Redis down) and logs its start-up, the Redis errors
+    // included, before its "listening on" line: wait for one or the other, then stop it.
+    await waitUntil(
+      () => child.exitCode !== null || /listening on/.test(output),
+      15_000,
+      'the exporter to refuse or to listen',
+    );
     if (child.exitCode === null) child.kill('SIGTERM');
     await exited;
     expect(output).not.toBe('');

@@ -1,3 +1,4 @@
+import type { QueueClient } from '@iop/dispatch';
 import { seedLeases, startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { parseConfigText } from '@iop/validate';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -10,8 +11,9 @@ import { startExporter, type RunningExporter } from '../src/exporter';
 /** Debian's chromium (`apt-get install -y chromium`); `CHROMIUM_PATH` overrides. */
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 /**
- * Where the screenshot goes: `tmp/dashboard.png` (ignored by git), so a test run never rewrites a
- * tracked file; `UPDATE_DASHBOARD_PNG=1` refreshes the README's image `docs/dashboard.png` instead.
+ * Where the screenshots go: `tmp/dashboard.png` and `tmp/queue-board.png` (ignored by git), so a test
+ * run never rewrites a tracked file; `UPDATE_DASHBOARD_PNG=1` refreshes the README's images
+ * `docs/dashboard.png` and `docs/queue-board.png` instead.
  */
 const SCREENSHOT = path.resolve(
   __dirname,
@@ -19,7 +21,12 @@ const SCREENSHOT = path.resolve(
   process.env['UPDATE_DASHBOARD_PNG'] === '1' ? 'docs/dashboard.png' : 'tmp/dashboard.png',
 );
 
-describe('exporter dashboard in headless Chromium', () => {
+/** The status key the pages are behind; the browser is given it as Basic auth credentials, as an operator types them. */
+const STATUS_KEY = 'status-key-dashboard-1';
+const CHAT: QueueClient = { id: 'chat-ui', band: 10, weight: 1 };
+const BATCH: QueueClient = { id: 'nightly-batch', band: -1, weight: 1, maxInFlight: 4 };
+
+describe('exporter dashboard and queue board in headless Chromium', () => {
   let redis: TestRedis;
   let exporter: RunningExporter;
   let browser: Browser;
@@ -32,15 +39,31 @@ describe('exporter dashboard in headless Chromium', () => {
       );
     redis = await startRedis();
     const prefix = configPrefix('dashboard');
-    const loaded = parseConfigText(exporterYaml({ prefix, redisUrl: redis.url }), {}, 'edge.yaml');
+    const yaml = exporterYaml({
+      prefix,
+      redisUrl: redis.url,
+      statusKeys: [STATUS_KEY],
+      clients: [
+        { id: 'chat-ui', settings: 'priority: 10' },
+        { id: 'nightly-batch', settings: 'priority: -1, max_in_flight: 4' },
+        { id: 'research', settings: 'weight: 3, max_queued: 20' },
+      ],
+    });
+    const loaded = parseConfigText(yaml, {}, 'edge.yaml');
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
-    // Live counts in Redis, as gateways would leave them: llama-a 2/3 in flight + 1 queued, llama-b full (2/2) + 4 queued.
-    for (const [providerId, active, waiting] of [
-      ['llama-a', 2, 1],
-      ['llama-b', 2, 4],
-    ] as const) {
-      closers.push(await seedLeases(redis.url, prefix, providerId, active, waiting));
-    }
+    // Live counts in Redis, as gateways would leave them: llama-a 2/3 in flight + 1 queued, llama-b full (2/2) + 4 queued;
+    // chat-ui holds 1 and waits for 1, nightly-batch holds 3 and waits for 4.
+    const pool = 'pool.llama-a';
+    closers.push(
+      await seedLeases(redis.url, prefix, 'llama-a', 2, 1, { pool, leaseClients: [CHAT, BATCH], waitClients: [CHAT] }),
+    );
+    closers.push(
+      await seedLeases(redis.url, prefix, 'llama-b', 2, 4, {
+        pool,
+        leaseClients: [BATCH, BATCH],
+        waitClients: [BATCH, BATCH, BATCH, BATCH],
+      }),
+    );
     exporter = await startExporter({
       config: loaded.config,
       configHash: loaded.hash,
@@ -70,8 +93,12 @@ describe('exporter dashboard in headless Chromium', () => {
     await redis?.stop();
   });
 
-  it('renders one row per resource with state, in_flight / max_concurrency bars and queued, and refreshes itself', async () => {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 520 } });
+  it('renders one row per resource with state, in_flight / max_concurrency bars and queued, the clients, and refreshes itself', async () => {
+    // The browser asks for the key (401 with a Basic challenge) and sends it with the page's own fetches too.
+    const page = await browser.newPage({
+      viewport: { width: 1100, height: 760 },
+      httpCredentials: { username: 'ops', password: STATUS_KEY },
+    });
     const external: string[] = [];
     page.on('request', (req) => {
       if (!req.url().startsWith(exporter.url)) external.push(req.url());
@@ -96,6 +123,20 @@ describe('exporter dashboard in headless Chromium', () => {
     ]);
     expect(await page.$eval('tr[data-resource="llama-b"] .bar', (el) => el.classList.contains('full'))).toBe(true);
 
+    // The clients: every configured one, with band, weight, caps and fleet-wide counts.
+    const clients = await page.$$eval('tr[data-client]', (trs) =>
+      trs.map((tr) =>
+        ['client', 'band', 'weight', 'max_in_flight', 'max_queued', 'in_flight', 'queued'].map(
+          (f) => tr.querySelector(`[data-field="${f}"]`)?.textContent,
+        ),
+      ),
+    );
+    expect(clients).toEqual([
+      ['chat-ui', '10', '1', 'none', 'none', '1', '1'],
+      ['nightly-batch', '-1', '1', '4', 'none', '3', '4'],
+      ['research', '0', '3', 'none', '20', '0', '0'],
+    ]);
+
     // It polls /status every 2 s: the next snapshot replaces the rows.
     const firstMeta = await page.textContent('#meta');
     await waitUntil(async () => (await page.textContent('#meta')) !== firstMeta, 6000, 'the dashboard to refresh');
@@ -103,6 +144,36 @@ describe('exporter dashboard in headless Chromium', () => {
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(statSync(SCREENSHOT).size).toBeGreaterThan(5000);
+    expect(external).toEqual([]);
+    await page.close();
+  });
+
+  it('opens the read-only queue board behind the same key: every provider queue with its waiting and active counts', async () => {
+    const page = await browser.newPage({
+      viewport: { width: 1280, height: 800 },
+      httpCredentials: { username: 'ops', password: STATUS_KEY },
+    });
+    const external: string[] = [];
+    page.on('requestfinished', (req) => {
+      if (!req.url().startsWith(exporter.url)) external.push(req.url());
+    });
+    // From the dashboard's own link, as an operator goes there.
+    await page.goto(`${exporter.url}/`);
+    await page.click('header a[href="queues"]');
+    await page.waitForURL(`${exporter.url}/queues`);
+    for (const id of ['llama-a', 'llama-b']) await page.getByText(id, { exact: true }).first().waitFor();
+    // The queue page of llama-b: its 4 waiting requests are BullMQ's prioritized jobs.
+    await page.goto(`${exporter.url}/queues/queue/provider.llama-b?status=prioritized`);
+    await page.getByText('lease', { exact: true }).first().waitFor();
+    const text = (await page.textContent('body')) ?? '';
+    expect(text).toMatch(/prioritized\s*4/i);
+    expect(text).toMatch(/active\s*2/i);
+    // Read-only: the board offers no action on the queue or its jobs.
+    for (const action of ['Retry', 'Clean', 'Pause', 'Promote', 'Add job', 'Empty', 'Obliterate'])
+      expect(await page.getByRole('button', { name: action }).count()).toBe(0);
+    mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: path.join(path.dirname(SCREENSHOT), 'queue-board.png') });
+    // Its stylesheet names a web font on a third-party host: the board's CSP keeps the browser from fetching it.
     expect(external).toEqual([]);
     await page.close();
   });

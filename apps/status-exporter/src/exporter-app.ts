@@ -1,27 +1,36 @@
-import type { HealthView, ProviderCounts } from '@iop/dispatch';
+import type { ClientCounts, HealthView, ProviderCounts } from '@iop/dispatch';
 import {
+  buildFlowStatus,
   buildSnapshot,
   registerConfigInfoGauge,
   ResourceGauges,
   trackedProviderIds,
   type StatusSnapshot,
 } from '@iop/status';
-import { catalogAnswer, resolveError, type ErrorCode, type ErrorSpec } from '@iop/errors';
 import { configDigest, KeySet, presentedKey, type EdgeConfig } from '@iop/validate';
-import express, { type Express, type RequestHandler, type Response } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
+import { BOARD_PATH } from './board/board-path';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
+import { sendError } from './http/send-error';
 
 /** Everything the exporter's HTTP app needs; the I/O (Redis) lives behind `counts` (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface ExporterDeps {
   /** The config in force. */
   config(): EdgeConfig;
   /**
-   * Cluster-wide counts of the given providers (e.g. `readLeaseCounts` on the shared Redis).
-   * A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
+   * Cluster-wide counts of the given providers (`ProviderQueues.counts`: BullMQ's `getJobCounts` on
+   * the shared Redis). A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
    */
   counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;
+  /**
+   * Every client's counts per pool, fleet-wide (`readClientCounts` on the shared Redis; docs/architecture.md,
+   * "Clients, priority and fair share"). Without it, or when it rejects, the clients' counts are `null`.
+   */
+  clientCounts?(): Promise<ClientCounts[]>;
+  /** The read-only queue board (`createQueueBoard`), served at `/queues` behind the status keys. */
+  board?: RequestHandler;
   /** When the config in force was loaded: with it the snapshot carries `config_hash` (`configDigest`) and `config_loaded_at`. */
   configInfo?(): { hash: string; loadedAt: Date };
   /** Ids of providers the fleet marked unhealthy (shared health, docs/architecture.md "Provider health"); a rejection shows them as not unhealthy. */
@@ -39,7 +48,9 @@ export interface SnapshotSource {
 
 /**
  * The resource-first snapshot with cluster-wide counts (docs/architecture.md, "Status model"): asks `deps.counts` for the
- * tracked providers (`trackedProviderIds`), and on failure logs once per outage and publishes `null`.
+ * tracked providers (`trackedProviderIds`) and `deps.clientCounts` for the clients, and on failure logs
+ * once per outage and publishes `null`. With `pools` and `clients` as the gateway's `/status` has them
+ * (`buildFlowStatus`; docs/architecture.md, "Clients, priority and fair share").
  */
 export function snapshotSource(deps: ExporterDeps): SnapshotSource {
   let failing = false;
@@ -47,11 +58,16 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
     async read() {
       const config = deps.config();
       let counts: Map<string, ProviderCounts> | undefined;
+      let clientCounts: ClientCounts[] | undefined;
       try {
-        counts = await deps.counts(trackedProviderIds(config));
+        [counts, clientCounts] = await Promise.all([
+          deps.counts(trackedProviderIds(config)),
+          deps.clientCounts ? deps.clientCounts() : undefined,
+        ]);
         if (failing) deps.logger.info('status-exporter: counts readable again');
         failing = false;
       } catch (err) {
+        counts = clientCounts = undefined;
         if (!failing) deps.logger.warn({ err }, 'status-exporter: cannot read counts; publishing null counts');
         failing = true;
       }
@@ -65,7 +81,10 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
         configHash: info && configDigest(config),
         configLoadedAt: info?.loadedAt,
       });
-      return { snapshot, countsOk: counts !== undefined };
+      return {
+        snapshot: { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) },
+        countsOk: counts !== undefined,
+      };
     },
   };
 }
@@ -77,9 +96,10 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
  *   `iop_edge_status_counts_up` (1 when the counts source answered this scrape) and
  *   `iop_edge_config_info{hash}`;
  * - `GET /healthz`: `{"status":"ok"}` while the process serves;
- * - `GET /`: a self-contained HTML dashboard that polls `/status` every 2 s.
- * With `status.api_keys` set, `/status`, `/metrics` and `/` need one of the keys (`Bearer`, or the
- * password of HTTP Basic auth, which a browser asks for and then sends with the dashboard's own
+ * - `GET /`: a self-contained HTML dashboard that polls `/status` every 2 s;
+ * - `/queues` (with `deps.board`): the read-only queue board (`createQueueBoard`).
+ * With `status.api_keys` set, `/status`, `/metrics`, `/` and `/queues` need one of the keys (`Bearer`,
+ * or the password of HTTP Basic auth, which a browser asks for once and then sends with the pages' own
  * requests); `/healthz` stays open for probes (README "Security").
  */
 export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = snapshotSource(deps)): Express {
@@ -119,11 +139,10 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
     );
     res.type('html').send(DASHBOARD_HTML);
   });
+  if (deps.board) app.use(BOARD_PATH, auth, deps.board);
+  const served = deps.board ? `/status, /metrics, /healthz, / and ${BOARD_PATH}` : '/status, /metrics, /healthz and /';
   app.use((req, res) => {
-    sendError(res, {
-      code: 'not_found',
-      fields: { method: req.method, path: req.path, served: '/status, /metrics, /healthz and /' },
-    });
+    sendError(res, { code: 'not_found', fields: { method: req.method, path: req.path, served } });
   });
   return app;
 }
@@ -138,11 +157,4 @@ function statusKeys(apiKeys: () => readonly string[]): RequestHandler {
     res.setHeader('www-authenticate', 'Basic realm="iop-edge status", charset="UTF-8"');
     sendError(res, { code: 'invalid_api_key', fields: { keys: 'status.api_keys' } });
   };
-}
-
-/** Answers an OpenAI-shaped error whose status, type, message and `Retry-After` come from `ERROR_CATALOG` (`@iop/errors`; README "Errors"). */
-function sendError<C extends ErrorCode>(res: Response, spec: ErrorSpec<C>): void {
-  const answer = catalogAnswer(spec.code, resolveError(spec).message);
-  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
-  res.status(answer.status).json(answer.body);
 }

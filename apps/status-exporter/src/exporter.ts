@@ -1,5 +1,6 @@
-import { connectRedis, leaseAddresses, readLeaseCounts, RedisHealthStore } from '@iop/dispatch';
+import { connectRedis, leaseAddresses, readClientCounts, RedisHealthStore } from '@iop/dispatch';
 import { listen } from '@iop/runtime';
+import { trackedProviderIds } from '@iop/status';
 import {
   ConfigRuntime,
   describeQueueBackend,
@@ -70,10 +71,13 @@ export interface RunningExporter {
 export class ExporterRefusal extends Error {}
 
 /**
- * The exporter's I/O wiring (docs/architecture.md, "Layering"): one Redis connection for the
- * counts (`readLeaseCounts`, cluster-wide), the HTTP app on `host:port`, and the push loop when
- * `status.push_url` is set. A Redis that is down at start is not fatal: counts are `null` until it
- * answers.
+ * The exporter's I/O wiring (docs/architecture.md, "Layering", "Status model"): one Redis connection
+ * shared by everything it reads: the provider counts through one BullMQ `Queue` per tracked provider
+ * (`ProviderQueues`, rebuilt when a reload changes the tracked providers), the clients' counts
+ * (`readClientCounts`), the health records, and the read-only queue board (`createQueueBoard`) on
+ * the same `Queue`s; the HTTP app on `host:port`, and the push loop when `status.push_url` is set.
+ * The push lock is the one key it writes. A Redis that is down at start is not fatal: counts are
+ * `null` until it answers.
  * @throws ExporterRefusal for the memory backend; the listen error when the port is taken.
  */
 export async function startExporter(opts: ExporterOptions): Promise<RunningExporter> {
@@ -103,6 +107,18 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     redisDown = true;
   });
   redis.on('ready', () => (redisDown = false));
+  // BullMQ and the board take a moment to load: only once the config is valid and the backend chosen.
+  const [{ ProviderQueues }, { createQueueBoard }] = await Promise.all([
+    import('./queues/provider-queues'),
+    import('./board/queue-board'),
+  ]);
+  const board = createQueueBoard();
+  // BullMQ repeats every connection error on each Queue: the listener above reports the outage once.
+  const queues = new ProviderQueues(redis, config.queue.prefix, board.show, (err) =>
+    logger.debug({ err }, 'status-exporter: BullMQ queue error'),
+  );
+  const addresses = (cfg: EdgeConfig) => leaseAddresses(cfg, trackedProviderIds(cfg));
+  queues.sync(addresses(config));
   // Give Redis a moment so the first scrape has counts; never block the start on it.
   await Promise.race([new Promise((r) => redis.once('ready', r)), new Promise((r) => setTimeout(r, 2000).unref())]);
 
@@ -118,6 +134,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       transform: opts.transform,
       // A changed status.push_url or status.interval_ms applies at once (README "Status"): the push loop restarts.
       apply: async (next, previous) => {
+        queues.sync(addresses(next.config));
         const [was, now] = [previous.config.status, next.config.status];
         if (was.push_url === now.push_url && was.interval_ms === now.interval_ms) return;
         await closePush();
@@ -140,8 +157,12 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   );
   const deps = {
     config: current,
-    counts: (ids: readonly string[]) =>
-      withTimeout(readLeaseCounts(redis, current().queue.prefix, leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
+    counts: (ids: readonly string[]) => withTimeout(queues.counts(leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
+    clientCounts: () => {
+      const tags = new Set(addresses(current()).map((a) => a.shardTag));
+      return withTimeout(readClientCounts(redis, current().queue.prefix, [...tags]), COUNTS_TIMEOUT_MS);
+    },
+    board: board.router,
     unhealthy: async (ids: readonly string[]) => {
       await withTimeout(health.refresh(ids), COUNTS_TIMEOUT_MS);
       return health.unhealthy();
@@ -157,6 +178,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     await listen(server, opts);
   } catch (err) {
     runtime.close();
+    await queues.close();
     redis.disconnect();
     throw err;
   }
@@ -227,6 +249,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
       await closePush();
       server.closeAllConnections();
       await closed;
+      await queues.close();
       redis.disconnect();
     },
   };

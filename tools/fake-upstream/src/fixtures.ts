@@ -64,6 +64,8 @@ export function configPrefix(name: string): string {
  * A fleet for exporter tests: node `gpu-a` with a catalog (vllm `llama-a` max 3, openai_compat
  * `llama-b` max 2, cli `echo-cli`) and node `laptop` without one (a cli adapter behind a legacy route).
  * Both pool providers serve `llama`: `llama-a` on `upstream`, `llama-b` on `upstreamB` (default: `upstream`).
+ * `clients`: `gateway.clients` entries, each with the key `k-<id>` and its settings (e.g. `priority: 10`);
+ * `statusKeys`: `status.api_keys`.
  */
 export function exporterYaml(opts: {
   prefix: string;
@@ -73,14 +75,19 @@ export function exporterYaml(opts: {
   upstreamB?: string;
   pushUrl?: string;
   intervalMs?: number;
+  clients?: readonly { id: string; settings?: string }[];
+  statusKeys?: readonly string[];
 }): string {
+  const clients = (opts.clients ?? [])
+    .map((c) => `    - { id: ${c.id}, keys: [k-${c.id}]${c.settings ? `, ${c.settings}` : ''} }\n`)
+    .join('');
   return `
 version: 1
-queue:
+${clients ? `gateway:\n  clients:\n${clients}` : ''}queue:
   prefix: ${opts.prefix}
 ${opts.redisUrl ? `  redis_url: ${opts.redisUrl}\n` : ''}${opts.cluster ? '  cluster: true\n' : ''}status:
   interval_ms: ${opts.intervalMs ?? 5000}
-${opts.pushUrl ? `  push_url: ${opts.pushUrl}\n` : ''}nodes:
+${opts.statusKeys ? `  api_keys: ${JSON.stringify(opts.statusKeys)}\n` : ''}${opts.pushUrl ? `  push_url: ${opts.pushUrl}\n` : ''}nodes:
   - id: gpu-a
     adapters:
       - { id: vllm-0, type: vllm, base_url: "${opts.upstream ?? 'http://127.0.0.1:9/v1'}" }

@@ -1,9 +1,12 @@
 /**
- * The exporter's dashboard (`GET /`): one self-contained HTML page, no CDN, inline CSS and JS.
- * It fetches `/status` every 2 s and renders one table per node: resource, category, adapter,
- * models, state, an in_flight / max_concurrency bar, queued. Untracked counts (`null`) show as "—".
- * Rows carry `data-resource="<id>"` and cells `data-field="<name>"` for tests. All text is set
- * with `textContent` (config values are never parsed as HTML).
+ * The exporter's dashboard (`GET /`; README "Status"): one self-contained HTML page, no CDN, inline
+ * CSS and JS. It fetches `/status` every 2 s and renders one table per node: resource, category,
+ * adapter, models, state, an in_flight / max_concurrency bar, queued; then the clients (docs/architecture.md,
+ * "Clients, priority and fair share"): id, band, weight, `max_in_flight`, `max_queued` ("none" when
+ * unset), in_flight and queued over every pool. Unknown counts (`null`) show as "—". Resource rows
+ * carry `data-resource="<id>"`, client rows `data-client="<id>"`, cells `data-field="<name>"`, for
+ * tests. The header links to the queue board (`queues`). All text is set with `textContent` (config
+ * values are never parsed as HTML).
  */
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -36,16 +39,18 @@ export const DASHBOARD_HTML = `<!doctype html>
   .bar > em { position:absolute; inset:0; font-style:normal; font-size:11px; line-height:16px; text-align:center; color:var(--ink); }
   .na { color:var(--off); }
   .num { font-variant-numeric: tabular-nums; }
+  header a { margin-left:auto; font-size:13px; color:var(--bar); }
 </style>
 </head>
 <body>
-<header><h1>iop-edge resources</h1><span class="meta" id="meta">loading…</span><span id="error"></span></header>
-<main id="nodes"></main>
+<header><h1>iop-edge resources</h1><span class="meta" id="meta">loading…</span><span id="error"></span><a href="queues">queue board</a></header>
+<main><div id="nodes" style="display:grid;gap:16px"></div><div id="clients"></div></main>
 <script>
 (function () {
   var nodesEl = document.getElementById('nodes');
   var metaEl = document.getElementById('meta');
   var errorEl = document.getElementById('error');
+  var clientsEl = document.getElementById('clients');
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -100,7 +105,33 @@ export const DASHBOARD_HTML = `<!doctype html>
       section.appendChild(table);
       nodesEl.appendChild(section);
     });
+    renderClients(s.clients || []);
     metaEl.textContent = 'updated ' + new Date(s.generated_at).toLocaleTimeString() + (s.config_hash ? ' · config ' + s.config_hash.slice(0, 12) : '');
+  }
+  function count(n) { return el('span', n === null ? 'na' : 'num', n === null ? '—' : String(n)); }
+  function renderClients(clients) {
+    clientsEl.textContent = '';
+    if (clients.length === 0) return;
+    var section = el('section');
+    section.appendChild(el('h2', '', 'clients'));
+    var table = el('table');
+    var head = el('tr');
+    ['client', 'band', 'weight', 'max in flight', 'max queued', 'in flight', 'queued'].forEach(function (t) { head.appendChild(el('th', '', t)); });
+    table.appendChild(head);
+    clients.forEach(function (c) {
+      var row = el('tr');
+      row.setAttribute('data-client', c.id);
+      cell(row, 'client', c.id);
+      cell(row, 'band', el('span', 'num', String(c.band)));
+      cell(row, 'weight', el('span', 'num', String(c.weight)));
+      cell(row, 'max_in_flight', c.max_in_flight === null ? el('span', 'na', 'none') : count(c.max_in_flight));
+      cell(row, 'max_queued', c.max_queued === null ? el('span', 'na', 'none') : count(c.max_queued));
+      cell(row, 'in_flight', count(c.in_flight));
+      cell(row, 'queued', count(c.queued));
+      table.appendChild(row);
+    });
+    section.appendChild(table);
+    clientsEl.appendChild(section);
   }
   function refresh() {
     fetch('status', { cache: 'no-store' })

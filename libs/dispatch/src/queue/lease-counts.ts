@@ -4,10 +4,12 @@ import type { ClientCounts, ProviderCounts } from './provider-queue';
 import type { RedisClient } from './redis-connection';
 
 /**
- * Reads the live counts of providers straight from Redis, for processes that hold no leases (the
- * status exporter, tests) as well as for the gateway: `inFlight` = `LLEN active`, `queued` =
- * `LLEN wait` + `ZCARD prioritized` (BullMQ's `wait + prioritized`; waiting jobs are in `prioritized`,
- * in the order of docs/architecture.md, "Clients, priority and fair share"), the numbers admission decides on. Read-only; a provider with no keys reads 0/0. One pipeline.
+ * Reads the live counts of providers straight from Redis, for the gateway and for tests (the status
+ * exporter reads the same numbers through BullMQ's `Queue`; docs/architecture.md, "Status model"):
+ * `inFlight` = `LLEN active`, `queued` = `LLEN wait` + `ZCARD prioritized` (BullMQ's `wait +
+ * prioritized`; waiting jobs are in `prioritized`, in the order of docs/architecture.md, "Clients,
+ * priority and fair share"), the numbers admission decides on. Read-only; a provider with no keys
+ * reads 0/0. One pipeline per shard tag.
  * @param prefix `queue.prefix` (no trailing `:`).
  * @throws the Redis error when any command fails (connection lost, wrong key type).
  */
@@ -45,7 +47,8 @@ export async function readLeaseCounts(
 }
 
 /**
- * Every client's counts per pool on the given shard tags, straight from Redis (`<base>:clients`:
+ * Every client's counts per pool on the given shard tags, straight from Redis, for the gateway and the
+ * status exporter (`<base>:clients`:
  * fields `a|<pool>|<client>` leases, `w|<pool>|<client>` waiting jobs; docs/architecture.md,
  * "Clients, priority and fair share"), one `HGETALL` per tag; clients with nothing held or waiting
  * are left out. Read-only.

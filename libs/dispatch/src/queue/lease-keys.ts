@@ -33,9 +33,13 @@
  * `prioritized` with BullMQ's score layout (priority = its band's rank), a lease a job in `active`,
  * each job a hash with BullMQ's fields. So BullMQ's own `Queue.getJobCounts()`,
  * `getCountsPerPriority()`, `getPrioritized()` and `getActive()` read the numbers admission decides on
- * (`in_flight` = LLEN `active`, `queued` = `wait` + `prioritized`), and a test pins that against BullMQ. Nothing
- * else of BullMQ is used: no BullMQ worker ever runs on these queues, the Lua scripts make every grant,
- * and production code never imports BullMQ.
+ * (`in_flight` = LLEN `active`, `queued` = `wait` + `prioritized`), and a test pins that against BullMQ.
+ * The status exporter reads them that way: one BullMQ `Queue` per tracked provider on its one Redis
+ * connection, made with `skipMetasUpdate` (else the `Queue` writes its `meta` hash), gives the fleet's
+ * `in_flight` and `queued` (`getJobCounts('active', 'wait', 'prioritized')`) and backs its read-only
+ * Bull Board at `/queues` (README "Status"); a test pins that it leaves every key as it found it.
+ * That is all of BullMQ in production: the gateways never import it, no BullMQ worker ever runs on
+ * these queues, and the Lua scripts make every grant.
  */
 export class LeaseKeys {
   /**

@@ -1,11 +1,25 @@
 import { silentLibLogger } from '@iop/validate';
+import type { QueueClient } from '../queue/provider-queue';
 import { RedisProviderQueue } from '../queue/redis/redis-provider-queue';
 import { waitUntil } from './wait-until';
+
+/** Where and for whom {@link seedLeases} puts its requests. */
+export interface SeedOptions {
+  /** The provider's shard tag on a Redis Cluster (`redisUrl` is then a seed node). */
+  readonly shardTag?: string;
+  /** The provider's pool, as `providerPools` names it for the config under test. @defaultValue `pool` */
+  readonly pool?: string;
+  /** The client of each lease, in order; a lease past the list is the anonymous client's. */
+  readonly leaseClients?: readonly QueueClient[];
+  /** The client of each waiting request, in order; past the list, the anonymous client's. */
+  readonly waitClients?: readonly QueueClient[];
+}
 
 /**
  * Puts `active` held leases and `waiting` queued requests on one provider in Redis, the way a
  * gateway replica would (a real `RedisProviderQueue` with `max_concurrency = active`), for
- * readers such as the status exporter; `cluster` for a Redis Cluster seed URL and the provider's shard tag.
+ * readers such as the status exporter; `opts.shardTag` for a Redis Cluster seed URL and the
+ * provider's shard tag, `opts.pool` and the clients for the client counts.
  * Resolves a function that releases everything and closes.
  * @throws when `waiting > 0` with `active < 1` (nothing can queue in front of a free slot).
  */
@@ -15,20 +29,29 @@ export async function seedLeases(
   providerId: string,
   active: number,
   waiting: number,
-  cluster?: { shardTag: string },
+  opts: SeedOptions = {},
 ): Promise<() => Promise<void>> {
   if (waiting > 0 && active < 1) throw new Error('seedLeases: waiting requests need at least one active lease');
-  const queue = new RedisProviderQueue({ redisUrl, prefix, cluster: cluster !== undefined, logger: silentLibLogger });
+  const cluster = opts.shardTag !== undefined;
+  const queue = new RedisProviderQueue({ redisUrl, prefix, cluster, logger: silentLibLogger });
   const provider = {
     providerId,
     maxConcurrency: Math.max(1, active),
     maxQueued: waiting + 1,
-    shardTag: cluster?.shardTag,
+    shardTag: opts.shardTag,
+    pool: opts.pool,
   };
   await queue.configure([provider]);
-  const request = { modelGroupKey: 'seed', candidates: [provider], maxWaitMs: 600_000 };
-  for (let i = 0; i < active; i++) await queue.acquireLease(request);
-  const pending = Array.from({ length: waiting }, () => queue.acquireLease(request).catch(() => undefined));
+  const request = (client?: QueueClient) => ({
+    modelGroupKey: 'seed',
+    candidates: [provider],
+    maxWaitMs: 600_000,
+    client,
+  });
+  for (let i = 0; i < active; i++) await queue.acquireLease(request(opts.leaseClients?.[i]));
+  const pending = Array.from({ length: waiting }, (_, i) =>
+    queue.acquireLease(request(opts.waitClients?.[i])).catch(() => undefined),
+  );
   await waitUntil(
     async () => (await queue.counts([providerId])).get(providerId)?.queued === waiting,
     5000,

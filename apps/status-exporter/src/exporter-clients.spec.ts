@@ -1,0 +1,101 @@
+import type { QueueClient } from '@iop/dispatch';
+import { seedLeases, startRedis, type TestRedis } from '@iop/dispatch/testing';
+import { RESOURCE_METRICS, type StatusSnapshot } from '@iop/status';
+import { parsePrometheusText, sampleValue } from '@iop/status/testing';
+import { parseConfigText } from '@iop/validate';
+import { configPrefix, exporterYaml } from '@iop/fake-upstream';
+import pino from 'pino';
+import { startExporter, type RunningExporter } from './exporter';
+
+const CHAT: QueueClient = { id: 'chat-ui', band: 10, weight: 1 };
+const BATCH: QueueClient = { id: 'nightly-batch', band: -1, weight: 2, maxInFlight: 4 };
+const CLIENTS = [
+  { id: 'chat-ui', settings: 'priority: 10' },
+  { id: 'nightly-batch', settings: 'priority: -1, weight: 2, max_in_flight: 4' },
+  { id: 'idle', settings: 'max_queued: 5' },
+];
+
+/**
+ * The exporter's `/status` carries `pools` and `clients` as the gateway's does, with fleet-wide
+ * counts from Redis (README "Status"; docs/architecture.md, "Clients, priority and fair share"), and
+ * its `/metrics` the gauges `iop_edge_client_in_flight` / `iop_edge_client_queued{pool,client}`.
+ */
+describe('clients in the exporter', () => {
+  let redis: TestRedis;
+  const closers: (() => Promise<unknown>)[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+  const start = async (yaml: string): Promise<RunningExporter> => {
+    const loaded = parseConfigText(yaml, {}, 'edge.yaml');
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
+    const exporter = await startExporter({
+      config: loaded.config,
+      env: {},
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+    });
+    closers.push(() => exporter.close());
+    return exporter;
+  };
+
+  it('GET /status: every configured client with band, weight, caps and fleet-wide counts; each pool with its clients', async () => {
+    const prefix = configPrefix('exporter-clients');
+    const pool = 'pool.llama-a';
+    // What gateways hold now: llama-a full (chat-ui 1, batch 2) with a batch and a chat-ui request waiting; llama-b 1 batch.
+    closers.push(
+      await seedLeases(redis.url, prefix, 'llama-a', 3, 2, {
+        pool,
+        leaseClients: [CHAT, BATCH, BATCH],
+        waitClients: [BATCH, CHAT],
+      }),
+    );
+    closers.push(await seedLeases(redis.url, prefix, 'llama-b', 1, 0, { pool, leaseClients: [BATCH] }));
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url, clients: CLIENTS }));
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(s.clients).toEqual([
+      { id: 'chat-ui', band: 10, weight: 1, max_in_flight: null, max_queued: null, in_flight: 1, queued: 1 },
+      { id: 'nightly-batch', band: -1, weight: 2, max_in_flight: 4, max_queued: null, in_flight: 3, queued: 1 },
+      { id: 'idle', band: 0, weight: 1, max_in_flight: null, max_queued: 5, in_flight: 0, queued: 0 },
+    ]);
+    expect(s.pools).toEqual([
+      {
+        pool,
+        providers: ['llama-a', 'llama-b'],
+        in_flight: 4,
+        queued: 2,
+        clients: [
+          { client: 'chat-ui', band: 10, in_flight: 1, queued: 1 },
+          { client: 'nightly-batch', band: -1, in_flight: 3, queued: 1 },
+        ],
+      },
+    ]);
+
+    const samples = parsePrometheusText(await (await fetch(`${exporter.url}/metrics`)).text());
+    const of = (client: string) => ({ pool, client });
+    expect(sampleValue(samples, RESOURCE_METRICS.clientInFlight, of('chat-ui'))).toBe(1);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientQueued, of('chat-ui'))).toBe(1);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientInFlight, of('nightly-batch'))).toBe(3);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientQueued, of('nightly-batch'))).toBe(1);
+    // A client with nothing held or waiting has no series (bounded by the config, as on the gateway).
+    expect(sampleValue(samples, RESOURCE_METRICS.clientInFlight, of('idle'))).toBeUndefined();
+  });
+
+  it('without gateway.clients every request is the anonymous client, and its counts show', async () => {
+    const prefix = configPrefix('exporter-anonymous');
+    closers.push(await seedLeases(redis.url, prefix, 'llama-b', 2, 1, { pool: 'pool.llama-a' }));
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url }));
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(s.clients).toEqual([
+      { id: 'anonymous', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: 2, queued: 1 },
+    ]);
+    expect(s.pools?.[0].clients).toEqual([{ client: 'anonymous', band: 0, in_flight: 2, queued: 1 }]);
+  });
+});

@@ -1,0 +1,9 @@
+import { catalogAnswer, resolveError, type ErrorCode, type ErrorSpec } from '@iop/errors';
+import type { Response } from 'express';
+
+/** Answers an OpenAI-shaped error whose status, type, message and `Retry-After` come from `ERROR_CATALOG` (`@iop/errors`; README "Errors"). */
+export function sendError<C extends ErrorCode>(res: Response, spec: ErrorSpec<C>): void {
+  const answer = catalogAnswer(spec.code, resolveError(spec).message);
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  res.status(answer.status).json(answer.body);
+}
