@@ -1,5 +1,6 @@
 import { waitUntil } from '@iop/dispatch/testing';
 import { mkdtempSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startLocalFleet, type LocalFleet } from '../src/local-fleet';
@@ -13,11 +14,14 @@ const upstreamTotal = async (fleet: LocalFleet) => {
   return total;
 };
 
-/** One chat completion through HAProxy on a fresh connection; the body parsed when it is JSON. */
-async function chat(fleet: LocalFleet, model: string, fake: Record<string, number> = {}) {
+/**
+ * One chat completion through HAProxy, on a fresh connection or (`keepAlive`) on one the client
+ * keeps and reuses, as HTTP clients do by default; the body parsed when it is JSON.
+ */
+async function chat(fleet: LocalFleet, model: string, fake: Record<string, number> = {}, keepAlive = false) {
   const res = await fetch(`${fleet.url}/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', connection: 'close' },
+    headers: { 'content-type': 'application/json', ...(keepAlive ? {} : { connection: 'close' }) },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'fault' }], fake }),
   });
   const text = await res.text();
@@ -28,6 +32,30 @@ async function chat(fleet: LocalFleet, model: string, fake: Record<string, numbe
     body = undefined;
   }
   return { status: res.status, headers: res.headers, text, body };
+}
+
+/** A chat completion through HAProxy with node:http on `agent` (keep-alive sockets reused as the agent decides). */
+function postChat(
+  fleet: LocalFleet,
+  agent: Agent,
+  fake: Record<string, number>,
+): Promise<{ status: number; text: string }> {
+  const body = JSON.stringify({ model: 'llama-3.1-8b', messages: [{ role: 'user', content: 'fault' }], fake });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${fleet.url}/chat/completions`,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 const gaugeValue = async (url: string, name: string) =>
@@ -106,47 +134,94 @@ describe('local fleet behind HAProxy under real faults', () => {
     expect(await statuses()).toEqual(['gw1 UP', 'gw2 UP', 'gw3 UP']);
   });
 
-  it('SIGKILL of a replica under load: no request reaches an upstream twice; the crashed replica is restarted and back in HAProxy', async () => {
-    for (const u of fleet.upstreams) await fetch(`${u.origin}/__reset`, { method: 'POST' });
-    const victim = fleet.replicas[1];
-    const oldPid = victim.process.pid;
-    let attempts = 0;
-    let served = 0;
-    const failures: string[] = [];
-    let stop = false;
-    const worker = async () => {
-      while (!stop) {
-        attempts++;
-        const res = await chat(fleet, 'llama-3.1-8b', { delay_ms: 400 });
-        if (res.status === 200) served++;
-        else failures.push(`${res.status} ${res.body?.error?.code ?? res.text.slice(0, 80)}`);
+  it.each([
+    ['fresh connections', false],
+    ['keep-alive connections the clients reuse', true],
+  ])(
+    'SIGKILL of a replica under load (%s): no request reaches an upstream twice; each one lost is a JSON 502; the crashed replica is restarted and back in HAProxy',
+    async (_how, keepAlive) => {
+      for (const u of fleet.upstreams) await fetch(`${u.origin}/__reset`, { method: 'POST' });
+      const victim = fleet.replicas[1];
+      const oldPid = victim.process.pid;
+      let attempts = 0;
+      let served = 0;
+      const failures: string[] = [];
+      let stop = false;
+      const worker = async () => {
+        while (!stop) {
+          attempts++;
+          // A connection closed without an answer is a failure too: the client cannot know whether to re-send.
+          const res = await chat(fleet, 'llama-3.1-8b', { delay_ms: 400 }, keepAlive).catch((err: Error) => ({
+            status: 0,
+            body: undefined,
+            text: `no answer: ${String((err.cause as Error | undefined)?.message ?? err.message)}`,
+          }));
+          if (res.status === 200) served++;
+          else failures.push(`${res.status} ${res.body?.error?.code ?? res.text.slice(0, 80)}`);
+        }
+      };
+      const workers = Array.from({ length: 10 }, () => worker());
+      try {
+        // Kill it while it holds requests: the ones in flight there may have reached an upstream.
+        await waitUntil(
+          async () => ((await fleet.servers()).find((s) => s.server === victim.name)?.sessions ?? 0) >= 2,
+          15_000,
+          `${victim.name} to hold requests`,
+        );
+        const restarts = () => lines.filter((l) => l.includes(`${victim.name} restarted`)).length;
+        const before = restarts();
+        process.kill(oldPid ?? 0, 'SIGKILL');
+        await waitUntil(() => restarts() > before, 15_000, 'the restart');
+        await fleet.waitForServer(victim.name, (s) => s === 'UP');
+        const after = served;
+        await waitUntil(() => served >= after + 20, 30_000, 'traffic after the restart');
+      } finally {
+        stop = true;
+        await Promise.all(workers);
       }
-    };
-    const workers = Array.from({ length: 10 }, () => worker());
+      // Never twice: each request reached an upstream at most once, retries included.
+      expect(await upstreamTotal(fleet)).toBeLessThanOrEqual(attempts);
+      // What a crash can cause: the requests in flight on the killed replica fail once, as JSON 502s.
+      expect(failures.filter((f) => f !== '502 replica_error')).toEqual([]);
+      expect(failures.length).toBeLessThanOrEqual(10);
+      expect(victim.process.pid).not.toBe(oldPid);
+      expect(lines.join('\n')).toMatch(new RegExp(`${victim.name} exited \\(killed by a signal`));
+      expect(await statuses()).toEqual(['gw1 UP', 'gw2 UP', 'gw3 UP']);
+    },
+  );
+
+  it('SIGKILL of the replica serving a request sent on a client connection that already carried one: a JSON 502, and the model sees it once', async () => {
+    for (const u of fleet.upstreams) await fetch(`${u.origin}/__reset`, { method: 'POST' });
+    // One socket, kept: the second request goes where the first went, unless the load balancer closes it.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
-      // Kill it while it holds requests: the ones in flight there may have reached an upstream.
+      const first = await postChat(fleet, agent, {});
+      expect(first.status).toBe(200);
+      const slow = postChat(fleet, agent, { delay_ms: 4000 }).catch((err: Error) => ({
+        status: 0,
+        text: `no answer: ${err.message}`,
+      }));
+      let holder: string | undefined;
       await waitUntil(
-        async () => ((await fleet.servers()).find((s) => s.server === victim.name)?.sessions ?? 0) >= 2,
-        15_000,
-        `${victim.name} to hold requests`,
+        async () => (holder = (await fleet.servers()).find((s) => s.sessions > 0)?.server) !== undefined,
+        10_000,
+        'a replica to hold the request',
       );
-      process.kill(oldPid ?? 0, 'SIGKILL');
-      await waitUntil(() => lines.some((l) => l.includes(`${victim.name} restarted`)), 15_000, 'the restart');
-      await fleet.waitForServer(victim.name, (s) => s === 'UP');
-      const after = served;
-      await waitUntil(() => served >= after + 20, 30_000, 'traffic after the restart');
+      const victim = fleet.replicas.find((r) => r.name === holder)!;
+      const restarts = () => lines.filter((l) => l.includes(`${victim.name} restarted`)).length;
+      const before = restarts();
+      process.kill(victim.process.pid ?? 0, 'SIGKILL');
+      const res = await slow;
+      // HAProxy closes a connection that is not on its first request without an answer, so that the
+      // client re-sends it; with one request per connection it answers the 502 instead.
+      expect(res.text).toContain('"code":"replica_error"');
+      expect(res.status).toBe(502);
+      expect(await upstreamTotal(fleet)).toBe(2);
+      await waitUntil(() => restarts() > before, 15_000, 'the restart');
+      await fleet.waitForServer(victim.name, (st) => st === 'UP');
     } finally {
-      stop = true;
-      await Promise.all(workers);
+      agent.destroy();
     }
-    // Never twice: each request reached an upstream at most once, retries included.
-    expect(await upstreamTotal(fleet)).toBeLessThanOrEqual(attempts);
-    // What a crash can cause: the requests in flight on the killed replica fail once, as JSON 502s.
-    expect(failures.filter((f) => f !== '502 replica_error')).toEqual([]);
-    expect(failures.length).toBeLessThanOrEqual(10);
-    expect(victim.process.pid).not.toBe(oldPid);
-    expect(lines.join('\n')).toMatch(new RegExp(`${victim.name} exited \\(killed by a signal`));
-    expect(await statuses()).toEqual(['gw1 UP', 'gw2 UP', 'gw3 UP']);
   });
 
   it('a rolling restart with a crashed replica restarts every replica, the dead one included', async () => {

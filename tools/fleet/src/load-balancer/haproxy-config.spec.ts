@@ -29,8 +29,11 @@ const httpErrors = LINES.filter((l) => l.startsWith('http-error ')).map((line) =
 describe('deploy/haproxy/haproxy.cfg', () => {
   it('retries only connections that failed to open, never a request that may have reached a gateway', () => {
     expect(LINES.filter((l) => l.startsWith('retry-on '))).toEqual(['retry-on conn-failure']);
-    // One connection per request to a gateway: no request on a reused connection it is closing.
-    expect(LINES).toContain('option http-server-close');
+    // One connection per request on both sides: no request on a reused gateway connection it is closing,
+    // and no request that is not the first on its client connection (HAProxy answers those nothing).
+    expect(LINES).toContain('option httpclose');
+    expect(LINES).not.toContain('option http-server-close');
+    expect(LINES).not.toContain('option http-keep-alive');
     expect(LINES.some((l) => /shutdown-sessions/.test(l))).toBe(false);
   });
 
