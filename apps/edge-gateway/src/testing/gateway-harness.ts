@@ -13,6 +13,7 @@ import pino from 'pino';
 import type { AdapterFactory } from '../adapters/adapter';
 import { AdapterRegistry, createAdapter } from '../adapters/adapter-registry';
 import { createApp } from '../app';
+import { createGatewayServer } from '../compose/gateway-server';
 import { ProviderProber } from '../health/provider-prober';
 
 /** A gateway listening on a free loopback port, built in-process with `createApp`. */
@@ -35,14 +36,16 @@ export interface TestGateway {
  * Parses `yaml` (with `${VAR}` from `env`) and starts a real listening gateway on 127.0.0.1:0.
  * `opts.health`: `true` for a `MemoryHealthStore` probed every `health.interval_ms`, or a store of
  * the test's own (e.g. a `RedisHealthStore`) that nothing probes. `opts.adapterFactory` builds the
- * adapters (default: the real ones, `createAdapter`).
+ * adapters (default: the real ones, `createAdapter`). `opts.gatewayServer`: serve through the
+ * gateway's own HTTP server (`createGatewayServer`: connection limits, header and body times,
+ * answers to requests Node's parser refuses) instead of `app.listen`.
  * @throws Error listing the config problems when the YAML is invalid.
  */
 export async function startTestGateway(
   yaml: string,
   env: Record<string, string> = {},
   queue: ProviderQueue = new MemoryProviderQueue(),
-  opts: { health?: boolean | HealthStore; adapterFactory?: AdapterFactory } = {},
+  opts: { health?: boolean | HealthStore; adapterFactory?: AdapterFactory; gatewayServer?: boolean } = {},
 ): Promise<TestGateway> {
   const loaded = parseConfigText(yaml, env, 'test.yaml');
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
@@ -63,7 +66,12 @@ export async function startTestGateway(
     affinity: new MemoryResponseAffinity(),
   });
   const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    if (!opts.gatewayServer) {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+      return;
+    }
+    const s = createGatewayServer(app, () => config, logger);
+    s.listen(0, '127.0.0.1', () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;

@@ -39,7 +39,7 @@ function slotLimits(settings: ServerLimitSettings): SlotLimits {
  * - `gateway.keep_alive_timeout_ms`: an idle keep-alive connection is closed after this long;
  * - `gateway.header_timeout_ms`: a request's headers must be in within this time (from the
  *   request's first byte; a fresh connection that sends nothing counts from its opening), else
- *   Node answers `408` and closes the connection;
+ *   `408 request_timeout` (answered by `answerClientErrors`, README "Errors") and the connection is closed;
  * - `gateway.body_timeout_ms`: the body then has this long more (the whole request is bounded by
  *   `header_timeout_ms + body_timeout_ms`), else `408` and the connection is closed.
  * Neither time bounds a response: a long stream runs on.
