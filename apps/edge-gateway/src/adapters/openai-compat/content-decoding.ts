@@ -4,9 +4,10 @@ import { upstreamError } from '../../errors';
 
 /**
  * Decoding an upstream's `Content-Encoding` (RFC 9110, section 8.4), whether the gateway asked for
- * one or not (README "Errors", "errors an upstream causes"): what the client gets is always the
- * decoded bytes, under the gateway's own `Content-Type` and a `Content-Length` of what it sends,
- * never the upstream's `Content-Encoding` or `Content-Length`.
+ * one or not (README "Connections to an upstream", and the table of errors an upstream causes in
+ * README "Errors"): what the client gets is always the decoded bytes, under the gateway's own
+ * `Content-Type` and a `Content-Length` of what it sends, never the upstream's `Content-Encoding`
+ * or `Content-Length`.
  */
 
 /** Most codings one answer may stack (`gzip, br`): more is refused, as curl and urllib3 do. */
