@@ -190,7 +190,11 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
         2000,
         'pa unhealthy on every replica',
       );
-    expect(a.stats().total).toBe(2);
+    // Each request reaches `a` once, or twice when it went out on a connection a health probe had
+    // used: a reused connection reset before any byte of an answer is sent again once, on a fresh
+    // one (README "Connections to an upstream"); never more.
+    expect(a.stats().total).toBeGreaterThanOrEqual(2);
+    expect(a.stats().total).toBeLessThanOrEqual(4);
   });
 
   it("a client's own mistake reported in-band by a translated Responses stream is passed on and never books the provider", async () => {

@@ -154,7 +154,7 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   const app = createExporterApp(deps, source);
   const server = createServer(app);
   // README "Errors": requests Node's parser refuses get an OpenAI-shaped answer, as every other error.
-  answerClientErrors(server, logger);
+  answerClientErrors(server, { logger });
   try {
     await listen(server, opts);
   } catch (err) {

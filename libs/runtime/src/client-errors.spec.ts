@@ -50,7 +50,7 @@ describe('requests Node refuses before the app runs get an OpenAI-shaped answer 
     });
     server.headersTimeout = 300;
     server.requestTimeout = 600;
-    answerClientErrors(server, { info: (obj) => logged.push(obj as Record<string, unknown>) });
+    answerClientErrors(server, { logger: { info: (obj) => logged.push(obj as Record<string, unknown>) } });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   });
   afterAll(async () => {

@@ -16,6 +16,17 @@ export interface ClientErrorLogger {
   info(obj: object, msg: string): void;
 }
 
+/** What {@link answerClientErrors} reports to. */
+export interface ClientErrorOptions {
+  /** Gets one info line per answered request, with its request id. */
+  logger?: ClientErrorLogger;
+  /**
+   * Called with a connection once it is answered and only lingers for the client to read the
+   * answer: a server that counts connections may close it first to make room.
+   */
+  onLinger?(socket: Socket): void;
+}
+
 /** After the answer, how long the server still reads and drops what the client sends before it cuts the connection, in ms. */
 export const CLIENT_ERROR_LINGER_MS = 1000;
 /** ... and how many bytes at most. */
@@ -64,10 +75,11 @@ const answered = new WeakMap<Socket, number>();
  * `x-request-id` of the request in progress when the app already gave it one, else a new UUID, and
  * logged at info with that id; the connection is half-closed, then cut once the client is done or
  * after {@link CLIENT_ERROR_LINGER_MS} or {@link CLIENT_ERROR_LINGER_BYTES} more bytes (cutting it at
- * once with unread bytes would make the kernel reset it and lose the answer). Node's default
- * answer (`server.on('clientError')` absent) is documented in the Node.js HTTP reference.
+ * once with unread bytes would make the kernel reset it and lose the answer); `onLinger` hears of
+ * it. Node's default answer (`server.on('clientError')` absent) is documented in the Node.js HTTP
+ * reference.
  */
-export function answerClientErrors(server: Server, logger?: ClientErrorLogger): void {
+export function answerClientErrors(server: Server, { logger, onLinger }: ClientErrorOptions = {}): void {
   server.on('clientError', (err: Error & { code?: unknown }, socket: Socket) => {
     const at = answered.get(socket);
     if (at !== undefined) {
@@ -96,6 +108,7 @@ export function answerClientErrors(server: Server, logger?: ClientErrorLogger): 
     const cut = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
     cut.unref();
     socket.once('close', () => clearTimeout(cut));
+    onLinger?.(socket);
     logger?.info(
       { request_id: requestId, status: answer.status, code, parser_error: String(err.code ?? 'unknown') },
       `malformed HTTP request answered ${answer.status} before the app ran`,

@@ -57,6 +57,15 @@ export function applyServerLimits(server: Server, gateway: ServerLimitSettings):
   server.requestTimeout = gateway.header_timeout_ms + gateway.body_timeout_ms;
 }
 
+/**
+ * Marks a connection of `server` that only lingers after its last answer (a request Node's parser
+ * refused, README "Errors") as idle for the connection slots: at the cap it is closed first to make
+ * room, never keeping a newcomer out.
+ */
+export function lingering(server: Server, socket: Socket): void {
+  installed.get(server)?.slots.lingering(socket);
+}
+
 /** After an early answer, how long unread request bytes are read and dropped before the connection is cut, in ms. */
 export const LINGER_MS = 1000;
 /** ... and how many bytes at most. */
