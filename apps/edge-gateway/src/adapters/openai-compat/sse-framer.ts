@@ -9,8 +9,9 @@ const BLANK_LINE = Buffer.from('\n\n');
  * until its event is complete, so what passes on is whole events only, however the upstream's
  * writes or the network cut the stream. eventsource-parser parses events into fields; this keeps
  * their bytes as sent (comments, `id:`, `retry:`, spacing), which a pass-through must.
- * Cost: one native search per chunk for LF-only streams (every OpenAI-compatible server), a scan
- * of the chunk's bytes when it holds a CR.
+ * Cost: nothing for a chunk that ends an event with LF LF and follows a whole event (the common
+ * case), one native search per chunk for other LF-only streams, a scan of the chunk's bytes when it
+ * holds a CR.
  */
 export class SseFramer {
   private held: Buffer[] = [];
@@ -32,6 +33,14 @@ export class SseFramer {
    *   was held and it ends on a boundary (no copy)
    */
   push(chunk: Buffer): Buffer | undefined {
+    // The common case: a chunk of whole events (servers write one event per write). Two LFs end an
+    // empty line whatever comes before them.
+    const n = chunk.length;
+    if (this.heldLength === 0 && n >= 2 && chunk[n - 1] === LF && chunk[n - 2] === LF) {
+      this.atLineStart = true;
+      this.afterCr = false;
+      return chunk;
+    }
     const end = this.lastBoundary(chunk);
     if (end === -1) {
       if (chunk.length > 0) this.hold(chunk);
