@@ -9,8 +9,7 @@ import { spawnGateway, writeTempConfig, type GatewayProcess } from './testing/ga
 /**
  * Upstreams as they really behave, with gateway processes (README "Provider health", "Streaming",
  * "Failover", "Embeddings", "Operating a running fleet"): one process on the memory backend, and two
- * replicas sharing a real Redis (admission, leases and health shared), each row as the issue
- * describes it.
+ * replicas sharing a real Redis (admission, leases and health shared), each row as reported.
  */
 
 type Knobs = Partial<Record<KnobName, number>>;
@@ -190,7 +189,8 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
         2000,
         'pa unhealthy on every replica',
       );
-    expect(a.stats().total).toBe(2);
+    // Once each, or twice on a socket a probe used (README "Connections to an upstream": resent once).
+    expect([2, 3, 4]).toContain(a.stats().total);
   });
 
   it("a client's own mistake reported in-band by a translated Responses stream is passed on and never books the provider", async () => {

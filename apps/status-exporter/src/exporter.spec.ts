@@ -1,4 +1,4 @@
-import { seedLeases, startRedis, startRedisCluster, type TestRedis } from '@iop/dispatch/testing';
+import { rawExchange, seedLeases, startRedis, startRedisCluster, type TestRedis } from '@iop/dispatch/testing';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
 import { configDigest, parseConfigText } from '@iop/validate';
@@ -125,6 +125,35 @@ describe('status exporter HTTP endpoints, counts from a real Redis', () => {
     expect(html).not.toMatch(/(src|href)=["']?(https?:)?\/\//);
     expect((await fetch(`${exporter.url}/nope`)).status).toBe(404);
   });
+
+  it.each([
+    ['a bad request line', ['GET /status HTTP/1.1 extra\r\nHost: x\r\n\r\n'], 400, 'invalid_request_error'],
+    [
+      'a stray byte after a request',
+      ['GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n{}'],
+      400,
+      'invalid_request_error',
+    ],
+    [
+      'headers too large',
+      [`GET /status HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(20_000)}\r\n\r\n`],
+      431,
+      'request_header_fields_too_large',
+    ],
+  ])(
+    'answers %s refused by the HTTP parser with an OpenAI-shaped error and a request id (README "Errors")',
+    async (_w, parts, status, code) => {
+      const exporter = await start(exporterYaml({ prefix: configPrefix('exporter-parser'), redisUrl: redis.url }));
+      const answer = await rawExchange(exporter.url, parts);
+      // The last answer on the connection (a stray byte follows an answered request).
+      const last = answer.text.slice(answer.text.lastIndexOf(`HTTP/1.1 ${status} `));
+      expect(last.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
+      expect(last).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
+      expect(JSON.parse(last.slice(last.indexOf('\r\n\r\n') + 4))).toEqual({
+        error: { message: expect.any(String), type: 'invalid_request_error', param: null, code },
+      });
+    },
+  );
 
   it('publishes null counts (never 0) and counts_up 0 while Redis is unreachable', async () => {
     const exporter = await start(

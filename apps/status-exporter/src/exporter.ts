@@ -1,5 +1,5 @@
 import { connectRedis, leaseAddresses, readClientCounts, RedisHealthStore } from '@iop/dispatch';
-import { listen } from '@iop/runtime';
+import { answerClientErrors, listen } from '@iop/runtime';
 import { trackedProviderIds } from '@iop/status';
 import {
   ConfigRuntime,
@@ -174,6 +174,8 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   const source = snapshotSource(deps);
   const app = createExporterApp(deps, source);
   const server = createServer(app);
+  // README "Errors": requests Node's parser refuses get an OpenAI-shaped answer, as every other error.
+  answerClientErrors(server, { logger });
   try {
     await listen(server, opts);
   } catch (err) {

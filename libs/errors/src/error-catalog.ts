@@ -72,8 +72,7 @@ const STATUS_KEY_HINT =
  * a test (`error-catalog.spec.ts`) keeps equal to this map both ways.
  *
  * Not in the catalog: an upstream's own 4xx or 429 passed on to the client keeps the upstream's
- * status, code, type and message (README "Errors"); a 408 from the HTTP server's header/body timers
- * has no body.
+ * status, code, type and message (README "Errors").
  */
 export const ERROR_CATALOG = {
   invalid_request_error: {
@@ -119,6 +118,18 @@ export const ERROR_CATALOG = {
       'limitValues' in f
         ? `The request body holds more than ${f.limitValues} JSON values (an array element counts 1, an object member 10); the gateway's limit is gateway.max_body_values.`
         : `The request body is larger than the gateway's limit of ${f.limitBytes} bytes (gateway.max_body_bytes).`,
+  },
+  request_timeout: {
+    status: 408,
+    type: 'invalid_request_error',
+    message: () =>
+      'The request did not arrive in full in time (its headers, then its body, each have a time limit); the connection is closed.',
+  },
+  request_header_fields_too_large: {
+    status: 431,
+    type: 'invalid_request_error',
+    message: (f: { limitBytes: number }) =>
+      `The request's headers are larger than the server reads (${f.limitBytes} bytes in all); the connection is closed.`,
   },
   unsupported_media_type: {
     status: 415,

@@ -1,3 +1,4 @@
+export { answerClientErrors, type ClientErrorLogger, type ClientErrorOptions } from './client-errors';
 export { CloseList } from './close-list';
 export { type GatewayEnvironment, gatewayEnvironmentSchema, exporterEnvironmentSchema } from './environment';
 export { listen, listenOrStop } from './listen';

@@ -93,12 +93,36 @@ export const statusSchema = z.strictObject({
   api_keys: z.array(apiKey).default([]),
 });
 
+/**
+ * `keep_alive_timeout_ms` of an HTTP adapter when the file sets none: 3 s, below the idle timeouts
+ * of the servers behind adapters (uvicorn and so vLLM: 5 s; Node: 5 s), so the gateway closes an
+ * idle socket before the server does (README "Connections to an upstream").
+ */
+export const DEFAULT_UPSTREAM_KEEP_ALIVE_MS = 3000;
+
+/** Longest `keep_alive_timeout_ms` of an HTTP adapter: 10 minutes (undici's own cap on a server's hint). */
+export const MAX_UPSTREAM_KEEP_ALIVE_MS = 600_000;
+
+const keepAliveFix = `write a whole number of milliseconds from 1 to ${MAX_UPSTREAM_KEEP_ALIVE_MS}, below the upstream server's own idle timeout, e.g. keep_alive_timeout_ms: ${DEFAULT_UPSTREAM_KEEP_ALIVE_MS}`;
+
 const httpAdapterFields = {
   id,
   base_url: httpUrl,
   api_key: z.string().optional(),
   /** @defaultValue true */
   enabled: z.boolean().default(true),
+  /**
+   * How long a connection to the upstream may stay idle in the gateway's pool before the gateway
+   * closes it, in ms; a server's `Keep-Alive: timeout=<s>` hint shortens it. Keep it below the
+   * server's own idle timeout, so the server never closes a socket the gateway is about to reuse.
+   * @defaultValue 3000
+   */
+  keep_alive_timeout_ms: z
+    .number({ error: keepAliveFix })
+    .int(keepAliveFix)
+    .min(1, keepAliveFix)
+    .max(MAX_UPSTREAM_KEEP_ALIVE_MS, keepAliveFix)
+    .default(DEFAULT_UPSTREAM_KEEP_ALIVE_MS),
 };
 
 export const httpAdapterSchema = z.strictObject({

@@ -5,3 +5,6 @@ export type { KnobName } from './knobs';
 export { echoReply } from './prompt';
 export { ECHO_LLM, fleetYaml, configPrefix, exporterYaml } from './fixtures';
 export type { OpenAIErrorBody } from './errors';
+export { ChatChunkFormat, chatCompletionJson } from './chat-completions';
+export { ResponsesEventFormat, responseObject } from './responses';
+export { embeddingsJson } from './embeddings';

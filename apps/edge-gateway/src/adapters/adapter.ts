@@ -47,16 +47,26 @@ export interface DispatchContext {
   upstreamModel: string;
   /** Fires when the client disconnects or the time to first byte passes: the adapter stops the upstream call. */
   signal: AbortSignal;
-  /** Largest non-streamed answer the adapter reads (`gateway.max_response_bytes`). @defaultValue {@link DEFAULT_MAX_RESPONSE_BYTES} */
+  /**
+   * Largest non-streamed answer the adapter reads, and largest stream event it holds, in decoded
+   * bytes (`gateway.max_response_bytes`). @defaultValue {@link DEFAULT_MAX_RESPONSE_BYTES}
+   */
   maxResponseBytes?: number;
+  /**
+   * Called when the request was sent again on a fresh connection because the upstream closed the
+   * reused one as it arrived, unread (README "Connections to an upstream"); `detail` is for the log
+   * only (it names the upstream).
+   */
+  onResent?(detail: string): void;
 }
 
 /**
  * An upstream's answer, before any byte reached the client.
  * - `json`: a whole body (already serialized bytes, passed through without re-encoding);
  * - `sse`: Server-Sent Events in the OpenAI wire format of the endpoint the client called, one
- *   or more whole frames per chunk. The iterator throws on a mid-stream failure; the gateway then
- *   ends the stream with an error event, never `[DONE]` (docs/architecture.md, "HTTP surface").
+ *   or more whole frames per chunk (an empty chunk marks bytes that arrived inside the next frame).
+ *   The iterator throws on a mid-stream failure, an unfinished last frame included; the gateway
+ *   then ends the stream with an error event, never `[DONE]` (docs/architecture.md, "HTTP surface").
  */
 export type UpstreamResponse =
   | { kind: 'json'; status: number; body: Uint8Array | string }

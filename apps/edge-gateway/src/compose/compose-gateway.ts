@@ -110,7 +110,7 @@ export async function composeGateway(
     metrics,
     shutdown: shutdown.signal,
   });
-  const server = createGatewayServer(app, config);
+  const server = createGatewayServer(app, config, logger);
   onReload.push((next) => applyServerLimits(server, next.gateway));
   return { server, queue, shutdown };
 }

@@ -1,8 +1,8 @@
-import type { CloseList } from '@iop/runtime';
+import { answerClientErrors, type ClientErrorLogger, type CloseList } from '@iop/runtime';
 import type { EdgeConfig } from '@iop/validate';
 import type { Express } from 'express';
 import { createServer, type Server } from 'node:http';
-import { answerContinue, applyServerLimits, SERVER_OPTIONS } from '../http/access/server-limits';
+import { answerContinue, applyServerLimits, lingering, SERVER_OPTIONS } from '../http/access/server-limits';
 
 /** How long idle keep-alive connections stay open, in ms: longer than the usual load balancer's 60 s idle timeout. */
 /** How often the drain closes the keep-alive connections that turned idle, in ms. */
@@ -13,12 +13,16 @@ const SHUTDOWN_ANSWER_MS = 200;
 /**
  * The gateway's HTTP server around `app`, not yet listening, with the connection cap and the
  * header and body times of README "Security" taken from `config().gateway` (`applyServerLimits`;
- * call it again on every reload) and `Expect: 100-continue` answered against `max_body_bytes`.
+ * call it again on every reload), `Expect: 100-continue` answered against `max_body_bytes`, and
+ * requests Node's parser refuses before the app runs answered as OpenAI errors (400, 408, 431; README
+ * "Errors"), logged to `logger` with their request id; a connection that only lingers after such
+ * an answer is the first a newcomer at the connection cap closes.
  */
-export function createGatewayServer(app: Express, config: () => EdgeConfig): Server {
+export function createGatewayServer(app: Express, config: () => EdgeConfig, logger?: ClientErrorLogger): Server {
   const server = createServer(SERVER_OPTIONS, app);
   applyServerLimits(server, config().gateway);
   answerContinue(server, () => config().gateway.max_body_bytes, app);
+  answerClientErrors(server, { logger, onLinger: (socket) => lingering(server, socket) });
   return server;
 }
 

@@ -2,6 +2,7 @@ import type { AdapterConfig } from '@iop/validate';
 import type { DispatchContext, UpstreamResponse } from '../adapters/adapter';
 import { ApiError, toClientError, upstreamTimeout } from '../errors';
 import { sendJson, sendUpstream, type SendResult } from '../http/answer/send-upstream';
+import { requestLogger } from '../http/request/request-id';
 import { callAdapter } from './call-adapter';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
@@ -51,6 +52,12 @@ export async function callUpstream(
     upstreamModel: target.upstreamModel,
     signal,
     maxResponseBytes: config.gateway.max_response_bytes,
+    // README "Connections to an upstream": not a failure of anyone's; logged so an operator can see how often.
+    onResent: (detail) =>
+      requestLogger(res, deps.logger).info(
+        { provider: target.resourceId, node: target.nodeId, detail },
+        'upstream closed a reused connection as the request arrived, unread; sent again on a fresh connection',
+      ),
   };
   // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
   const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);

@@ -13,6 +13,7 @@ import pino from 'pino';
 import type { AdapterFactory } from '../adapters/adapter';
 import { AdapterRegistry, createAdapter } from '../adapters/adapter-registry';
 import { createApp } from '../app';
+import { createGatewayServer } from '../compose/gateway-server';
 import { ProviderProber } from '../health/provider-prober';
 
 /** A gateway listening on a free loopback port, built in-process with `createApp`. */
@@ -36,14 +37,21 @@ export interface TestGateway {
  * `opts.health`: `true` for a `MemoryHealthStore` probed every `health.interval_ms`, or a store of
  * the test's own (e.g. a `RedisHealthStore`) that nothing probes unless `opts.probe` is true. The
  * prober counts requests in flight on `queue`, as the gateway's does. `opts.adapterFactory` builds the
- * adapters (default: the real ones, `createAdapter`).
+ * adapters (default: the real ones, `createAdapter`). `opts.gatewayServer`: serve through the
+ * gateway's own HTTP server (`createGatewayServer`: connection limits, header and body times,
+ * answers to requests Node's parser refuses) instead of `app.listen`.
  * @throws Error listing the config problems when the YAML is invalid.
  */
 export async function startTestGateway(
   yaml: string,
   env: Record<string, string> = {},
   queue: ProviderQueue = new MemoryProviderQueue(),
-  opts: { health?: boolean | HealthStore; probe?: boolean; adapterFactory?: AdapterFactory } = {},
+  opts: {
+    health?: boolean | HealthStore;
+    probe?: boolean;
+    adapterFactory?: AdapterFactory;
+    gatewayServer?: boolean;
+  } = {},
 ): Promise<TestGateway> {
   const loaded = parseConfigText(yaml, env, 'test.yaml');
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
@@ -65,7 +73,12 @@ export async function startTestGateway(
     affinity: new MemoryResponseAffinity(),
   });
   const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    if (!opts.gatewayServer) {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+      return;
+    }
+    const s = createGatewayServer(app, () => config, logger);
+    s.listen(0, '127.0.0.1', () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;

@@ -1,5 +1,6 @@
 export { type TestRedis, startRedis, uniquePrefix, scanKeys, spawnRedis, freePort } from './redis-server';
 export { waitUntil } from './wait-until';
+export { rawExchange, type RawExchange } from './raw-http';
 export { seedLeases } from './seed-leases';
 export { proxyClusterMasters, startRedisCluster, type TestRedisCluster } from './redis-cluster';
 export { startTcpProxy, type TcpProxy } from './tcp-proxy';

@@ -91,7 +91,13 @@ async function setUp(
   baseUrlSuffix = '/v1',
 ): Promise<{ adapter: OllamaAdapter; ollama: FakeOllama }> {
   ollama = await startFakeOllama(behaviour);
-  adapter = new OllamaAdapter({ id: 'ollama-0', type: 'ollama', base_url: ollama.url + baseUrlSuffix, enabled: true });
+  adapter = new OllamaAdapter({
+    id: 'ollama-0',
+    type: 'ollama',
+    base_url: ollama.url + baseUrlSuffix,
+    enabled: true,
+    keep_alive_timeout_ms: 3000,
+  });
   return { adapter, ollama };
 }
 

@@ -1,14 +1,17 @@
-import type { Dispatcher } from 'undici';
-import { upstreamError } from '../../errors';
-import { clientSafeCode, messageOf, tooLarge } from './upstream-errors';
-
-/** How the adapter reads an upstream's answer body: whole and capped, a capped error text, or as a stream. */
+import type { Readable } from 'node:stream';
+import { tooLarge } from './upstream-errors';
 
 /**
- * The whole body, at most `limit` bytes. @throws UpstreamError 502 (not booked) past `limit`, the
- * body stream's error on a reset or a body shorter than its `content-length`.
+ * How the adapter reads an upstream's answer body (already decoded from its `Content-Encoding`,
+ * `content-decoding.ts`): whole and capped, or a capped error text. Streams: `whole-events.ts`.
  */
-export function readBytes(body: Dispatcher.ResponseData['body'], limit: number, where: string): Promise<Uint8Array> {
+
+/**
+ * The whole body, at most `limit` bytes (decoded bytes, when it was encoded: a compression bomb stops
+ * at the limit). @throws UpstreamError 502 (not booked) past `limit`; the body stream's error on a
+ * reset, a body shorter than its `content-length` or one that cannot be decoded.
+ */
+export function readBytes(body: Readable, limit: number, where: string): Promise<Uint8Array> {
   // Plain 'data'/'end' listeners: an async iterator costs a promise per chunk on the hot path (tools/bench).
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
@@ -38,11 +41,7 @@ export function readBytes(body: Dispatcher.ResponseData['body'], limit: number, 
 }
 
 /** At most `limit` bytes of `body` as text; the rest is discarded and the body closed. */
-export async function readCapped(
-  body: Dispatcher.ResponseData['body'],
-  limit: number,
-  signal: AbortSignal,
-): Promise<string> {
+export async function readCapped(body: Readable, limit: number, signal: AbortSignal): Promise<string> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const part of body as AsyncIterable<Buffer>) {
@@ -51,26 +50,15 @@ export async function readCapped(
     size += part.length;
     if (size >= limit) break;
   }
-  body.destroy();
+  discard(body);
   return Buffer.concat(parts).subarray(0, limit).toString('utf8');
 }
 
 /**
- * The upstream's SSE body, chunks passed on as they come; a read that fails (reset, socket closed)
- * becomes an UpstreamError 502, or the abort reason when `signal` fired. Stopping early closes the body.
+ * Stops reading `body` and frees its connection. undici's body fails with "Request aborted" when
+ * destroyed before its end; nobody reads it any more, so that error is dropped here.
  */
-export async function* upstreamStream(
-  body: AsyncIterable<Uint8Array>,
-  signal: AbortSignal,
-  where: string,
-): AsyncGenerator<Uint8Array, void, undefined> {
-  try {
-    yield* body;
-  } catch (err) {
-    if (signal.aborted) throw signal.reason ?? err;
-    const why = clientSafeCode(err);
-    throw upstreamError(`The upstream stream failed before it finished (${why}).`, {
-      detail: `${where}: stream failed: ${messageOf(err)}`,
-    });
-  }
+export function discard(body: Readable): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }

@@ -1,5 +1,6 @@
 import type { HttpAdapterConfig } from '@iop/validate';
-import { Agent, type Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import { trackUpstreamAnswer } from '../upstream-answers';
 import { invalidRequest, UpstreamError, upstreamError } from '../../errors';
 import type {
@@ -12,30 +13,39 @@ import type {
 } from '../adapter';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../adapter';
 import { normalizeEmbeddings } from '../embeddings';
-import { readBytes, readCapped, upstreamStream } from './body-readers';
+import { discard, readBytes, readCapped } from './body-readers';
+import { contentCodings, decodedBody, isDecodeError } from './content-decoding';
+import { UpstreamConnections } from './upstream-connections';
 import { clientSafeCode, ERROR_BODY_BYTES, messageOf, tooLarge, upstreamFailure } from './upstream-errors';
 import { upstreamTarget, type UpstreamTarget } from './upstream-target';
+import { wholeEvents } from './whole-events';
 
 /**
  * HTTP pass-through to an OpenAI-compatible server (`vllm`, `openai_compat`; the base of `ollama`).
  * Sends `POST {base}/chat/completions`, `/responses` or `/embeddings` with the model renamed to the
  * catalog's `upstream` and the credentials of {@link upstreamTarget}, and passes the answer's bytes
- * through unchanged: a JSON body whole (at most `maxResponseBytes`), an SSE body chunk by chunk as
- * the upstream sends it. Which request fields reach the upstream is decided before the call, by the
+ * through unchanged: a JSON body whole (at most `maxResponseBytes`), an SSE body as whole events as
+ * the upstream sends them (`whole-events.ts`: a half event never reaches the client), either one
+ * decoded first when the upstream sent a `Content-Encoding` (`content-decoding.ts`; the limit holds
+ * for the decoded bytes). Which request fields reach the upstream is decided before the call, by the
  * adapter's field table (`request-fields.ts` next to this file).
- * Uses undici on one keep-alive pool per adapter: the hot path of every pooled call.
+ * Uses undici on one keep-alive pool per adapter (`upstream-connections.ts`: idle sockets closed
+ * after the adapter's `keep_alive_timeout_ms`, a request the server never read on a reused socket
+ * sent again on a fresh one): the hot path of every pooled call.
  *
  * What the upstream answers becomes (README "Errors"; messages never name the URL or host, the
  * error's `detail` does, for the log):
  * | upstream | client | counts against the provider | fails over |
  * |---|---|---|---|
- * | unreachable, reset, body cut short | 502 `upstream_error` | yes | yes |
+ * | closed a reused socket as the request arrived (nothing answered) | sent again on a fresh connection, once | no | no |
+ * | unreachable, reset, body cut short, a stream cut mid-event or without its end marker | 502 `upstream_error` | yes | yes |
+ * | a `Content-Encoding` it cannot decode (unknown, corrupt) | 502 `upstream_error` | yes | yes |
  * | 5xx, 3xx, 1xx | 502 `upstream_error` (its text to the log) | yes | yes |
  * | 401, 403 | 502 `upstream_error` "refused the gateway's credentials" | yes | yes |
  * | 404, 405 | 502 `upstream_error` "does not serve this" | no | yes |
  * | 429 | 429 with its `Retry-After`, type and message | no (the provider backs off) | yes |
  * | other 4xx | passed on: status, message, type, code, param | no | no |
- * | 2xx JSON over `maxResponseBytes` | 502 `upstream_error` | no | no |
+ * | 2xx JSON over `maxResponseBytes` (decoded), one stream event over it | 502 `upstream_error` | no | no |
  */
 export class OpenAiCompatAdapter implements Adapter {
   readonly type: HttpAdapterConfig['type'];
@@ -43,14 +53,13 @@ export class OpenAiCompatAdapter implements Adapter {
   readonly probePath: string;
   private readonly target: UpstreamTarget;
   private readonly headers: Record<string, string>;
-  // No cap on connections: admission control is the provider queue's job, and a hidden cap here
-  // would make requests wait uncounted (neither in_flight nor queued). Timeouts are the dispatcher's.
-  private readonly dispatcher = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+  private readonly connections: UpstreamConnections;
 
   constructor(readonly config: HttpAdapterConfig) {
     this.type = config.type;
     this.probePath = config.type === 'vllm' ? '/health' : '/v1/models';
     this.target = upstreamTarget(config);
+    this.connections = new UpstreamConnections(config.keep_alive_timeout_ms);
     this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (this.target.authorization) this.headers.authorization = this.target.authorization;
   }
@@ -84,7 +93,7 @@ export class OpenAiCompatAdapter implements Adapter {
 
   /** GET `{server root}{path}` (default {@link probePath}) for health probes; resolves to the HTTP status, throws on a connection error. */
   async probe(signal: AbortSignal, path = this.probePath): Promise<number> {
-    const res = await this.dispatcher.request({
+    const res = await this.connections.pooled.request({
       origin: this.target.origin,
       path: this.target.rootPath + path,
       method: 'GET',
@@ -96,7 +105,7 @@ export class OpenAiCompatAdapter implements Adapter {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    await this.connections.close();
   }
 
   /**
@@ -106,18 +115,20 @@ export class OpenAiCompatAdapter implements Adapter {
    *   reason of `ctx.signal` when it fired.
    */
   private async post(path: string, body: unknown, ctx: DispatchContext): Promise<UpstreamResponse> {
-    const payload = serializeBody(body);
+    const payload = Buffer.from(serializeBody(body));
     const where = `POST ${this.target.forLog}${path}`;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.dispatcher.request({
-        origin: this.target.origin,
-        path: this.target.basePath + path + this.target.query,
-        method: 'POST',
-        headers: this.headers,
-        body: payload,
-        signal: ctx.signal,
-      });
+      res = await this.connections.post(
+        {
+          origin: this.target.origin,
+          path: this.target.basePath + path + this.target.query,
+          headers: this.headers,
+          body: payload,
+          signal: ctx.signal,
+        },
+        (first) => ctx.onResent?.(`${where}: ${messageOf(first)}`),
+      );
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       const why = clientSafeCode(err);
@@ -128,29 +139,57 @@ export class OpenAiCompatAdapter implements Adapter {
     trackUpstreamAnswer(ctx.signal, res.body);
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
-      const text = await readCapped(res.body, ERROR_BODY_BYTES, ctx.signal).catch(() => '');
-      throw upstreamFailure(status, res.headers, text, where);
+      throw upstreamFailure(status, res.headers, await errorText(res, where, ctx.signal), where);
     }
+    let codings: string[];
+    try {
+      codings = contentCodings(res.headers['content-encoding'], where);
+    } catch (err) {
+      discard(res.body);
+      throw err;
+    }
+    const decoded = decodedBody(res.body, codings);
+    const limit = ctx.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('text/event-stream')) {
-      return { kind: 'sse', status, body: upstreamStream(res.body, ctx.signal, where) };
+      const endpoint = path === '/responses' ? 'responses' : 'chat';
+      const events = wholeEvents(decoded, { endpoint, signal: ctx.signal, where, maxEventBytes: limit });
+      return { kind: 'sse', status, body: events };
     }
-    const limit = ctx.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    const declared = Number(res.headers['content-length']);
+    // A declared length is the encoded one: it bounds the answer only when nothing is to be decoded.
+    const declared = codings.length === 0 ? Number(res.headers['content-length']) : NaN;
     if (Number.isFinite(declared) && declared > limit) {
-      res.body.destroy();
+      discard(res.body);
       throw tooLarge(limit, where, `declared content-length ${declared}`);
     }
     try {
-      return { kind: 'json', status, body: await readBytes(res.body, limit, where) };
+      return { kind: 'json', status, body: await readBytes(decoded, limit, where) };
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       if (err instanceof UpstreamError) throw err;
       const why = clientSafeCode(err);
-      throw upstreamError(`The upstream closed the connection before its answer was complete (${why}).`, {
-        detail: `${where}: ${messageOf(err)}`,
-      });
+      const problem = isDecodeError(err)
+        ? `The upstream's answer could not be decoded (its Content-Encoding ${codings.join(', ')}: ${why}).`
+        : `The upstream closed the connection before its answer was complete (${why}).`;
+      throw upstreamError(problem, { detail: `${where}: ${messageOf(err)}` });
     }
+  }
+}
+
+/**
+ * The first {@link ERROR_BODY_BYTES} of an error answer's body as text, decoded from its
+ * `Content-Encoding` when it has one the gateway reads ('' when it has another, or the read fails:
+ * the status alone then decides the error). Never throws.
+ */
+async function errorText(res: Dispatcher.ResponseData, where: string, signal: AbortSignal): Promise<string> {
+  let body: Readable = res.body;
+  try {
+    body = decodedBody(res.body, contentCodings(res.headers['content-encoding'], where));
+    return await readCapped(body, ERROR_BODY_BYTES, signal);
+  } catch {
+    discard(body);
+    discard(res.body);
+    return '';
   }
 }
 

@@ -78,6 +78,17 @@ export class ConnectionSlots {
     });
   }
 
+  /**
+   * Counts the connection as idle from now on, whatever it had in progress: it was answered and only
+   * lingers for the client to read that answer (a request the HTTP parser refused), so a newcomer
+   * may close it.
+   */
+  lingering(socket: Socket): void {
+    const slot = this.slots.get(socket);
+    if (!slot || this.idle.has(socket)) return;
+    this.idle.set(socket, slot);
+  }
+
   /** Closes the connection idle the longest (of `address` when given); false when there is none. */
   private closeOldestIdle(address?: string): boolean {
     for (const [socket, slot] of this.idle) {

@@ -39,7 +39,7 @@ function slotLimits(settings: ServerLimitSettings): SlotLimits {
  * - `gateway.keep_alive_timeout_ms`: an idle keep-alive connection is closed after this long;
  * - `gateway.header_timeout_ms`: a request's headers must be in within this time (from the
  *   request's first byte; a fresh connection that sends nothing counts from its opening), else
- *   Node answers `408` and closes the connection;
+ *   `408 request_timeout` (answered by `answerClientErrors`, README "Errors") and the connection is closed;
  * - `gateway.body_timeout_ms`: the body then has this long more (the whole request is bounded by
  *   `header_timeout_ms + body_timeout_ms`), else `408` and the connection is closed.
  * Neither time bounds a response: a long stream runs on.
@@ -55,6 +55,15 @@ export function applyServerLimits(server: Server, gateway: ServerLimitSettings):
   server.keepAliveTimeout = gateway.keep_alive_timeout_ms;
   server.headersTimeout = gateway.header_timeout_ms;
   server.requestTimeout = gateway.header_timeout_ms + gateway.body_timeout_ms;
+}
+
+/**
+ * Marks a connection of `server` that only lingers after its last answer (a request Node's parser
+ * refused, README "Errors") as idle for the connection slots: at the cap it is closed first to make
+ * room, never keeping a newcomer out.
+ */
+export function lingering(server: Server, socket: Socket): void {
+  installed.get(server)?.slots.lingering(socket);
 }
 
 /** After an early answer, how long unread request bytes are read and dropped before the connection is cut, in ms. */

@@ -2,6 +2,7 @@ import type { Response } from 'express';
 import type { UpstreamResponse } from '../../adapters/adapter';
 import type { Endpoint } from '../../adapters/request-fields';
 import { ApiError, upstreamError, upstreamTimeout } from '../../errors';
+import { StreamTail } from './stream-tail';
 
 /** The content type of a JSON answer, as express's `res.type('application/json')` writes it. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -98,6 +99,11 @@ export async function sendUpstream(res: Response, upstream: UpstreamResponse, op
   let failure: unknown;
   try {
     for await (const chunk of upstream.body) {
+      // Bytes that arrived inside an event not finished yet: they moved, and nothing is written.
+      if (chunk.length === 0) {
+        idle.moved('upstream');
+        continue;
+      }
       if (!started) {
         started = true;
         opts.onFirstByte();
@@ -198,83 +204,5 @@ class IdleWatch {
     this.timer = undefined;
     this.fired = this.waitingOn;
     this.onIdle(this.waitingOn);
-  }
-}
-
-/**
- * What the gateway must remember of a stream it passes through, read from its last bytes and (for
- * Responses) its first event: whether the last event was cut short, whether a chat stream sent
- * `[DONE]`, the Responses stream's response object and last `sequence_number`.
- */
-class StreamTail {
-  private last = '';
-  /** The start of the last `data:` line seen. */
-  private lastData = '';
-  private response?: Record<string, unknown>;
-  private head = '';
-  private sequence = -1;
-
-  constructor(private readonly endpoint: Endpoint) {}
-
-  observe(chunk: Uint8Array | string): void {
-    const text =
-      typeof chunk === 'string'
-        ? chunk
-        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
-    this.last = (this.last + text).slice(-64);
-    const at = text.lastIndexOf('data:');
-    if (at !== -1) this.lastData = text.slice(at, at + 24);
-    if (this.endpoint !== 'responses') return;
-    if (this.response === undefined && this.head.length < 65_536) {
-      this.head += text;
-      this.response = createdResponse(this.head);
-    }
-    const seqAt = text.lastIndexOf('"sequence_number"');
-    const n = seqAt === -1 ? undefined : /^"sequence_number"\s*:\s*(\d+)/.exec(text.slice(seqAt, seqAt + 40))?.[1];
-    if (n !== undefined) this.sequence = Number(n);
-  }
-
-  /** True when the stream ended as its format says a finished stream ends (chat: `data: [DONE]`). */
-  finished(): boolean {
-    return this.endpoint !== 'chat' || /data:\s*\[DONE\]\s*$/.test(this.last);
-  }
-
-  /** True when the stream's last event is the upstream's own chat error event (`data: {"error": …}`). */
-  endedWithError(): boolean {
-    return this.endpoint === 'chat' && /^data:\s*\{\s*"error"/.test(this.lastData);
-  }
-
-  /** The blank line an event cut short by the end of the stream is missing ('' when none is). */
-  closing(): string {
-    if (this.last === '' || this.last.endsWith('\n\n') || this.last.endsWith('\r\n\r\n')) return '';
-    return this.last.endsWith('\n') ? '\n' : '\n\n';
-  }
-
-  /** The events that end a failed stream of this endpoint. */
-  errorEvents(error: ApiError): string {
-    if (this.endpoint !== 'responses') return `data: ${JSON.stringify(error.toBody())}\n\n`;
-    const { message, code, param } = error.toBody().error;
-    let out = '';
-    if (this.response) {
-      const response = { ...this.response, status: 'failed', error: { code, message } };
-      out += `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: ++this.sequence, response })}\n\n`;
-    }
-    out += `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: ++this.sequence, code, message, param })}\n\n`;
-    return out;
-  }
-}
-
-/** The `response` of a Responses stream's `response.created` event, once `head` holds all of it. */
-function createdResponse(head: string): Record<string, unknown> | undefined {
-  const at = head.indexOf('"response.created"');
-  if (at === -1) return undefined;
-  const lineStart = head.lastIndexOf('data:', at);
-  const lineEnd = head.indexOf('\n', at);
-  if (lineStart === -1 || lineEnd === -1) return undefined;
-  try {
-    const data = JSON.parse(head.slice(lineStart + 5, lineEnd)) as { response?: Record<string, unknown> };
-    return typeof data.response === 'object' && data.response !== null ? data.response : {};
-  } catch {
-    return {};
   }
 }
