@@ -62,6 +62,19 @@ nodes:
       }
     });
 
+    it.each([400, 422])(
+      "an upstream %i about the request is passed on, its quote of the gateway's key redacted",
+      async (status) => {
+        gateway = await startTestGateway(keyed(), { ORIGIN: up.origin });
+        for (const endpoint of ['chat', 'responses', 'embeddings'] as const) {
+          const res = await post(gateway, endpoint, requestBody(endpoint, 'km', false, { status, echo_secrets: 1 }));
+          expect(res.status).toBe(status);
+          expect(errorOf(res).message).toContain('authorization=Bearer ***');
+          expect(res.text).not.toContain(KEY);
+        }
+      },
+    );
+
     it('a CLI that exits 7 after printing a secret on stderr: a generic 502 with the request id', async () => {
       gateway = await startTestGateway(keyed(), { ORIGIN: up.origin });
       for (const stream of [false, true]) {

@@ -116,7 +116,7 @@ export class OpenAiCompatAdapter implements Adapter {
    */
   private async post(path: string, body: unknown, ctx: DispatchContext): Promise<UpstreamResponse> {
     const payload = Buffer.from(serializeBody(body));
-    const where = `POST ${this.target.forLog}${path}`;
+    const where = `POST ${this.target.logUrl(path)}`;
     let res: Dispatcher.ResponseData;
     try {
       res = await this.connections.post(
@@ -139,7 +139,8 @@ export class OpenAiCompatAdapter implements Adapter {
     trackUpstreamAnswer(ctx.signal, res.body);
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
-      throw upstreamFailure(status, res.headers, await errorText(res, where, ctx.signal), where);
+      const text = this.target.redactSecrets(await errorText(res, where, ctx.signal));
+      throw upstreamFailure(status, res.headers, text, where);
     }
     let codings: string[];
     try {

@@ -21,6 +21,17 @@ export interface UpstreamTarget {
   authorization?: string;
   /** `base_url` with any password redacted, for the log only. */
   forLog: string;
+  /**
+   * The URL a request to `path` goes to (the base path, then `path`, then the query string),
+   * redacted like {@link forLog}, for the log only: e.g. `http://***@host/v1/chat/completions?api-version=***`.
+   */
+  logUrl(path: string): string;
+  /**
+   * `text` with every secret the gateway sends this upstream (its `api_key`, the password of
+   * `base_url`, the values of its query string) replaced by `***`: an upstream's error text is passed
+   * to clients and logs (README "Errors"), and an upstream may quote the request it got.
+   */
+  redactSecrets(text: string): string;
 }
 
 /** Parses `config.base_url` per {@link UpstreamTarget}. @throws TypeError on a URL `validate` would refuse. */
@@ -35,6 +46,10 @@ export function upstreamTarget(config: Pick<HttpAdapterConfig, 'type' | 'base_ur
     const password = decodeURIComponent(url.password);
     authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   }
+  // Longest first, so a secret that contains another is replaced whole; very short values are not secrets.
+  const secrets = [config.api_key, decodeURIComponent(url.password), ...url.searchParams.values()]
+    .filter((v): v is string => v !== undefined && v.length >= 4)
+    .sort((a, b) => b.length - a.length);
   return {
     origin: url.origin,
     basePath,
@@ -42,5 +57,11 @@ export function upstreamTarget(config: Pick<HttpAdapterConfig, 'type' | 'base_ur
     rootPath: basePath.replace(/\/v1$/, ''),
     authorization,
     forLog: redactUrl(config.base_url),
+    logUrl: (path) => {
+      const full = new URL(config.base_url);
+      full.pathname = basePath + path;
+      return redactUrl(full.toString());
+    },
+    redactSecrets: (text) => secrets.reduce((out, secret) => out.split(secret).join('***'), text),
   };
 }
