@@ -111,9 +111,11 @@ export async function* chatStreamToResponsesStream(
   }
 
   for await (const chunk of chatSse) {
+    // After `[DONE]` the answer is read to its end, not cut: the upstream's connection stays reusable
+    // and the call's slot is free at once (a cut call keeps its lease a settle delay longer).
+    if (sawDone) continue;
     parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
     yield* drain();
-    if (sawDone) break;
   }
   if (!sawDone) {
     // The end of the stream ends its last event too: `data: [DONE]` with no newline before the
