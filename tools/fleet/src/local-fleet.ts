@@ -2,7 +2,7 @@ import { freePort } from '@iop/dispatch/testing';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { checkFleetConfig } from './fleet-config';
+import { checkFleetConfig, type FleetFileProvider } from './fleet-config';
 import { findHaproxy, HAPROXY_CONFIG, haproxyCommand, haproxyServers, type HaproxyServer } from './haproxy';
 import { ManagedProcess } from './managed-process';
 import { Supervisor, type SupervisorOptions } from './supervisor';
@@ -13,10 +13,13 @@ export const WORKSPACE_ROOT = path.resolve(__dirname, '../../..');
 /** The edge.yaml every process of the local fleet reads. */
 export const FLEET_CONFIG = 'deploy/local/edge.yaml';
 
-/** The providers of {@link FLEET_CONFIG}, each on its own fake GPU server. */
-export const FLEET_PROVIDERS = [
-  { id: 'llama-a', upstream: 'gpu-a', env: 'FLEET_UPSTREAM_A', maxConcurrency: 2 },
-  { id: 'llama-b', upstream: 'gpu-b', env: 'FLEET_UPSTREAM_B', maxConcurrency: 3 },
+/**
+ * The fleet's fake GPU servers, each reached by the file through its `${VAR}` (in {@link FLEET_CONFIG}:
+ * `llama-a` on `FLEET_UPSTREAM_A`, `llama-b` on `FLEET_UPSTREAM_B`); they run whatever the file says.
+ */
+export const FLEET_UPSTREAMS = [
+  { upstream: 'gpu-a', env: 'FLEET_UPSTREAM_A' },
+  { upstream: 'gpu-b', env: 'FLEET_UPSTREAM_B' },
 ] as const;
 
 /** Replicas behind HAProxy; deploy/haproxy/haproxy.cfg names gw1..gw3. */
@@ -60,8 +63,10 @@ export interface FleetReplica {
 }
 
 export interface FleetUpstream {
-  readonly providerId: string;
-  readonly maxConcurrency: number;
+  /** The `${VAR}` the file reaches it by (`FLEET_UPSTREAM_A`, `FLEET_UPSTREAM_B`). */
+  readonly variable: string;
+  /** The file's pool providers on it, with `max_concurrency` as the file says it (none when the file does not use it). */
+  readonly providers: readonly FleetFileProvider[];
   /** Origin of the fake GPU server (its stats are at `/__stats`). */
   readonly origin: string;
   readonly process: ManagedProcess;
@@ -113,9 +118,9 @@ export interface LocalFleet {
 export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
   const root = opts.root ?? WORKSPACE_ROOT;
   const configFile = path.resolve(root, opts.config ?? FLEET_CONFIG);
-  checkFleetConfig(
+  const served = checkFleetConfig(
     configFile,
-    FLEET_PROVIDERS.map((p) => p.env),
+    FLEET_UPSTREAMS.map((u) => u.env),
   );
   const say = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dist = (p: string) => {
@@ -181,7 +186,7 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
       LOG_LEVEL: opts.logLevel ?? 'info',
       IOP_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 30_000),
     };
-    for (const provider of FLEET_PROVIDERS) {
+    for (const provider of FLEET_UPSTREAMS) {
       const port = await freePort();
       const proc = await run(
         new ManagedProcess({
@@ -194,8 +199,8 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
       );
       env[provider.env] = `http://127.0.0.1:${port}/v1`;
       upstreams.push({
-        providerId: provider.id,
-        maxConcurrency: provider.maxConcurrency,
+        variable: provider.env,
+        providers: served.get(provider.env) ?? [],
         origin: `http://127.0.0.1:${port}`,
         process: proc,
       });
