@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { BOARD_PATH } from './board/board-path';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
-import { sendError } from './http/send-error';
+import { echoed, sendError } from './http/send-error';
 
 /** Everything the exporter's HTTP app needs; the I/O (Redis) lives behind `counts` (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface ExporterDeps {
@@ -156,7 +156,7 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
   if (deps.board) app.use(BOARD_PATH, auth, deps.board);
   const served = deps.board ? `/status, /metrics, /healthz, / and ${BOARD_PATH}` : '/status, /metrics, /healthz and /';
   app.use((req, res) => {
-    sendError(res, { code: 'not_found', fields: { method: req.method, path: req.path, served } });
+    sendError(res, { code: 'not_found', fields: { method: req.method, path: echoed(req.path), served } });
   });
   return app;
 }

@@ -61,7 +61,12 @@ describe("the exporter's GET paths answer another method with 405 and Allow", ()
     expect((await fetch(`${url}/healthz`, { method: 'POST' })).status).toBe(405);
   });
 
-  it('still answers an unknown path 404', async () => {
+  it('still answers an unknown path 404, echoing at most 200 characters of it', async () => {
     expect((await fetch(`${url}/statusx`, { method: 'POST', headers: auth })).status).toBe(404);
+    const res = await fetch(`${url}/${'p'.repeat(5000)}`, { headers: auth });
+    expect(res.status).toBe(404);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error).toMatchObject({ code: 'not_found', message: expect.stringContaining('…(4801 more characters)') });
+    expect(error.message.length).toBeLessThan(500);
   });
 });
