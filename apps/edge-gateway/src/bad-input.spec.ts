@@ -18,6 +18,8 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
     await upstream.close();
   });
 
+  // Long, yet within this file's max_body_bytes (2048).
+  const long = 'm'.repeat(1500);
   const post = (body: string, headers: Record<string, string> = { authorization: `Bearer ${key}` }) =>
     fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
@@ -104,6 +106,29 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
     const res = await fetch(`${gateway.url}/v1/chat/completions`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.headers.get('allow')).toBe('POST');
     await expectError(res, 405, 'method_not_allowed');
+  });
+
+  it.each([
+    ['a chat completion', () => post(JSON.stringify({ model: long, messages: [{ role: 'user', content: 'x' }] }))],
+    [
+      'GET /v1/models/{id}',
+      () => fetch(`${gateway.url}/v1/models/${long}`, { headers: { authorization: `Bearer ${key}` } }),
+    ],
+  ])('echoes at most 200 characters of an unknown 1500-character model id (%s)', async (_what, send) => {
+    const res = await send();
+    expect(res.status).toBe(404);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('model_not_found');
+    expect(error.message).toContain(`"${'m'.repeat(200)}…(1300 more characters)"`);
+    expect(error.message.length).toBeLessThan(400);
+  });
+
+  it('echoes at most 200 characters of an unknown long path', async () => {
+    const res = await fetch(`${gateway.url}/v1/${'p'.repeat(5000)}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(404);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error).toMatchObject({ code: 'not_found', message: expect.stringContaining('…(4804 more characters)') });
+    expect(error.message.length).toBeLessThan(500);
   });
 
   it('answers a missing API key with 401 invalid_api_key', async () => {

@@ -206,7 +206,9 @@ describe.each([
         3000,
         'solo to be taken out by its timed-out requests',
       );
-      expect(store.views().get('solo')?.reason).toMatch(/requests failed: upstream_timeout/);
+      expect(store.views().get('solo')?.reason).toMatch(
+        /requests failed: upstream sent no byte within \d+ ms \(gateway.request_timeout_ms\)/,
+      );
     }
   });
 });

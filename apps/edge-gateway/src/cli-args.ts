@@ -14,15 +14,17 @@ export const USAGE = `usage:
   serve            run the gateway (default command)
   --config FILE    edge.yaml to load (required)
   --listen         overrides gateway.listen
-  --redis URL      selects the redis queue backend at URL, even over queue.backend: memory;
+  --redis URL      selects the redis queue backend at URL (redis://, rediss:// for TLS, or
+                   redis+sentinel://[user:password@]host:26379[,host2:26379...]/<master name>),
+                   even over queue.backend: memory;
                    beats REDIS_URL, which beats queue.redis_url. A command line is readable by
                    every local user (ps): put a password in REDIS_URL or queue.redis_url instead
                    (a --redis URL with one is warned of at start)
   validate FILE    check a config file: prints every problem and exits 1, or a summary and exits 0
 
 environment:
-  REDIS_URL        like --redis (a redis:// or rediss:// URL; empty = unset): selects the redis
-                   backend, even over queue.backend: memory
+  REDIS_URL        like --redis (a redis://, rediss:// or redis+sentinel:// URL; empty = unset):
+                   selects the redis backend, even over queue.backend: memory
   LOG_LEVEL        pino level (default info); the startup log says which queue backend runs and why
   IOP_SHUTDOWN_GRACE_MS  longest SIGTERM waits for in-flight requests, in ms (default 30000)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*  tracing over OTLP/HTTP (README "Metrics, dashboard and traces")
@@ -53,7 +55,7 @@ export function parseGatewayArgs(argv: string[]): GatewayCommand {
   return { command: 'serve', config: values.config, listen: values.listen, redis: values.redis };
 }
 
-/** @throws Error naming the flag when `--listen` is not host:port or `--redis` not a redis:// URL. */
+/** @throws Error naming the flag when `--listen` is not host:port or `--redis` not a Redis URL (`isRedisUrl`). */
 function checkAddresses(listen: string | undefined, redis: string | undefined): void {
   if (listen !== undefined) {
     try {

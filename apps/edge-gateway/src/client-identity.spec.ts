@@ -1,5 +1,6 @@
 import { MemoryProviderQueue, type LeaseRequest, type Lease, type QueueClient } from '@iop/dispatch';
 import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
+import { parsePrometheusText, sampleValue } from '@iop/status/testing';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 /** A memory queue that also remembers the client of every lease request it was asked for. */
@@ -63,6 +64,18 @@ describe('clients: identity from the key, band from the client and x-iop-priorit
     const body = (await res.json()) as { error: { param: string; code: string } };
     expect(body.error).toMatchObject({ param: 'x-iop-priority', code: 'invalid_request_error' });
     expect(queue.clients).toEqual([]);
+  });
+
+  it('counts a 400 for x-iop-priority against the client whose key was accepted, never none', async () => {
+    expect((await send('batch-key', { 'x-iop-priority': 'abc' })).status).toBe(400);
+    expect((await send('nope', { 'x-iop-priority': 'abc' })).status).toBe(401);
+    const samples = parsePrometheusText(await (await fetch(`${gateway.url}/metrics`)).text());
+    const count = (status: string, client: string) =>
+      sampleValue(samples, 'iop_edge_requests_total', { model: 'other', route: 'none', status, client });
+    expect(count('400', 'batch')).toBe(1);
+    expect(count('400', 'none')).toBeUndefined();
+    // The unknown key stays `none`: no client was known when it was refused.
+    expect(count('401', 'none')).toBe(1);
   });
 
   it('refuses an unknown key with 401 before anything is queued', async () => {

@@ -127,12 +127,31 @@ export const invalidRequest = (problem: string, param: string | null = null) =>
   new ApiError({ code: 'invalid_request_error', fields: { problem }, param });
 /** 401 of `/v1` (`gateway.api_keys`). */
 export const invalidApiKey = () => new ApiError({ code: 'invalid_api_key', fields: { keys: 'gateway.api_keys' } });
+/** Longest client-sent string (a model id, a path) an error message echoes, in characters. */
+export const MAX_ECHOED_CHARS = 200;
+
+/**
+ * A client-sent string as an error message echoes it: at most {@link MAX_ECHOED_CHARS} characters,
+ * then `…(N more characters)`, so a 5000-character model id costs the answer no more than that.
+ */
+export function echoed(text: string): string {
+  return text.length <= MAX_ECHOED_CHARS
+    ? text
+    : `${text.slice(0, MAX_ECHOED_CHARS)}…(${text.length - MAX_ECHOED_CHARS} more characters)`;
+}
+
+/** 404 `model_not_found`; the message echoes the model id cut to {@link MAX_ECHOED_CHARS}. */
 export const modelNotFound = (model: string) =>
-  new ApiError({ code: 'model_not_found', fields: { model }, param: 'model' });
+  new ApiError({ code: 'model_not_found', fields: { model: echoed(model) }, param: 'model' });
+/** 404 `not_found` for a path the gateway does not serve; the message echoes the path cut to {@link MAX_ECHOED_CHARS}. */
 export const notFound = (method: string, path: string) =>
   new ApiError({
     code: 'not_found',
-    fields: { method, path, served: '/v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings' },
+    fields: {
+      method,
+      path: echoed(path),
+      served: '/v1/models, /v1/chat/completions, /v1/responses and /v1/embeddings',
+    },
   });
 export const methodNotAllowed = (f: { method: string; path: string; allow: string }) =>
   new ApiError({ code: 'method_not_allowed', fields: f });

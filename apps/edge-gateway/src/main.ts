@@ -13,7 +13,7 @@ import {
   startService,
   type CloseList,
 } from '@iop/runtime';
-import { formatProblems, loadConfigFile, parseListenAddress } from '@iop/validate';
+import { configDigest, formatProblems, loadConfigFile, parseListenAddress } from '@iop/validate';
 import { parseGatewayArgs, USAGE, type GatewayCommand } from './cli-args';
 import { composeGateway, type ServeCommand } from './compose/compose-gateway';
 import { drainServer, serverListening } from './compose/gateway-server';
@@ -24,7 +24,12 @@ async function main(cmd: Exclude<GatewayCommand, { command: 'help' }>, toClose: 
   return serve(cmd, toClose);
 }
 
-/** `main.js validate FILE`: every problem of the file and exit 1, or a one-line summary and exit 0. */
+/**
+ * `main.js validate FILE`: every problem of the file and exit 1, or a one-line summary and exit 0.
+ * The summary names the config's `config_hash` (`configDigest`, first 12 hex digits: what `/status`
+ * and `iop_edge_config_info{hash}` show for this file in this environment) and, labelled apart, the
+ * sha256 of the file's bytes (README "Configuration").
+ */
 function validate(file: string): number {
   const result = loadConfigFile(file);
   if (!result.ok) {
@@ -34,7 +39,7 @@ function validate(file: string): number {
   const { config } = result;
   const providers = config.nodes.reduce((n, node) => n + node.providers.length, 0);
   process.stdout.write(
-    `${file}: valid (${count(config.nodes.length, 'node')}, ${count(providers, 'provider')}, ${count(config.routes.length, 'route')}, sha256 ${result.hash.slice(0, 12)})\n`,
+    `${file}: valid (${count(config.nodes.length, 'node')}, ${count(providers, 'provider')}, ${count(config.routes.length, 'route')}; config_hash ${configDigest(config).slice(0, 12)}, file sha256 ${result.hash.slice(0, 12)})\n`,
   );
   return 0;
 }

@@ -66,10 +66,12 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
         expect(res.headers.get('x-iop-resource')).toBe('pb');
         expect(bad.stats().total).toBe(1);
         expect(health.unhealthy().has('pa')).toBe(true);
-        expect(health.views().get('pa')).toMatchObject({
-          state: 'unhealthy',
-          reason: expect.stringContaining('upstream_error 502'),
-        });
+        // The reason names what the upstream did, never the gateway's own 502.
+        const reason = health.views().get('pa')?.reason;
+        expect(reason).toMatch(
+          /^1 request failed: upstream (could not be reached|closed the connection|stream failed)/,
+        );
+        expect(reason).not.toContain('502');
       },
     );
   });
@@ -96,6 +98,42 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
         expect(health.unhealthy().has('pa')).toBe(true);
       },
     );
+  });
+
+  describe('a provider\'s health names what its upstream did (README "Provider health")', () => {
+    it.each([
+      ['503, chat JSON', 'chat', false, 503],
+      ['500, chat stream', 'chat', true, 500],
+      ['503, embeddings', 'embeddings', false, 503],
+    ] as const)(
+      "%s: /status's reason is the upstream's status, not the gateway's 502",
+      async (_what, endpoint, stream, status) => {
+        await start();
+        const res = await post(gateway, endpoint, requestBody(endpoint, 'vm', stream, { status }));
+        expect(res.status).toBe(502);
+        const vl = (await statusOf(gateway)).find((r) => r.id === 'vl');
+        expect(vl?.health).toMatchObject({
+          state: 'unhealthy',
+          reason: `1 request failed: upstream answered ${status}`,
+        });
+        expect(Date.parse(vl?.health?.since ?? '')).toBeLessThanOrEqual(Date.now());
+      },
+    );
+
+    it('a back-off shows since when it began, kept while a later 429 extends it', async () => {
+      await start({}, { status: 429, retry_after: 30 });
+      const before = Date.now();
+      expect((await post(gateway, 'chat', requestBody('chat', 'pm', false))).status).toBe(200);
+      const first = (await statusOf(gateway)).find((r) => r.id === 'pa')?.health;
+      expect(first).toMatchObject({ state: 'backoff', reason: 'upstream 429 rate_limit_exceeded' });
+      const since = Date.parse(first?.since ?? '');
+      expect(since).toBeGreaterThanOrEqual(before - 5);
+      expect(since).toBeLessThanOrEqual(Date.now());
+      await health.backOff('pa', 60, 'upstream 429');
+      const extended = (await statusOf(gateway)).find((r) => r.id === 'pa')?.health;
+      expect(Date.parse(extended?.retry_at ?? '')).toBeGreaterThan(Date.parse(first?.retry_at ?? ''));
+      expect(extended?.since).toBe(first?.since);
+    });
   });
 
   describe('an upstream 429', () => {

@@ -10,8 +10,10 @@ export const USAGE = `usage:
 
   --config FILE    edge.yaml to load (required; the same file as the gateways)
   --listen         overrides status.listen (default 127.0.0.1:9464)
-  --redis URL      the gateways' Redis: selects the redis backend at URL, even over
-                   queue.backend: memory; beats REDIS_URL, which beats queue.redis_url. A command
+  --redis URL      the gateways' Redis: selects the redis backend at URL (redis://, rediss://
+                   for TLS, or redis+sentinel://[user:password@]host:26379[,host2:26379...]/<master
+                   name>), even over queue.backend: memory; beats REDIS_URL, which beats
+                   queue.redis_url. A command
                    line is readable by every local user (ps): put a password in REDIS_URL or
                    queue.redis_url instead (a --redis URL with one is warned of at start)
 
@@ -19,7 +21,7 @@ serves GET /status, GET /metrics, GET /healthz and a dashboard on GET /;
 POSTs the snapshot to status.push_url every status.interval_ms when set.
 
 environment:
-  REDIS_URL        like --redis (empty = unset)
+  REDIS_URL        like --redis (a redis://, rediss:// or redis+sentinel:// URL; empty = unset)
   LOG_LEVEL        pino level (default info); the startup log says which Redis is read and why;
                    another value exits 2, naming it`;
 

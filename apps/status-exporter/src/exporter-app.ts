@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { Gauge, Registry } from 'prom-client';
 import { BOARD_PATH } from './board/board-path';
 import { DASHBOARD_HTML } from './dashboard/dashboard-page';
-import { sendError } from './http/send-error';
+import { echoed, sendError } from './http/send-error';
 
 /** Everything the exporter's HTTP app needs; the I/O (Redis) lives behind `counts` (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface ExporterDeps {
@@ -100,7 +100,9 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
  * - `/queues` (with `deps.board`): the read-only queue board (`createQueueBoard`).
  * With `status.api_keys` set, `/status`, `/metrics`, `/` and `/queues` need one of the keys (`Bearer`,
  * or the password of HTTP Basic auth, which a browser asks for once and then sends with the pages' own
- * requests); `/healthz` stays open for probes (README "Security").
+ * requests); `/healthz` stays open for probes (README "Security"). Another method than GET or HEAD on
+ * `/status`, `/metrics`, `/healthz` or `/` is `405 method_not_allowed` with `Allow: GET, HEAD` (after
+ * the status key, where one is needed); the board's own gate answers its 405s.
  */
 export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = snapshotSource(deps)): Express {
   const app = express();
@@ -139,13 +141,31 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
     );
     res.type('html').send(DASHBOARD_HTML);
   });
+  // Another method on a known GET path: 405 with Allow (README "Errors"), once the status key is checked.
+  for (const [path, gate] of [
+    ['/healthz', open],
+    ['/status', auth],
+    ['/metrics', auth],
+    ['/', auth],
+  ] as const) {
+    app.all(path, gate, (req, res) => {
+      res.setHeader('allow', GET_AND_HEAD);
+      sendError(res, { code: 'method_not_allowed', fields: { method: req.method, path, allow: GET_AND_HEAD } });
+    });
+  }
   if (deps.board) app.use(BOARD_PATH, auth, deps.board);
   const served = deps.board ? `/status, /metrics, /healthz, / and ${BOARD_PATH}` : '/status, /metrics, /healthz and /';
   app.use((req, res) => {
-    sendError(res, { code: 'not_found', fields: { method: req.method, path: req.path, served } });
+    sendError(res, { code: 'not_found', fields: { method: req.method, path: echoed(req.path), served } });
   });
   return app;
 }
+
+/** What a path served by `app.get` allows: express answers HEAD with the GET route. */
+const GET_AND_HEAD = 'GET, HEAD';
+
+/** The gate of `/healthz`: open to every probe. */
+const open: RequestHandler = (_req, _res, next) => next();
 
 /** The status keys gate (`status.api_keys`): open without keys; else 401 with a Basic challenge. Keys are read per request. */
 function statusKeys(apiKeys: () => readonly string[]): RequestHandler {

@@ -71,6 +71,7 @@ describe('clients in the exporter', () => {
         providers: ['llama-a', 'llama-b'],
         in_flight: 4,
         queued: 2,
+        parked: 0,
         clients: [
           { client: 'chat-ui', band: 10, in_flight: 1, queued: 1 },
           { client: 'nightly-batch', band: -1, in_flight: 3, queued: 1 },
@@ -86,6 +87,33 @@ describe('clients in the exporter', () => {
     expect(sampleValue(samples, RESOURCE_METRICS.clientQueued, of('nightly-batch'))).toBe(1);
     // A client with nothing held or waiting has no series (bounded by the config, as on the gateway).
     expect(sampleValue(samples, RESOURCE_METRICS.clientInFlight, of('idle'))).toBeUndefined();
+  });
+
+  it("shows a client's requests held at its max_in_flight as the pool's parked, not its queued", async () => {
+    const prefix = configPrefix('exporter-parked');
+    const pool = 'pool.llama-a';
+    // nightly-batch holds its 4 leases (max_in_flight 4) in the pool; 2 more of its requests are parked.
+    closers.push(await seedLeases(redis.url, prefix, 'llama-a', 3, 0, { pool, leaseClients: [BATCH, BATCH, BATCH] }));
+    closers.push(
+      await seedLeases(redis.url, prefix, 'llama-b', 1, 0, {
+        pool,
+        leaseClients: [BATCH],
+        parked: { client: BATCH, count: 2 },
+      }),
+    );
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url, clients: CLIENTS }));
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(s.pools).toEqual([
+      {
+        pool,
+        providers: ['llama-a', 'llama-b'],
+        in_flight: 4,
+        queued: 0,
+        parked: 2,
+        clients: [{ client: 'nightly-batch', band: -1, in_flight: 4, queued: 2 }],
+      },
+    ]);
+    expect(s.clients?.find((c) => c.id === 'nightly-batch')).toMatchObject({ in_flight: 4, queued: 2 });
   });
 
   it('without gateway.clients every request is the anonymous client, and its counts show', async () => {

@@ -1,5 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
+import { configDigest } from './config-digest';
 import { formatProblems, type ConfigProblem } from './config-problem';
 import { loadConfigFile, type LoadOptions } from './load-config';
 import type { LibLogger } from './lib-logger';
@@ -11,7 +12,7 @@ export type RuntimeLogger = LibLogger;
 /** The config in force, with what identifies it in `/status`. */
 export interface LoadedConfig {
   readonly config: EdgeConfig;
-  /** sha256 hex of the file text. */
+  /** sha256 hex of the file's bytes (a reload of the same bytes applies nothing); not `config_hash` (`configDigest`). */
   readonly hash: string;
   readonly loadedAt: Date;
 }
@@ -94,7 +95,7 @@ export class ConfigRuntime {
     if (result.hash === this.loaded.hash) {
       // Said as such, so an operator who sent SIGHUP knows the file was read and nothing changed.
       this.opts.logger.info(
-        { reason, hash: result.hash.slice(0, 12) },
+        { reason, config_hash: shortDigest(this.loaded.config), file_sha256: result.hash.slice(0, 12) },
         'config reload: the file is unchanged; nothing to apply',
       );
       return { outcome: 'unchanged' };
@@ -120,7 +121,19 @@ export class ConfigRuntime {
       return { outcome: 'rejected', problems: [problem] };
     }
     this.loaded = next;
-    this.opts.logger.info({ reason, hash: next.hash.slice(0, 12) }, 'config reloaded');
+    this.opts.logger.info(
+      { reason, config_hash: shortDigest(next.config), file_sha256: next.hash.slice(0, 12) },
+      'config reloaded',
+    );
     return { outcome: 'applied' };
   }
+}
+
+/**
+ * The config's digest as `iop_edge_config_info{hash}` carries it (its first 12 hex digits; README
+ * "Status: `/status`, `/metrics` and the status exporter"), for log lines: the file's own sha256 is
+ * logged apart, as `file_sha256`.
+ */
+function shortDigest(config: EdgeConfig): string {
+  return configDigest(config).slice(0, 12);
 }

@@ -99,7 +99,12 @@ describe('parseConfigText', () => {
     expect(
       problemsOf(parseConfigText(edit('  prefix: iop-edge\n', '  prefix: iop-edge\n  prefix: other\n'), env)),
     ).toEqual([
-      expect.objectContaining({ line: 11, column: 3, fix: 'keep one of the two keys; a key may appear once per map.' }),
+      expect.objectContaining({
+        path: 'queue.prefix',
+        line: 11,
+        column: 3,
+        fix: 'keep one of the two keys; a key may appear once per map.',
+      }),
     ]);
   });
 

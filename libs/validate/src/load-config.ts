@@ -7,7 +7,7 @@ import { DEFAULT_MESSAGE, describeIssues } from './schema-issues';
 import { type EdgeConfig, edgeConfigSchema } from './schema';
 import { checkSemantics } from './semantic-rules';
 import type { SettingPattern } from './secret-settings';
-import { positionOf } from './yaml-positions';
+import { pathAt, positionOf } from './yaml-positions';
 
 /** How a process loads `edge.yaml`. */
 export interface LoadOptions {
@@ -26,9 +26,11 @@ export type LoadResult = { ok: true; config: EdgeConfig; hash: string } | { ok: 
 
 /**
  * Parses and validates the text of an `edge.yaml` (docs/architecture.md, "Settings"), in stages, each returning all its problems:
- * 1. YAML syntax (incl. duplicate keys); on errors nothing further is checked;
+ * 1. YAML syntax (incl. duplicate keys, whose problem names the key's path); on errors nothing
+ *    further is checked;
  * 2. `${VAR}` interpolation in string values from `env`: an unset variable is a problem naming it;
- * 3. the zod schema (`edgeConfigSchema`): unknown keys, types, formats;
+ * 3. the zod schema (`edgeConfigSchema`): unknown keys, types, formats; one problem per path (the
+ *    first issue of a value; none for a value whose `${VAR}` is unset, already reported);
  * 4. the semantic rules ({@link checkSemantics}), when the schema passed.
  * Every problem carries a path, the 1-based line/column of the YAML node and a fix sentence.
  * Values substituted from `env` are scrubbed from all text (secrets never appear).
@@ -49,8 +51,10 @@ export function parseConfigText(
     return fail(
       doc.errors.map((error) => {
         const { line, col } = lineCounter.linePos(error.pos[0]);
+        // A duplicate key sits in a map the parser read: name it, as the other stages do.
+        const key = error.code === 'DUPLICATE_KEY' ? pathAt(doc, error.pos[0]) : undefined;
         return {
-          path: '',
+          path: key ? formatPath(key) : '',
           line,
           column: col,
           message: `YAML syntax error: ${error.message}`,
@@ -111,11 +115,17 @@ export function parseConfigText(
   });
   const parsed = edgeConfigSchema.safeParse(value, { error: () => DEFAULT_MESSAGE });
   if (!parsed.success) {
+    // One mistake, one problem: a value gets the first of its issues (a wrong format, not also the
+    // range it would then break), and none where an unset variable already said why it is wrong.
+    const reported = new Set(problems.map((p) => p.path));
     for (const p of describeIssues(parsed.error.issues, edgeConfigSchema, value)) {
+      const path = formatPath(p.segments);
+      if (reported.has(path)) continue;
+      reported.add(path);
       // The whole document of the wrong type: say so, rather than an empty path.
       const whole = p.segments.length === 0;
       problems.push({
-        path: formatPath(p.segments),
+        path,
         ...at(p.segments, p.at),
         message: whole ? `the top level of ${sourceName} must be a map of settings; ${p.message}` : p.message,
         fix: whole ? 'start the file with "version: 1" and declare at least one node under "nodes".' : p.fix,

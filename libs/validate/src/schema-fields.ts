@@ -23,7 +23,7 @@ export const positiveMs = z.number().int().positive();
  */
 export const apiKey = z
   .string()
-  .min(1, 'an API key cannot be empty')
+  .min(1, 'write the key (e.g. "${TEAM_KEY}", with TEAM_KEY set in the environment), or remove the empty entry')
   .regex(
     /^[\x21-\x7e]+$/,
     'an API key must be printable ASCII without spaces (no accents or other non-ASCII characters, no surrounding or inner spaces): a client sends it in an HTTP header, so any other key could never match',

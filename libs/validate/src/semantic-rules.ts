@@ -1,7 +1,8 @@
 import { resolveProviderAdapter } from './adapter-resolution';
 import { checkClients } from './client-rules';
+import { modelPlacement } from './model-placement';
 import type { EdgeConfig } from './schema';
-import { isPoolCategory, modelNames } from './schema';
+import { isPoolCategory } from './schema';
 
 /** A rule broken by a schema-valid config; the loader adds line and column. */
 export interface SemanticProblem {
@@ -21,7 +22,8 @@ export interface SemanticProblem {
  * - pool categories need `max_concurrency` ≥ 1; cli providers are direct, so no `max_concurrency`/`max_queued`;
  * - `routes[]` name an existing node and an adapter id on it;
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
- *   already served by a catalog provider. Disabled providers count: the rule is about the file;
+ *   already served by a catalog provider; a provider lists a model once, a route is not written
+ *   twice (`modelPlacement`). Disabled providers count: the rule is about the file;
  * - clients: unique ids, a key names one client, caps a pool can reach (`checkClients`).
  * - with `queue.cluster: true`, `queue.prefix` holds no `{` or `}` (hash tags are the gateway's own).
  */
@@ -185,76 +187,6 @@ function routeTargets(config: EdgeConfig): SemanticProblem[] {
       },
     ];
   });
-}
-
-/** One place a model name is served from: a catalog provider's model entry or a `routes[]` entry. */
-interface Placement {
-  model: string;
-  path: string;
-  /** Who serves it, for messages: `pool provider "x"`, `cli provider "y"`, `route to laptop/codex-cli`. */
-  label: string;
-  /** Same target ⇔ same identity. */
-  target: string;
-  pooled: boolean;
-  catalog: boolean;
-}
-
-function modelPlacement(config: EdgeConfig): SemanticProblem[] {
-  const catalog: Placement[] = config.nodes.flatMap((node, n) =>
-    node.providers.flatMap((provider, i) =>
-      provider.models.map((entry, m) => ({
-        model: modelNames(entry).name,
-        path: `nodes[${n}].providers[${i}].models[${m}]`,
-        label: `${isPoolCategory(provider.category) ? 'pool' : 'cli'} provider "${provider.id}"`,
-        target: `provider:${n}:${i}`,
-        pooled: isPoolCategory(provider.category),
-        catalog: true,
-      })),
-    ),
-  );
-  const routes: Placement[] = config.routes.map((route, r) => ({
-    model: route.model,
-    path: `routes[${r}].model`,
-    label: `route to ${route.node}/${route.adapter}`,
-    target: `route:${route.node}/${route.adapter}`,
-    pooled: false,
-    catalog: false,
-  }));
-  const problems: SemanticProblem[] = [];
-  const clashes = new Set<Placement>();
-  for (const route of routes) {
-    const served = catalog.filter((c) => c.model === route.model);
-    if (served.length === 0) continue;
-    clashes.add(route);
-    problems.push({
-      path: route.path,
-      message: `model "${route.model}" is already served by catalog ${served.map((s) => `${s.label} (${s.path})`).join(', ')}`,
-      fix: 'remove this route; routes[] is only for nodes without a catalog entry for the model.',
-    });
-  }
-  for (const direct of catalog.filter((c) => !c.pooled)) {
-    const pools = catalog.filter((c) => c.pooled && c.model === direct.model);
-    if (pools.length === 0) continue;
-    clashes.add(direct);
-    problems.push({
-      path: direct.path,
-      message: `model "${direct.model}" is pooled by ${pools.map((p) => p.label).join(', ')} and also served directly by ${direct.label}`,
-      fix: 'serve a model either through pool providers or through one direct target, never both; remove it from one side or rename it.',
-    });
-  }
-  const firstDirect = new Map<string, Placement>();
-  for (const direct of [...catalog, ...routes].filter((p) => !p.pooled && !clashes.has(p))) {
-    const first = firstDirect.get(direct.model);
-    if (!first) firstDirect.set(direct.model, direct);
-    else if (first.target !== direct.target) {
-      problems.push({
-        path: direct.path,
-        message: `model "${direct.model}" already has a direct target, ${first.label} (${first.path}), and is also listed by ${direct.label}`,
-        fix: 'keep one direct target per model; remove this entry or rename the model.',
-      });
-    }
-  }
-  return problems;
 }
 
 /** The distinct ids of a list, in order, comma-separated (a duplicate id is reported once). */

@@ -114,10 +114,9 @@ describe('local fleet behind HAProxy: rolling restart', () => {
     const stats = await Promise.all(fleet.upstreams.map((u) => upstreamStats(u.origin)));
     for (const [i, upstream] of fleet.upstreams.entries()) {
       // The limit held, summed over the replicas, and the load used it fully.
-      expect({ provider: upstream.providerId, max: stats[i].max }).toEqual({
-        provider: upstream.providerId,
-        max: upstream.maxConcurrency,
-      });
+      const provider = upstream.providers.map((p) => p.id).join(',');
+      const limit = upstream.providers.reduce((n, p) => n + p.maxConcurrency, 0);
+      expect({ provider, max: stats[i].max }).toEqual({ provider, max: limit });
       expect(stats[i].aborted).toBe(0);
     }
     // Nothing ran twice: HAProxy retried only connections no gateway had taken a request from.

@@ -3,9 +3,10 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkFleetConfig } from './fleet-config';
-import { findHaproxy, HAPROXY_CONFIG, haproxyCommand, haproxyServers, type HaproxyServer } from './haproxy';
+import type { FleetOptions, FleetReplica, FleetUpstream, LocalFleet } from './fleet-shapes';
+import { findHaproxy, HAPROXY_CONFIG, haproxyCommand, haproxyServers } from './haproxy';
 import { ManagedProcess } from './managed-process';
-import { Supervisor, type SupervisorOptions } from './supervisor';
+import { Supervisor } from './supervisor';
 
 /** The workspace root (this file is tools/fleet/src/*.ts, or bundled as dist/tools/fleet/main.js). */
 export const WORKSPACE_ROOT = path.resolve(__dirname, '../../..');
@@ -13,94 +14,19 @@ export const WORKSPACE_ROOT = path.resolve(__dirname, '../../..');
 /** The edge.yaml every process of the local fleet reads. */
 export const FLEET_CONFIG = 'deploy/local/edge.yaml';
 
-/** The providers of {@link FLEET_CONFIG}, each on its own fake GPU server. */
-export const FLEET_PROVIDERS = [
-  { id: 'llama-a', upstream: 'gpu-a', env: 'FLEET_UPSTREAM_A', maxConcurrency: 2 },
-  { id: 'llama-b', upstream: 'gpu-b', env: 'FLEET_UPSTREAM_B', maxConcurrency: 3 },
+/**
+ * The fleet's fake GPU servers, each reached by the file through its `${VAR}` (in {@link FLEET_CONFIG}:
+ * `llama-a` on `FLEET_UPSTREAM_A`, `llama-b` on `FLEET_UPSTREAM_B`); they run whatever the file says.
+ */
+export const FLEET_UPSTREAMS = [
+  { upstream: 'gpu-a', env: 'FLEET_UPSTREAM_A' },
+  { upstream: 'gpu-b', env: 'FLEET_UPSTREAM_B' },
 ] as const;
 
 /** Replicas behind HAProxy; deploy/haproxy/haproxy.cfg names gw1..gw3. */
 export const REPLICAS = 3;
 
-export interface FleetOptions {
-  /** Port of the load balancer on 127.0.0.1 (`bind` may widen it); 0 = a free one. @defaultValue 0 */
-  port?: number;
-  /** Address HAProxy binds, e.g. `0.0.0.0`. @defaultValue '127.0.0.1' */
-  bindHost?: string;
-  /** Port of the status exporter; 0 = a free one. @defaultValue 0 */
-  exporterPort?: number;
-  /** Port of HAProxy's stats page; 0 = a free one. @defaultValue 0 */
-  statsPort?: number;
-  /** Use this Redis; otherwise the fleet runs its own `redis-server` on a free port (no persistence). */
-  redisUrl?: string;
-  /** Where each process writes `<name>.log`. */
-  logDir: string;
-  /** `IOP_SHUTDOWN_GRACE_MS` of the gateways. @defaultValue 30000 */
-  shutdownGraceMs?: number;
-  /** `LOG_LEVEL` of the gateways and the exporter. @defaultValue 'info' */
-  logLevel?: string;
-  /** Workspace root holding dist/ and deploy/. @defaultValue {@link WORKSPACE_ROOT} */
-  root?: string;
-  /**
-   * The edge.yaml every gateway and the exporter run (absolute, or relative to `root`); the fleet
-   * sets `REDIS_URL`, `FLEET_UPSTREAM_A` and `FLEET_UPSTREAM_B` for it. @defaultValue {@link FLEET_CONFIG}
-   */
-  config?: string;
-  /** Where supervision and rolling restarts write their lines. @defaultValue stderr */
-  log?: (line: string) => void;
-  /** Back-off of the restarts of crashed processes (`Supervisor`). */
-  supervision?: Omit<SupervisorOptions, 'log'>;
-}
-
-export interface FleetReplica {
-  /** HAProxy's server name, gw1..gw3. */
-  readonly name: string;
-  readonly port: number;
-  readonly process: ManagedProcess;
-}
-
-export interface FleetUpstream {
-  readonly providerId: string;
-  readonly maxConcurrency: number;
-  /** Origin of the fake GPU server (its stats are at `/__stats`). */
-  readonly origin: string;
-  readonly process: ManagedProcess;
-}
-
-/** A running local fleet: Redis, fake GPU servers, 3 gateways, the exporter, HAProxy. */
-export interface LocalFleet {
-  /** The one URL clients use: HAProxy's, with `/v1`. */
-  readonly url: string;
-  readonly exporterUrl: string;
-  readonly statsUrl: string;
-  readonly redisUrl: string;
-  /** The edge.yaml in use (absolute). */
-  readonly configFile: string;
-  /** Redis when the fleet started its own, else undefined. */
-  readonly redis?: ManagedProcess;
-  readonly replicas: readonly FleetReplica[];
-  readonly upstreams: readonly FleetUpstream[];
-  /** HAProxy's view of the replicas. */
-  servers(): Promise<HaproxyServer[]>;
-  /** Polls HAProxy until `server`'s status satisfies `ok`. @throws Error after `timeoutMs`. */
-  waitForServer(server: string, ok: (status: string) => boolean, timeoutMs?: number): Promise<void>;
-  /**
-   * One step of a rolling update: take the replica out of HAProxy (runtime API, `state maint`: no
-   * new request goes to it, the ones it holds go on), SIGTERM it and wait for its drain and exit,
-   * start it again on its port, put it back (`state ready`) and wait until HAProxy has it UP. A
-   * replica that is not running (it crashed) is simply started. Supervision of this replica is
-   * suspended meanwhile.
-   * @throws Error when the replica does not start again or HAProxy does not take it back.
-   */
-  restartReplica(index: number): Promise<void>;
-  /**
-   * Restarts every replica in turn ({@link restartReplica}); a replica that fails does not stop
-   * the others. Logs each step. @returns the failures, as "gwN: reason" lines (empty when all went well).
-   */
-  rollingRestart(): Promise<string[]>;
-  /** Stops everything (SIGTERM, gateways drained) and closes the logs. Idempotent. */
-  close(): Promise<void>;
-}
+export type { FleetOptions, FleetReplica, FleetUpstream, LocalFleet } from './fleet-shapes';
 
 /**
  * Starts the local fleet of README "Running a fleet" from the built `dist/` (edge-gateway,
@@ -113,9 +39,9 @@ export interface LocalFleet {
 export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
   const root = opts.root ?? WORKSPACE_ROOT;
   const configFile = path.resolve(root, opts.config ?? FLEET_CONFIG);
-  checkFleetConfig(
+  const served = checkFleetConfig(
     configFile,
-    FLEET_PROVIDERS.map((p) => p.env),
+    FLEET_UPSTREAMS.map((u) => u.env),
   );
   const say = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dist = (p: string) => {
@@ -181,7 +107,7 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
       LOG_LEVEL: opts.logLevel ?? 'info',
       IOP_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 30_000),
     };
-    for (const provider of FLEET_PROVIDERS) {
+    for (const provider of FLEET_UPSTREAMS) {
       const port = await freePort();
       const proc = await run(
         new ManagedProcess({
@@ -194,8 +120,8 @@ export async function startLocalFleet(opts: FleetOptions): Promise<LocalFleet> {
       );
       env[provider.env] = `http://127.0.0.1:${port}/v1`;
       upstreams.push({
-        providerId: provider.id,
-        maxConcurrency: provider.maxConcurrency,
+        variable: provider.env,
+        providers: served.get(provider.env) ?? [],
         origin: `http://127.0.0.1:${port}`,
         process: proc,
       });

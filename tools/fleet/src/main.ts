@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { describeServed } from './fleet-config';
 import { FLEET_CONFIG, startLocalFleet, WORKSPACE_ROOT, type LocalFleet } from './local-fleet';
 
 const USAGE = `usage: npm run fleet -- [--config FILE] [--port 8080] [--host 127.0.0.1] [--exporter-port 9464]
@@ -78,9 +79,7 @@ async function main(): Promise<number> {
     [
       `fleet: config ${fleet.configFile}`,
       `fleet: redis ${fleet.redisUrl}`,
-      ...fleet.upstreams.map(
-        (u) => `fleet: fake GPU server ${u.origin} (provider ${u.providerId}, max_concurrency ${u.maxConcurrency})`,
-      ),
+      ...fleet.upstreams.map((u) => `fleet: fake GPU server ${u.origin} (${describeServed(u.providers, u.variable)})`),
       ...fleet.replicas.map((r) => `fleet: gateway ${r.name} http://127.0.0.1:${r.port} (pid ${r.process.pid})`),
       `fleet: status exporter ${fleet.exporterUrl}/ (dashboard), /status, /metrics`,
       `fleet: HAProxy stats ${fleet.statsUrl}/`,

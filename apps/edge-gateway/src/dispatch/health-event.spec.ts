@@ -11,6 +11,13 @@ import { FirstByteTimeout } from '../errors';
 import { healthEventOf, weighFirstByteTimeout, type AttemptOutcome } from './health-event';
 
 const unreachable = upstreamError('The upstream could not be reached (ECONNREFUSED).', { detail: 'ECONNREFUSED' });
+const reset = upstreamError('The upstream stream failed before it finished (ECONNRESET).', { detail: 'ECONNRESET' });
+// As the OpenAI-compatible adapter words an upstream's status (`upstreamFailure`).
+const answered503 = upstreamError('The upstream answered 503.', { detail: 'http://10.0.0.5:8000/v1 answered 503: {}' });
+const refused401 = upstreamError(
+  "The provider refused the gateway's credentials (upstream 401); an operator must fix its api_key.",
+  { detail: 'http://10.0.0.5:8000/v1 answered 401' },
+);
 const rateLimited = new UpstreamError({ code: 'rate_limit_exceeded', fields: { retryAfterS: 7 }, retryAfterS: 7 });
 const passedOn400 = new UpstreamError(
   { status: 400, code: 'invalid_request_error', type: 'invalid_request_error', message: 'Max context is 8 tokens.' },
@@ -46,12 +53,16 @@ const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> =
       trial: true,
       result: { outcome: 'upstream_failed', error: upstreamTimeout({ wait: 'stream_idle', ms: 100 }) },
     },
-    { kind: 'request', ok: false, reason: 'upstream_timeout' },
+    {
+      kind: 'request',
+      ok: false,
+      reason: 'upstream sent nothing for 100 ms mid-stream (gateway.stream_idle_timeout_ms)',
+    },
   ],
   [
     'a stream cut mid-stream is a failure',
-    { at: 'ended', trial: false, result: { outcome: 'upstream_failed', error: unreachable } },
-    { kind: 'request', ok: false, reason: 'upstream_error 502' },
+    { at: 'ended', trial: false, result: { outcome: 'upstream_failed', error: reset } },
+    { kind: 'request', ok: false, reason: 'upstream stream failed before it finished (ECONNRESET)' },
   ],
   [
     "an upstream's 4xx in-band mid-stream books nothing",
@@ -66,12 +77,27 @@ const cases: Array<[string, AttemptOutcome, ReturnType<typeof healthEventOf>]> =
   [
     'an unreachable upstream before the first byte is a failure',
     { at: 'failed', error: unreachable },
-    { kind: 'request', ok: false, reason: 'upstream_error 502' },
+    { kind: 'request', ok: false, reason: 'upstream could not be reached (ECONNREFUSED)' },
+  ],
+  [
+    "an upstream's 5xx is a failure named by the upstream's status, never the gateway's 502",
+    { at: 'failed', error: answered503 },
+    { kind: 'request', ok: false, reason: 'upstream answered 503' },
+  ],
+  [
+    'refused credentials name the upstream status, without the advice to the operator',
+    { at: 'failed', error: refused401 },
+    { kind: 'request', ok: false, reason: "provider refused the gateway's credentials (upstream 401)" },
   ],
   [
     'no first byte in time is a failure',
     { at: 'failed', error: upstreamTimeout({ wait: 'first_byte', ms: 100 }) },
-    { kind: 'request', ok: false, reason: 'upstream_timeout' },
+    { kind: 'request', ok: false, reason: 'upstream sent no byte within 100 ms (gateway.request_timeout_ms)' },
+  ],
+  [
+    'an upstream failure whose message is log-only gives its code, never what the log sees',
+    { at: 'failed', error: upstreamError('http://10.0.0.5:8000/v1 answered 503') },
+    { kind: 'request', ok: false, reason: 'upstream_error' },
   ],
   [
     'a 429 backs the provider off for its Retry-After',
@@ -113,7 +139,9 @@ describe('weighFirstByteTimeout: a first-byte timeout counts only when the provi
     expect(weighed.countsAgainstProvider).toBe(counts);
     expect(weighed.failsOver).toBe(counts);
     expect(healthEventOf({ at: 'failed', error: weighed })).toEqual(
-      counts ? { kind: 'request', ok: false, reason: 'upstream_timeout' } : undefined,
+      counts
+        ? { kind: 'request', ok: false, reason: 'upstream sent no byte within 100 ms (gateway.request_timeout_ms)' }
+        : undefined,
     );
     expect([weighed.status, weighed.code]).toEqual([504, 'upstream_timeout']);
   });

@@ -16,9 +16,23 @@ export type AttemptOutcome =
 
 const SUCCESS: HealthEvent = Object.freeze({ kind: 'request', ok: true });
 
-/** A failure's reason in a few words, for health records and `/status` (never a URL). */
-function describeFailure(err: UpstreamError): string {
-  return err.code === 'upstream_error' ? `upstream_error ${err.status}` : err.code;
+/** Longest failure reason kept in a health record, in characters. */
+const MAX_REASON_CHARS = 200;
+
+/**
+ * What the upstream did, in a few words, for health records, `/status` and the transition log line
+ * (README "Provider health"): its own HTTP status (`upstream answered 503`), a reset or refused
+ * connection with its code, the timeout that ran out. Taken from the error's client-safe message
+ * (`UpstreamError.messageIsPublic`: written for a client, so it names no URL, host or key), cut before
+ * the advice that follows a `;`; never the gateway's own status (a 502 for all of them). An error
+ * whose message is log-only gives its code alone.
+ */
+export function describeFailure(err: UpstreamError): string {
+  if (!err.messageIsPublic) return err.code;
+  const what = err.message.split('; ')[0].replace(/^The /, '').replace(/\.$/, '');
+  if (what === '') return err.code;
+  const short = what.length > MAX_REASON_CHARS ? `${what.slice(0, MAX_REASON_CHARS - 1)}…` : what;
+  return short[0].toLowerCase() + short.slice(1);
 }
 
 /** The booking of an upstream's failure: a failed request, or a back-off for a 429's `Retry-After` (1 s when absent). */

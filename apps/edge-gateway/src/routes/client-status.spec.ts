@@ -50,7 +50,9 @@ describe('clients in /status, /metrics and queue_full', () => {
       pool: 'pool.solo',
       providers: ['solo'],
       in_flight: 1,
+      // The waiting request is held at batch's max_in_flight: no slot of solo would serve it sooner.
       queued: 0,
+      parked: 1,
       clients: [{ client: 'batch', band: -1, in_flight: 1, queued: 1 }],
     });
     expect(s.clients).toEqual([

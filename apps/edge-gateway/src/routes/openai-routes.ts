@@ -88,7 +88,7 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
           ),
         );
       }
-      if (!listModels(deps.config()).includes(id)) return next(modelNotFound(truncateForMessage(id, 200)));
+      if (!listModels(deps.config()).includes(id)) return next(modelNotFound(id));
       res.json(modelObject(id));
     });
   });

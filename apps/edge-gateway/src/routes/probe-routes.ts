@@ -1,6 +1,7 @@
 import type { ProviderQueue } from '@iop/dispatch';
 import { Router } from 'express';
 import { Gauge, type Registry } from 'prom-client';
+import { onlyGet } from './only-get';
 
 /** Longest `/readyz` and a scrape wait for the queue backend to answer, in ms; a slower backend counts as unreachable. */
 export const QUEUE_REACHABLE_TIMEOUT_MS = 250;
@@ -38,6 +39,7 @@ export async function queueReachable(
  *   would take every replica out of the load balancer at once, and the load balancer would then
  *   refuse direct (CLI, legacy) routes the replicas still serve, and pooled requests their
  *   `503 queue_unavailable` with `Retry-After` (README "Errors").
+ * Another method than GET or HEAD on either is `405 method_not_allowed` with `Allow: GET, HEAD`.
  */
 export function probeRoutes(queue: ProviderQueue | undefined): Router {
   const router = Router();
@@ -52,6 +54,7 @@ export function probeRoutes(queue: ProviderQueue | undefined): Router {
     res.setHeader('cache-control', 'no-store');
     res.json(readiness);
   });
+  for (const path of ['/healthz', '/readyz']) router.all(path, onlyGet(path));
   return router;
 }
 

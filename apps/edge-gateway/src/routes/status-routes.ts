@@ -4,6 +4,7 @@ import { configDigest, type EdgeConfig } from '@iop/validate';
 import { Router, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { GatewayMetrics } from '../observability/gateway-metrics';
+import { onlyGet } from './only-get';
 
 /** What the status routes read; a subset of `AppDeps`. */
 export interface StatusRouteDeps {
@@ -24,7 +25,8 @@ export interface StatusRouteDeps {
  *   pool and client in_flight, queued, band; docs/architecture.md, "Clients, priority and fair share");
  * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
  * Builds no I/O of its own: it only reads the queue when a request asks. `auth` runs first on both
- * (`statusKeyAuth`: `status.api_keys`, README "Security").
+ * (`statusKeyAuth`: `status.api_keys`, README "Security"); another method than GET or HEAD is then
+ * `405 method_not_allowed` with `Allow: GET, HEAD`.
  */
 export function statusRoutes(
   deps: StatusRouteDeps,
@@ -68,5 +70,7 @@ export function statusRoutes(
     res.setHeader('cache-control', 'no-store');
     res.type(metrics.contentType).send(text);
   });
+  // Another method on a known path: 405 with Allow (README "Errors"), once the status key is checked.
+  for (const path of ['/status', '/metrics']) router.all(path, auth, onlyGet(path));
   return router;
 }

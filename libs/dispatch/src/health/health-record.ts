@@ -12,7 +12,7 @@ export interface ProviderHealth {
   state: HealthState;
   /** What turned it unhealthy: its probe, or failing requests (then it returns through a trial request). */
   cause?: 'probe' | 'requests';
-  /** Why, in words, for `/status` and the log (e.g. `3 requests failed: upstream_timeout`). */
+  /** Why, in words, for `/status` and the log (e.g. `3 requests failed: upstream answered 503`). */
   reason?: string;
   /** Epoch ms of the last change of `state`. */
   since?: number;
@@ -30,6 +30,8 @@ export interface ProviderHealth {
   backoffUntil?: number;
   /** Why it backs off. */
   backoffReason?: string;
+  /** Epoch ms when the running back-off began (a 429 that only extends it keeps this). */
+  backoffSince?: number;
   /**
    * Epoch ms of the latest request of it that succeeded, on any replica, as the replicas' probe
    * rounds report it (each probe event carries its replica's latest success, so the hot path writes nothing).
@@ -85,6 +87,11 @@ function busyProbeTimeout(
   return event.busy === true || recentOk;
 }
 
+/** `3 requests failed`, `1 probe failed`: a run of failures in words. */
+function runOf(count: number, what: 'probe' | 'request'): string {
+  return `${count} ${what}${count === 1 ? '' : 's'} failed`;
+}
+
 /** A change worth one log line: from → to, and why. */
 export interface HealthTransition {
   from: HealthViewState;
@@ -104,7 +111,8 @@ export interface HealthTransition {
  *   (`cause: requests`) even while its probe passes; after `cooldown_ms` it is half-open: one request
  *   may claim the trial; a success brings it back, a failure starts another cooldown. A request that
  *   succeeds also ends a run of failed probes and brings back a provider its probe took out;
- * - a 429 backs it off until its `Retry-After` has passed, without touching its health.
+ * - a 429 backs it off until its `Retry-After` has passed, without touching its health; a 429 while
+ *   no back-off runs notes when the back-off began (`backoffSince`), one that extends it does not.
  * @returns the next record, `changed` false when it equals `prev` (nothing to write), and the
  *   transition to log, if any.
  */
@@ -147,7 +155,7 @@ export function nextHealth(
         next.failures = prev.failures + 1;
         next.successes = 0;
         if (prev.state === 'healthy' && next.failures >= settings.unhealthy_after) {
-          turn('unhealthy', 'probe', `${next.failures} probes failed${event.reason ? `: ${event.reason}` : ''}`);
+          turn('unhealthy', 'probe', `${runOf(next.failures, 'probe')}${event.reason ? `: ${event.reason}` : ''}`);
         }
       }
       break;
@@ -164,7 +172,7 @@ export function nextHealth(
         next.requestFailures = prev.requestFailures + 1;
         const why = event.reason ? `: ${event.reason}` : '';
         if (prev.state === 'healthy' && next.requestFailures >= settings.unhealthy_after) {
-          turn('unhealthy', 'requests', `${next.requestFailures} requests failed${why}`);
+          turn('unhealthy', 'requests', `${runOf(next.requestFailures, 'request')}${why}`);
           next.retryAt = now + cooldown;
         } else if (
           prev.state === 'unhealthy' &&
@@ -182,6 +190,8 @@ export function nextHealth(
     case 'backoff': {
       const until = now + Math.max(0, event.seconds) * 1000;
       if ((prev.backoffUntil ?? 0) < until) {
+        // A back-off that ran out is over: this 429 begins a new one.
+        if ((prev.backoffUntil ?? 0) <= now) next.backoffSince = now;
         next.backoffUntil = until;
         next.backoffReason = event.reason;
       }

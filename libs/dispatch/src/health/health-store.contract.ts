@@ -216,13 +216,25 @@ export function describeHealthStoreContract(name: string, make: () => Promise<He
       try {
         await a.backOff('p', 1, 'upstream 429');
         await b.refresh(['p']);
+        const since = a.views().get('p')?.since;
+        // `since` is when the back-off began, on the store's clock (Redis TIME with Redis), the same for both.
+        expect(since).toEqual(expect.any(Number));
         for (const store of [a, b]) {
           expect(store.unhealthy().has('p')).toBe(true);
-          expect(store.views().get('p')).toMatchObject({ state: 'backoff', reason: 'upstream 429' });
+          expect(store.views().get('p')).toMatchObject({ state: 'backoff', reason: 'upstream 429', since });
         }
-        await sleep(1100);
+        // A 429 that extends the running back-off keeps when it began.
+        await sleep(20);
+        await b.backOff('p', 1, 'upstream 429');
+        await a.refresh(['p']);
+        expect(a.views().get('p')).toMatchObject({ state: 'backoff', since });
+        const until = a.views().get('p')?.retryAt;
+        expect(until).toBeGreaterThanOrEqual((since ?? Infinity) + 1020);
+        await sleep(1200);
         expect(a.unhealthy().has('p')).toBe(false);
         expect(b.unhealthy().has('p')).toBe(false);
+        // Healthy again: its last change is the end of the back-off.
+        expect(a.views().get('p')).toMatchObject({ state: 'healthy', since: until });
       } finally {
         await cleanup();
       }

@@ -14,10 +14,19 @@ export type HealthViewState = 'healthy' | 'unhealthy' | 'half_open' | 'trial' | 
 export interface HealthView {
   state: HealthViewState;
   reason: string | null;
-  /** Epoch ms of the last change, when known. */
+  /**
+   * Epoch ms of the last change of the view's state, when known: of `state` in the record, or when
+   * the running back-off began (`backoff`), or when the last back-off ended (`healthy`).
+   */
   since: number | null;
   /** Epoch ms when it may be tried again (end of a cooldown or a back-off), when it is out. */
   retryAt: number | null;
+}
+
+/** The later of two epoch-ms times, or null when neither is known. */
+function latest(a: number | undefined, b: number | undefined): number | null {
+  if (a === undefined) return b ?? null;
+  return b === undefined ? a : Math.max(a, b);
 }
 
 /**
@@ -46,9 +55,10 @@ export function healthView(record: ProviderHealth, now: number): HealthView {
     return {
       state: 'backoff',
       reason: record.backoffReason ?? null,
-      since: record.since ?? null,
+      since: latest(record.since, record.backoffSince),
       retryAt: record.backoffUntil ?? null,
     };
   }
-  return { state: 'healthy', reason: null, since: record.since ?? null, retryAt: null };
+  // A back-off that ran out was the last change when it ended after the record's own.
+  return { state: 'healthy', reason: null, since: latest(record.since, record.backoffUntil), retryAt: null };
 }

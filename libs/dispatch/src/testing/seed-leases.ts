@@ -13,6 +13,12 @@ export interface SeedOptions {
   readonly leaseClients?: readonly QueueClient[];
   /** The client of each waiting request, in order; past the list, the anonymous client's. */
   readonly waitClients?: readonly QueueClient[];
+  /**
+   * Requests of a client already at its `maxInFlight` (through `leaseClients`), put after the
+   * waiting ones: they are parked at the client's cap (docs/architecture.md, "Clients, priority and
+   * fair share"), so they count in the client's `queued` and in no provider's.
+   */
+  readonly parked?: { readonly client: QueueClient; readonly count: number };
 }
 
 /**
@@ -49,7 +55,7 @@ export async function seedLeases(
     client,
   });
   for (let i = 0; i < active; i++) await queue.acquireLease(request(opts.leaseClients?.[i]));
-  const pending = Array.from({ length: waiting }, (_, i) =>
+  const pending: Promise<unknown>[] = Array.from({ length: waiting }, (_, i) =>
     queue.acquireLease(request(opts.waitClients?.[i])).catch(() => undefined),
   );
   await waitUntil(
@@ -57,8 +63,26 @@ export async function seedLeases(
     5000,
     `${waiting} requests to queue on ${providerId}`,
   );
+  const parked = opts.parked;
+  if (parked) {
+    const before = await clientQueued(queue, parked.client.id);
+    for (let i = 0; i < parked.count; i++)
+      pending.push(queue.acquireLease(request(parked.client)).catch(() => undefined));
+    await waitUntil(
+      async () =>
+        (await clientQueued(queue, parked.client.id)) === before + parked.count &&
+        (await queue.counts([providerId])).get(providerId)?.queued === waiting,
+      5000,
+      `${parked.count} requests of ${parked.client.id} to park at its max_in_flight`,
+    );
+  }
   return async () => {
     await queue.close();
     await Promise.all(pending);
   };
+}
+
+/** The client's waiting requests over every pool the queue holds. */
+async function clientQueued(queue: RedisProviderQueue, clientId: string): Promise<number> {
+  return (await queue.clientCounts()).filter((c) => c.clientId === clientId).reduce((n, c) => n + c.queued, 0);
 }

@@ -44,13 +44,33 @@ describe('buildFlowStatus', () => {
         providers: ['a', 'b'],
         in_flight: 3,
         queued: 3,
+        parked: 0,
         clients: [
           { client: 'chat', band: 10, in_flight: 2, queued: 0 },
           { client: 'batch', band: -1, in_flight: 1, queued: 3 },
         ],
       },
-      { pool: 'pool.c', providers: ['c'], in_flight: 0, queued: 0, clients: [] },
+      { pool: 'pool.c', providers: ['c'], in_flight: 0, queued: 0, parked: 0, clients: [] },
     ]);
+  });
+
+  it("counts a client's requests held at its max_in_flight as the pool's parked, never as its queued", () => {
+    // chat holds its 2 leases (max_in_flight 2) and has 2 more waiting: parked, in no provider's line.
+    // batch has 3 waiting for a slot of a or b: those are the pool's queued.
+    const { pools } = buildFlowStatus(config(gateway), counts, [
+      { pool: 'pool.a', clientId: 'chat', inFlight: 2, queued: 2 },
+      { pool: 'pool.a', clientId: 'batch', inFlight: 1, queued: 3 },
+    ]);
+    expect(pools[0]).toMatchObject({ pool: 'pool.a', in_flight: 3, queued: 3, parked: 2 });
+    expect(pools[1]).toMatchObject({ pool: 'pool.c', queued: 0, parked: 0 });
+  });
+
+  it('never shows a negative parked when the two reads disagree for a moment', () => {
+    // The provider counts saw 3 waiting, the client counts (read after a grant) only 1.
+    const { pools } = buildFlowStatus(config(gateway), counts, [
+      { pool: 'pool.a', clientId: 'batch', inFlight: 2, queued: 1 },
+    ]);
+    expect(pools[0]).toMatchObject({ queued: 3, parked: 0 });
   });
 
   it('lists every configured client with its band, weight, caps and counts over every pool', () => {
@@ -67,7 +87,7 @@ describe('buildFlowStatus', () => {
 
   it('shows null counts, never a made-up 0, when the queue could not answer', () => {
     const { pools, clients } = buildFlowStatus(config({}), undefined, undefined);
-    expect(pools[0]).toMatchObject({ in_flight: null, queued: null, clients: [] });
+    expect(pools[0]).toMatchObject({ in_flight: null, queued: null, parked: null, clients: [] });
     expect(clients).toEqual([
       { id: 'anonymous', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: null, queued: null },
     ]);

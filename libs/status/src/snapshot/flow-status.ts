@@ -5,9 +5,11 @@ import type { ClientStatus, PoolStatus } from './snapshot';
 /**
  * The flow-control part of `/status` (docs/architecture.md, "Clients, priority and fair share"): per
  * pool its providers, their summed counts and each client's counts there, and per configured client
- * its band, weight, caps and counts summed over the pools. A client the config no longer names keeps
- * showing in its pool, as `band` 0, until its requests end. Counts not known (`undefined`) are `null`.
- * Pure; never throws.
+ * its band, weight, caps and counts summed over the pools. A pool's `queued` is its providers' (the
+ * requests waiting for one of its slots); its `parked` is the requests its clients hold back at their
+ * `max_in_flight` (the clients' `queued` there minus the pool's `queued`, never below 0, since the
+ * two are read one after the other). A client the config no longer names keeps showing in its pool,
+ * as `band` 0, until its requests end. Counts not known (`undefined`) are `null`. Pure; never throws.
  */
 export function buildFlowStatus(
   config: EdgeConfig,
@@ -20,7 +22,7 @@ export function buildFlowStatus(
   const byPool = new Map<string, PoolStatus>();
   for (const p of queueProviders(config)) {
     const name = p.pool ?? 'pool';
-    const pool = byPool.get(name) ?? { pool: name, providers: [], in_flight: 0, queued: 0, clients: [] };
+    const pool = byPool.get(name) ?? { pool: name, providers: [], in_flight: 0, queued: 0, parked: 0, clients: [] };
     const c = counts?.get(p.providerId);
     pool.providers.push(p.providerId);
     pool.in_flight = c && pool.in_flight !== null ? pool.in_flight + c.inFlight : null;
@@ -32,6 +34,10 @@ export function buildFlowStatus(
     if (c.inFlight === 0 && c.queued === 0) continue;
     const band = known.find((k) => k.id === c.clientId)?.priority ?? 0;
     byPool.get(c.pool)?.clients.push({ client: c.clientId, band, in_flight: c.inFlight, queued: c.queued });
+  }
+  for (const pool of byPool.values()) {
+    const waiting = pool.clients.reduce((n, c) => n + c.queued, 0);
+    pool.parked = clientCounts && pool.queued !== null ? Math.max(0, waiting - pool.queued) : null;
   }
   const sum = (id: string, of: 'inFlight' | 'queued') =>
     clientCounts ? clientCounts.filter((c) => c.clientId === id).reduce((n, c) => n + c[of], 0) : null;

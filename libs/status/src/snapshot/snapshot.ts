@@ -34,7 +34,10 @@ export interface ResourceStatus {
   max_concurrency: number | null;
   /** Leases held now; `null` when not tracked. */
   in_flight: number | null;
-  /** Requests waiting for a lease now; `null` when not tracked. */
+  /**
+   * Requests waiting for a lease of this provider now; `null` when not tracked. Requests parked at
+   * their client's `max_in_flight` are in no provider's count (README "Clients, priority and fair share").
+   */
   queued: number | null;
   /**
    * The provider's health as the gateway sees it (README "Provider health"), present for pool
@@ -78,7 +81,11 @@ export interface StatusSnapshot {
   clients?: ClientStatus[];
 }
 
-/** One client's counts in one pool; `band` is the client's own (a request may lower its own with `x-iop-priority`). */
+/**
+ * One client's counts in one pool; `band` is the client's own (a request may lower its own with
+ * `x-iop-priority`). `queued` is every waiting request of the client in the pool: those waiting for a
+ * provider's slot and those parked at its `max_in_flight`.
+ */
 export interface PoolClientStatus {
   client: string;
   band: number;
@@ -91,9 +98,20 @@ export interface PoolStatus {
   /** `pool.<smallest provider id>`. */
   pool: string;
   providers: string[];
-  /** Sums over its providers; `null` when the counts are not known. */
+  /** Leases held on its providers; `null` when the counts are not known. */
   in_flight: number | null;
+  /**
+   * Requests waiting for one of its providers' slots (the sum of their `queued`: what more capacity
+   * would serve sooner); `null` when not known. Requests held back by their client's `max_in_flight`
+   * are not in it (README "Clients, priority and fair share").
+   */
   queued: number | null;
+  /**
+   * Requests of its clients held back at their `max_in_flight` (parked: no provider slot would serve
+   * them sooner): the clients' `queued` in the pool minus the pool's `queued`, never below 0; `null`
+   * when either is not known.
+   */
+  parked: number | null;
   /** Clients holding or waiting for a lease in the pool now, in config order. */
   clients: PoolClientStatus[];
 }

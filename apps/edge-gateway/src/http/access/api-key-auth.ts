@@ -38,6 +38,8 @@ type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
  * `x-iop-priority` header may lower (`requestClient`), goes on the request context
  * (`res.locals.client`) for the queue, the access log and the metrics; the key never does. Keys are
  * read per request so a config refresh applies at once. A refusal carries `WWW-Authenticate: Bearer`.
+ * A malformed `x-iop-priority` is refused once the key is known, so its `400` carries the client id
+ * (at the client's own band) in the access log and the `client` label of the metrics.
  * @throws ApiError 401 `invalid_api_key`, 400 for a malformed `x-iop-priority` (through `next`).
  */
 export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
@@ -54,6 +56,8 @@ export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
     try {
       res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER]);
     } catch (err) {
+      // The key was accepted: the 400 for the header is this client's, in the log and the metrics.
+      res.locals.client = requestClient(client, undefined);
       return next(err);
     }
     next();

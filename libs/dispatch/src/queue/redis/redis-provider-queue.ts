@@ -203,12 +203,19 @@ export class RedisProviderQueue implements ProviderQueue {
     return this.closing;
   }
 
-  /** Starts the periodic tasks: renewal, fencing, sweep, poll. */
+  /** Starts the periodic tasks: renewal, fencing and the silence check, sweep, poll. */
   private startTimers(): void {
     const { opts, holder, liveness, slots } = this;
     this.timers.push(
       setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
-      setInterval(() => holder.fenceOverdue(), Math.max(10, Math.floor(opts.fenceMarginMs / 2))),
+      // Fencing and the silence check share one clock and run whatever a hung Redis call holds up.
+      setInterval(
+        () => {
+          holder.fenceOverdue();
+          this.failWaitersIfSilent();
+        },
+        Math.max(10, Math.floor(opts.fenceMarginMs / 2)),
+      ),
       setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
       setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
     );
@@ -241,13 +248,22 @@ export class RedisProviderQueue implements ProviderQueue {
     await this.holder.settleLeftovers();
   }
 
-  /** Fails the waiters once Redis stayed silent too long, else looks for lost grants and jobs. */
+  /** Looks for lost grants and jobs (the silence check is {@link failWaitersIfSilent}'s). */
   private async pollWaiters(): Promise<void> {
+    if (this.closed || !this.watch.connected() || this.watch.silentTooLong()) return;
+    await this.waiters.poll();
+  }
+
+  /**
+   * Once Redis has not answered for `leaseTtlMs - fenceMarginMs` (docs/architecture.md, "Hung Redis"),
+   * logs the outage once and fails every waiting request. Runs on the fencing timer (every
+   * `fenceMarginMs / 2`), never behind the poll, whose Redis call a hung Redis holds for up to
+   * `commandTimeoutMs`: so the outage is seen within that half margin of the limit.
+   */
+  private failWaitersIfSilent(): void {
     if (this.closed) return;
     this.watch.checkSilence();
     if (this.watch.silentTooLong()) this.waiters.leaveAll('outage');
-    if (!this.watch.connected()) return;
-    await this.waiters.poll();
   }
 
   /** Runs a periodic task unless its previous run is still going; errors wait for the next round. */
