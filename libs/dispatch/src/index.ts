@@ -20,5 +20,5 @@ export { RedisHealthStore } from './health/redis-health-store';
 export { LeaseKeys } from './queue/lease-keys';
 export { type RedisClient, connectRedis } from './queue/redis-connection';
 export { RedisProviderQueue } from './queue/redis';
-export { readLeaseCounts } from './queue/lease-store';
+export { readClientCounts, readLeaseCounts } from './queue/lease-store';
 export { type ResponseAffinity, MemoryResponseAffinity, RedisResponseAffinity } from './affinity/response-affinity';

@@ -70,13 +70,18 @@ export class LeaseStore {
     return { kind: status, providerId: this.keys.providerOf(values[0]) };
   }
 
-  /** Ends a lease and hands its slot on. Resolves true when the lease still existed. */
-  async release(p: StoredProvider, jobId: string): Promise<boolean> {
+  /**
+   * Ends a lease and hands its slot on. Resolves true when the lease still existed. `solo`: the lease
+   * was admitted for a solo client (`QueueClient.solo`), whose counts are not kept, so none is read or
+   * ended; false reads the job's client from its hash (any lease).
+   */
+  async release(p: StoredProvider, jobId: string, solo = false): Promise<boolean> {
     const { status } = await this.run(LEASE_SCRIPTS.release, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
+      solo ? '1' : '0',
     ]);
     return status === 'released';
   }

@@ -52,7 +52,7 @@ export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
       return next(invalidApiKey());
     }
     try {
-      res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER]);
+      res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER], keys.sole);
     } catch (err) {
       return next(err);
     }

@@ -1,6 +1,6 @@
 import { leaseLost } from '../admission-errors';
 import type { QueueLogger } from './redis-queue-options';
-import type { JobClient, LeaseStore, StoredProvider } from '../lease-store';
+import { isSolo, type JobClient, type LeaseStore, type StoredProvider } from '../lease-store';
 import type { ServiceRate } from '../service-rate';
 import type { Lease } from '../provider-queue';
 
@@ -77,15 +77,18 @@ export class LeaseHolder {
         held.released = true;
         this.leases.delete(jobId);
         this.rate.record(owner.pool, performance.now() - grantedAt);
-        await this.release(jobId, provider);
+        await this.release(jobId, provider, isSolo(owner.client));
       },
     };
   }
 
-  /** Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. */
-  async release(jobId: string, provider: StoredProvider): Promise<void> {
+  /**
+   * Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. `solo`:
+   * the lease is of the fleet's only client, so no client count is read or ended (`LeaseStore.release`).
+   */
+  async release(jobId: string, provider: StoredProvider, solo = false): Promise<void> {
     try {
-      await this.store.release(provider, jobId);
+      await this.store.release(provider, jobId, solo);
       this.leftovers.delete(jobId);
     } catch {
       this.settleLater(jobId, [provider]);
@@ -157,7 +160,7 @@ export class LeaseHolder {
     const out: Promise<unknown>[] = [];
     for (const lease of this.leases.values()) {
       lease.released = true;
-      out.push(this.store.release(lease.provider, lease.jobId));
+      out.push(this.store.release(lease.provider, lease.jobId, isSolo(lease.owner.client)));
     }
     this.leases.clear();
     for (const [jobId, { shardTag, providerIds }] of this.leftovers)
@@ -180,6 +183,6 @@ export class LeaseHolder {
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
     lease.controller.abort(leaseLost(lease.provider.providerId));
-    void this.release(lease.jobId, lease.provider);
+    void this.release(lease.jobId, lease.provider, isSolo(lease.owner.client));
   }
 }

@@ -9,6 +9,7 @@
   ARGV[3]  jobId          the lease's job id
   ARGV[4]  ttlMs          lease lifetime of a grant made here, ms
   ARGV[5]  channelPrefix  grant channels, `<prefix>:grant:`
+  ARGV[6]  solo           '1': the lease is of a solo job (the fleet's only client): no client count to end
 
   Reply: {'released'} the lease existed | {'gone'} it had expired and been swept
 ]]
@@ -16,9 +17,10 @@
 --- @include "includes/promote"
 
 local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local solo = ARGV[6] == '1'
 
-local n, back = dropLease(base, qname, jobId)
-promote(base, qname, nil, ttl, channelPrefix)
+local n, back = dropLease(base, qname, jobId, solo)
+promote(base, qname, nil, ttl, channelPrefix, n == 1)
 promoteAll(base, back, nil, ttl, channelPrefix)
 if n == 1 then return {'released'} end
 return {'gone'}
