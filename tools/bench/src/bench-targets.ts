@@ -1,7 +1,7 @@
 import { freePort } from '@iop/dispatch/testing';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BENCH_CLIENT_KEY, BENCH_MODEL, benchGatewayYaml } from './gateway-config';
+import { BENCH_MODEL, benchGatewayYaml, clientHeaders } from './gateway-config';
 import type { ServiceProcess, ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
@@ -46,6 +46,11 @@ export interface BenchTarget {
   urls: string[];
   /** Headers this target needs on every request (Portkey's provider and custom host). */
   headers: Record<string, string>;
+  /**
+   * With `gateway.clients` configured: each client's key, one request after the other
+   * (`FixedLoadSpec.rotatingHeaders`), so that a load is every client's; `headers` has the first.
+   */
+  rotatingHeaders?: Record<string, string>[];
   /** The server processes under test (none for `direct`: the upstream is shared by all targets). */
   processes: ServiceProcess[];
 }
@@ -102,7 +107,7 @@ export interface LaunchOptions {
   redisUrl?: string;
   /** The pool provider's `max_concurrency` (default `BENCH_MAX_CONCURRENCY`: nothing waits). */
   maxConcurrency?: number;
-  /** Configure `gateway.clients` and send every request with the benchmark client's key (`BenchGatewayConfig.clients`). */
+  /** Configure `gateway.clients` (`BenchGatewayConfig.clients`); loads send the clients' keys in turn (`rotatingHeaders`). */
   clients?: boolean;
 }
 
@@ -137,6 +142,39 @@ export class TargetLauncher {
     });
     this.upstreamV1 = upstream.announced.replace(/\/$/, '');
     return upstream;
+  }
+
+  /**
+   * A fake upstream of its own that keeps the call journal (`--journal`; `GET <origin>/__calls`), e.g.
+   * for the `flow` scenario. It is one of the bench's services: stop it with `stopService`.
+   */
+  async startJournalUpstream(name: string): Promise<{ v1: string; origin: string; process: ServiceProcess }> {
+    const upstream = await this.services.start({
+      name,
+      command: process.execPath,
+      args: [this.paths.upstreamMain, '--port', '0', '--host', '127.0.0.1', '--name', name, '--journal'],
+      ready: /fake-upstream listening on (http:\/\/\S+)/,
+    });
+    const v1 = upstream.announced.replace(/\/$/, '');
+    return { v1, origin: v1.replace(/\/v1$/, ''), process: upstream };
+  }
+
+  /**
+   * `replicas` gateways of one `edge.yaml` text with the Redis backend on `redisUrl` (LOG_LEVEL=warn).
+   * @returns each replica's origin (`http://127.0.0.1:PORT`) and the processes.
+   */
+  async startGateways(
+    name: string,
+    yaml: string,
+    replicas: number,
+    redisUrl: string,
+  ): Promise<{ origins: string[]; processes: ServiceProcess[] }> {
+    const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
+    writeFileSync(file, yaml);
+    const processes: ServiceProcess[] = [];
+    for (let i = 0; i < replicas; i++)
+      processes.push(await this.startGateway(`${name}#${i + 1}`, file, ['--redis', redisUrl], 'warn', {}));
+    return { origins: processes.map((p) => p.announced), processes };
   }
 
   /** Starts target `id` (fresh processes every call, except the shared upstream for `direct`). */
@@ -189,7 +227,8 @@ export class TargetLauncher {
           id,
           label,
           urls: replicas.map((r) => `${r.announced}/v1/chat/completions`),
-          headers: opts.clients ? { authorization: `Bearer ${BENCH_CLIENT_KEY}` } : {},
+          headers: opts.clients ? clientHeaders()[0] : {},
+          ...(opts.clients ? { rotatingHeaders: clientHeaders() } : {}),
           processes: replicas,
         };
       }
@@ -237,6 +276,16 @@ export class TargetLauncher {
       }),
     );
     const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];
+    return this.startGateway(name, file, redisArgs, logLevel, opts);
+  }
+
+  private startGateway(
+    name: string,
+    file: string,
+    redisArgs: string[],
+    logLevel: 'warn' | 'info',
+    opts: LaunchOptions,
+  ): Promise<ServiceProcess> {
     return this.services.start({
       name: `gateway ${name}`,
       command: process.execPath,

@@ -30,6 +30,8 @@ import {
 } from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
 import { runRedisCost } from './redis-cost';
+import { emptyFlow } from './flow-judging';
+import { runFlow } from './flow-scenario';
 import { CHAT_BODY, runProfile, runRss, runStreaming, runThroughput, streamRequest, warmUp } from './scenarios';
 import { ServiceSet } from './service-process';
 import { probeStream } from './stream-probe';
@@ -43,17 +45,20 @@ const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/bench/mai
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost (default all); e.g. --scenarios redis-cost runs that one alone
+  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost,flow (default all); e.g. --scenarios redis-cost runs that one alone
                         (targets are launched only for throughput and streaming)
   --cost-requests N     redis-cost: pooled requests per measured round (default 2000; --quick 500)
   --cost-concurrency LIST  redis-cost: connections of the uncontended runs, one run each (default 1,16)
   --idle-seconds S      redis-cost: seconds an idle replica set is counted (default 5; --quick 2)
+  --flow-seconds S      flow: length of the mixed run with clients, bands and fair share (default 60; --quick 15)
+  --flow-replicas N     flow: gateway replicas (default 3)
+  --flow-hold-ms MS     flow: how long the upstream holds each call (default 40)
   --profile MODE        auto (when the memory backend misses a c=1 or c=64 target) | always | never (default auto); c=64
   --out DIR             where latest.md/latest.json go (default tools/bench/results)
   --gateway-main FILE   a built gateway other than dist/apps/edge-gateway/main.js
   --upstream-main FILE  a built fake upstream other than dist/tools/fake-upstream/main.js`;
 
-const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission', 'redis-cost'] as const;
+const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission', 'redis-cost', 'flow'] as const;
 
 /** Targets whose memory is measured at many open streams (fresh processes each). */
 const RSS_TARGETS: readonly TargetId[] = ['memory', 'memory-semi4', 'bullmq-1', 'portkey'];
@@ -84,6 +89,9 @@ function parseCommandLine(argv: string[]): CommandLine {
       'cost-requests': { type: 'string' },
       'cost-concurrency': { type: 'string' },
       'idle-seconds': { type: 'string' },
+      'flow-seconds': { type: 'string' },
+      'flow-replicas': { type: 'string' },
+      'flow-hold-ms': { type: 'string' },
       targets: { type: 'string' },
       scenarios: { type: 'string' },
       profile: { type: 'string', default: 'auto' },
@@ -144,6 +152,11 @@ function parseCommandLine(argv: string[]): CommandLine {
       idleSeconds: int(values['idle-seconds'], quick ? 2 : 5, 'idle-seconds'),
       rounds,
       warmupRequests: quick ? 500 : 4000,
+    },
+    flow: {
+      seconds: int(values['flow-seconds'], quick ? 15 : 60, 'flow-seconds'),
+      replicas: int(values['flow-replicas'], 3, 'flow-replicas'),
+      holdMs: int(values['flow-hold-ms'], 40, 'flow-hold-ms'),
     },
   };
   return { options, out: values.out, gatewayMain: values['gateway-main'], upstreamMain: values['upstream-main'] };
@@ -345,6 +358,19 @@ async function main(): Promise<number> {
           `idle ${c.idleSeconds} s, contended max_concurrency ${c.contendedMaxConcurrency} at c=${c.contendedConcurrency}`,
       );
       results.redisCost = await runRedisCost(launcher, c, log);
+    }
+    if (opts.scenarios.includes('flow')) {
+      try {
+        results.flow = await runFlow(launcher, opts.flow, log);
+        const f = results.flow;
+        log(
+          `flow: ${f.grants} grants in the window; ${f.pairs.map((p) => `${p.a} ${(100 * p.aShare).toFixed(1)}% / ${p.b} ${(100 * (1 - p.aShare)).toFixed(1)}%`).join(', ')}; ` +
+            `${f.inversions} inversions of ${f.judged} judged grants`,
+        );
+      } catch (err) {
+        log(`flow: ${firstLine(err)}`);
+        results.flow = emptyFlow(opts.flow, firstLine(err));
+      }
     }
     results.checks = evaluateTargets(results);
 

@@ -212,7 +212,14 @@ async function measureSet(
     });
     const t = target;
     const load = (connections: number, amount: number) =>
-      runFixedLoad({ urls: t.urls, headers: t.headers, body: CHAT_BODY, connections, amount });
+      runFixedLoad({
+        urls: t.urls,
+        headers: t.headers,
+        rotatingHeaders: t.rotatingHeaders,
+        body: CHAT_BODY,
+        connections,
+        amount,
+      });
     await load(Math.max(...concurrencies), Math.max(opts.warmupRequests, ...concurrencies));
     // Leases of the warm-up are released; let one renew/sweep period pass before counting.
     await sleep(1000);
