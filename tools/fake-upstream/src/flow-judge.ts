@@ -117,11 +117,12 @@ export function inversionsWhileWaiting(
 ): WaitingJudgement {
   const windows = grantWindows(calls, before);
   const sorted = [...samples].sort((a, b) => a.receivedAt - b.receivedAt);
+  const windowOf = (c: JudgedCall) => windows.get(c) ?? { lo: -Infinity, hi: Infinity };
   const byClient = new Map<string, GrantWindow[]>();
-  for (const c of calls) byClient.set(c.client, [...(byClient.get(c.client) ?? []), windows.get(c)!]);
+  for (const c of calls) byClient.set(c.client, [...(byClient.get(c.client) ?? []), windowOf(c)]);
   const out: WaitingJudgement = { inversions: [], judged: 0 };
   for (const c of calls) {
-    const w = windows.get(c)!;
+    const w = windowOf(c);
     const sample = lastAtOrBefore(sorted, w.lo);
     if (!sample) continue;
     const higher = [...sample.waiting].filter(([x, k]) => k > 0 && (bands.get(x) ?? -Infinity) > c.band);
