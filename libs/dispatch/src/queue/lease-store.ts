@@ -71,17 +71,23 @@ export class LeaseStore {
   }
 
   /**
-   * Ends a lease and hands its slot on. Resolves true when the lease still existed. `solo`: the lease
-   * was admitted for a solo client (`QueueClient.solo`), whose counts are not kept, so none is read or
-   * ended; false reads the job's client from its hash (any lease).
+   * Ends a lease and hands its slot on. Resolves true when the lease still existed. `held.solo`: the
+   * lease was admitted for a solo client (`QueueClient.solo`), whose counts are not kept, so none is
+   * read or ended; `held.confirmed`: the caller holds the lease (granted at once, or its grant
+   * confirmed), so it has no unconfirmed-grant entry to delete. Without them any lease is ended.
    */
-  async release(p: StoredProvider, jobId: string, solo = false): Promise<boolean> {
+  async release(
+    p: StoredProvider,
+    jobId: string,
+    held: { readonly solo?: boolean; readonly confirmed?: boolean } = {},
+  ): Promise<boolean> {
     const { status } = await this.run(LEASE_SCRIPTS.release, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
-      solo ? '1' : '0',
+      held.solo ? '1' : '0',
+      held.confirmed ? '1' : '0',
     ]);
     return status === 'released';
   }

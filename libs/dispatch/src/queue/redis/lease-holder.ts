@@ -77,18 +77,23 @@ export class LeaseHolder {
         held.released = true;
         this.leases.delete(jobId);
         this.rate.record(owner.pool, performance.now() - grantedAt);
-        await this.release(jobId, provider, isSolo(owner.client));
+        await this.release(jobId, provider, { solo: isSolo(owner.client), confirmed: true });
       },
     };
   }
 
   /**
-   * Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. `solo`:
-   * the lease is of the fleet's only client, so no client count is read or ended (`LeaseStore.release`).
+   * Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. `held`
+   * says what is known of a lease this holder held (`LeaseStore.release`): of the fleet's only client
+   * (no count to read or end), confirmed (no unconfirmed-grant entry); none for a lease it never took.
    */
-  async release(jobId: string, provider: StoredProvider, solo = false): Promise<void> {
+  async release(
+    jobId: string,
+    provider: StoredProvider,
+    held: { readonly solo?: boolean; readonly confirmed?: boolean } = {},
+  ): Promise<void> {
     try {
-      await this.store.release(provider, jobId, solo);
+      await this.store.release(provider, jobId, held);
       this.leftovers.delete(jobId);
     } catch {
       this.settleLater(jobId, [provider]);
@@ -160,7 +165,7 @@ export class LeaseHolder {
     const out: Promise<unknown>[] = [];
     for (const lease of this.leases.values()) {
       lease.released = true;
-      out.push(this.store.release(lease.provider, lease.jobId, isSolo(lease.owner.client)));
+      out.push(this.store.release(lease.provider, lease.jobId, { solo: isSolo(lease.owner.client), confirmed: true }));
     }
     this.leases.clear();
     for (const [jobId, { shardTag, providerIds }] of this.leftovers)
@@ -183,6 +188,6 @@ export class LeaseHolder {
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
     lease.controller.abort(leaseLost(lease.provider.providerId));
-    void this.release(lease.jobId, lease.provider, isSolo(lease.owner.client));
+    void this.release(lease.jobId, lease.provider, { solo: isSolo(lease.owner.client), confirmed: true });
   }
 }

@@ -162,3 +162,33 @@ describe('RedisProviderQueue: the fleet’s only client', () => {
     expect(queued.solo).toBeLessThanOrEqual(queued.counted - 3);
   });
 });
+
+/**
+ * A lease its origin holds was granted at once or confirmed, so its release skips the `granted` entry
+ * (docs/architecture.md, "Lease protocol"): none may be left behind, with or without counts.
+ */
+describe('RedisProviderQueue: released leases leave no unconfirmed grant', () => {
+  it.each([
+    ['a counted client', { ...DEFAULT_QUEUE_CLIENT }],
+    ['the solo client', solo],
+  ])('with %s, after leases granted at once and through the line are released', async (_, client) => {
+    const prefix = uniquePrefix('granted');
+    const q = new RedisProviderQueue({ redisUrl: redis.url, prefix, logger: silent });
+    try {
+      await q.configure([p]);
+      const first = await q.acquireLease(request(client));
+      const waiting = q.acquireLease(request(client));
+      await waitUntil(async () => (await q.counts(['p'])).get('p')?.queued === 1, 5000, 'a waiter');
+      await first.release();
+      const second = await waiting;
+      const base = new LeaseKeys(prefix).tagBase(DEFAULT_SHARD_TAG);
+      expect(await admin.hlen(`${base}:granted`)).toBe(0);
+      await second.release();
+      await waitUntil(async () => (await q.counts(['p'])).get('p')?.inFlight === 0, 5000, 'both released');
+      expect(await admin.hlen(`${base}:granted`)).toBe(0);
+      expect(await q.clientCounts()).toEqual([]);
+    } finally {
+      await q.close();
+    }
+  });
+});
