@@ -56,7 +56,7 @@ export function flowSection(flow: FlowResults): string {
         'share of band-0 grants',
         'weight share',
         'waiting in reads',
-        'answers: 200 / 429 queue_full / other',
+        'answers over the run: 200 / 429 queue_full / other',
       ],
       flow.clients.map((c) => [
         c.id,
