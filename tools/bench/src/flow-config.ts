@@ -12,8 +12,9 @@ export interface FlowOptions {
  * The clients of the run, in `tag` order (a call's tag is its client's index, so the upstream's
  * journal tells who sent it): a higher band, two pairs in band 0 (equal weights, one keeping 10× the
  * other's requests outstanding; weights 3 and 1), all backlogged, and a sheddable band.
- * `lanes`: requests each keeps outstanding; `pauseMs`: a lane's rest after an answer (hi: between
- * requests, so the band comes and goes; batch: after a refusal only).
+ * `lanes`: requests each keeps outstanding; `pauseMs`: the higher band's rest between two requests
+ * of a lane, so that band comes and goes. Any lane rests {@link RETRY_PAUSE_MS} after an answer
+ * other than 200 (batch's refusals; a gateway that stopped answering is not hammered).
  */
 export const FLOW_BENCH_CLIENTS = [
   { id: 'hi', band: 5, weight: 1, lanes: 4, pauseMs: [50, 300] },
@@ -21,8 +22,11 @@ export const FLOW_BENCH_CLIENTS = [
   { id: 'light', band: 0, weight: 1, lanes: 5 },
   { id: 'w3', band: 0, weight: 3, lanes: 20 },
   { id: 'w1', band: 0, weight: 1, lanes: 20 },
-  { id: 'batch', band: -1, weight: 1, lanes: 6, pauseMs: [100, 100] },
+  { id: 'batch', band: -1, weight: 1, lanes: 6 },
 ] as const;
+
+/** A lane's rest after an answer other than 200, ms. */
+export const RETRY_PAUSE_MS = 100;
 
 export type FlowClientId = (typeof FLOW_BENCH_CLIENTS)[number]['id'];
 

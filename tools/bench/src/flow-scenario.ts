@@ -7,7 +7,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import type { ServiceProcess } from './service-process';
 import type { TargetLauncher } from './bench-targets';
-import { FLOW_BENCH_CLIENTS, flowYaml, type FlowAnswers, type FlowClientId, type FlowOptions } from './flow-config';
+import {
+  FLOW_BENCH_CLIENTS,
+  flowYaml,
+  RETRY_PAUSE_MS,
+  type FlowAnswers,
+  type FlowClientId,
+  type FlowOptions,
+} from './flow-config';
 import { judgeFlow, type FlowResults } from './flow-judging';
 import type { Log } from './scenarios';
 
@@ -60,10 +67,8 @@ export async function runFlow(launcher: TargetLauncher, opts: FlowOptions, log: 
         if (status === 200) a.ok++;
         else if (status === 429) a.queueFull++;
         else a.other++;
-        if (pause && (c.id === 'hi' || status !== 200))
-          await sleep(pause[0] + Math.random() * (pause[1] - pause[0]), undefined, { signal: stop.signal }).catch(
-            () => undefined,
-          );
+        const restMs = status !== 200 ? RETRY_PAUSE_MS : pause ? pause[0] + Math.random() * (pause[1] - pause[0]) : 0;
+        if (restMs > 0) await sleep(restMs, undefined, { signal: stop.signal }).catch(() => undefined);
       }
     };
     const samples: WaitingSample[] = [];
