@@ -1,9 +1,15 @@
 import { startRedis, startRedisCluster, waitUntil } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import {
+  certainInversions,
+  judgedCalls,
+  peakConcurrency,
+  sharesBetween,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '@iop/fake-upstream';
 import type { StatusSnapshot } from '@iop/status';
 import { Redis } from 'ioredis';
 import { callsOf, FLOW_CLIENTS, flowYaml, keepBacklogged, sendAs, type FlowClientId } from './testing/flow-clients';
-import { certainInversions, judgedCalls, peakConcurrency, sharesBetween } from './testing/flow-judge';
 import { freeze, startReplicaFleet, thaw, type ReplicaFleet } from './testing/replica-fleet';
 
 /**

@@ -84,19 +84,22 @@ describe('clients: identity from the key, band from the client and x-iop-priorit
   });
 });
 
-describe('clients: no key configured', () => {
-  it('makes every request the client anonymous', async () => {
+describe('clients: flow control off (no gateway.clients, at most one flat key)', () => {
+  it.each([
+    ['no key', {}, undefined, 'anonymous'],
+    ['one flat key', { apiKeys: ['only-key'] }, 'only-key', 'api_keys[0]'],
+  ])('with %s hands the queue the one client of the fleet, marked solo', async (_, settings, key, id) => {
     const upstream = await startFakeUpstream();
     const queue = new ClientRecordingQueue();
-    const gateway = await startTestGateway(fleetYaml(), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' }, queue);
+    const gateway = await startTestGateway(fleetYaml(settings), { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' }, queue);
     try {
       const res = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
         body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hi' }] }),
       });
       expect(res.status).toBe(200);
-      expect(queue.clients).toEqual([{ id: 'anonymous', band: 0, weight: 1 }]);
+      expect(queue.clients).toEqual([{ id, band: 0, weight: 1, solo: true }]);
     } finally {
       await gateway.close();
       await upstream.close();

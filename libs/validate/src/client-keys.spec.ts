@@ -1,4 +1,4 @@
-import { ANONYMOUS_CLIENT, ClientKeys } from './client-keys';
+import { ANONYMOUS_CLIENT, ClientKeys, soleClient } from './client-keys';
 
 const gateway = {
   api_keys: ['flat-1', 'flat-2'],
@@ -40,5 +40,15 @@ describe('ClientKeys', () => {
     expect(open.resolve(undefined)).toBe(ANONYMOUS_CLIENT);
     expect(open.resolve('anything')).toBe(ANONYMOUS_CLIENT);
     expect(open.clients).toEqual([ANONYMOUS_CLIENT]);
+  });
+
+  it('says flow control is off only with no named client and at most one flat key', () => {
+    const chat = gateway.clients.slice(0, 1);
+    expect(soleClient({ api_keys: [], clients: [] })).toBe(true);
+    expect(soleClient({ api_keys: ['only'], clients: [] })).toBe(true);
+    expect(soleClient({ api_keys: ['a', 'b'], clients: [] })).toBe(false);
+    expect(soleClient({ api_keys: [], clients: chat })).toBe(false);
+    expect(new ClientKeys({ api_keys: ['only'], clients: [] }).sole).toBe(true);
+    expect(keys.sole).toBe(false);
   });
 });

@@ -47,6 +47,16 @@ export function configuredClients(gateway: Pick<GatewaySettings, 'api_keys' | 'c
   return [...named, ...flat];
 }
 
+/**
+ * True when flow control is off: no `gateway.clients` and at most one flat key, so every request of
+ * the fleet is one client (`anonymous` or `api_keys[0]`) of default settings (README "Clients,
+ * priority and fair share"). Its requests are then served in arrival order within a band, whatever
+ * the backend keeps, and its counts are the pools' counts. Pure.
+ */
+export function soleClient(gateway: Pick<GatewaySettings, 'api_keys' | 'clients'>): boolean {
+  return gateway.clients.length === 0 && gateway.api_keys.length <= 1;
+}
+
 const digest = (key: string) => createHash('sha256').update(key).digest();
 
 /**
@@ -70,7 +80,11 @@ export class ClientKeys {
       }
     }
     this.clients = entries.length > 0 ? entries.map((e) => e.client) : [ANONYMOUS_CLIENT];
+    this.sole = soleClient(gateway);
   }
+
+  /** True when the fleet has one client only ({@link soleClient}): flow control is off. */
+  readonly sole: boolean;
 
   /** True when no key is configured: every request is {@link ANONYMOUS_CLIENT}. */
   get open(): boolean {

@@ -3,6 +3,8 @@ import type { TargetId } from './bench-targets';
 import type { LoadPoint } from './closed-loop-load';
 import type { ProfileSummary } from './cpu-profile';
 import type { OpenStreamsResult } from './open-streams-probe';
+import type { FlowOptions } from './flow-config';
+import type { FlowResults } from './flow-judging';
 import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
 
@@ -24,9 +26,11 @@ export interface BenchOptions {
   /** Streams held open at once for the RSS scenario. */
   openStreams: number;
   targets: TargetId[];
-  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission' | 'redis-cost'>;
+  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission' | 'redis-cost' | 'flow'>;
   /** Requests, connections and idle window of the Redis-cost scenario. */
   redisCost: RedisCostOptions;
+  /** Length, replicas and call time of the flow-control scenario. */
+  flow: FlowOptions;
   /** `auto`: profile the memory backend when its c=1 target is missed. */
   profile: 'auto' | 'always' | 'never';
   /** Seconds of load while profiling. */
@@ -149,6 +153,8 @@ export interface BenchResults {
   admission: AdmissionRow[];
   /** Redis commands and Redis CPU per pooled request, and of an idle replica (issue "fleet mode"). */
   redisCost?: RedisCostResults;
+  /** Shares and priority inversions of a mixed run with clients (README "Clients, priority and fair share"). */
+  flow?: FlowResults;
   checks: TargetCheck[];
   profile?: { reason: string; concurrency: number; seconds: number; summary?: ProfileSummary; error?: string };
 }

@@ -1,7 +1,9 @@
 import { freePort } from '@iop/dispatch/testing';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BENCH_CLIENT_KEY, BENCH_MODEL, benchGatewayYaml } from './gateway-config';
+import { BENCH_MODEL, benchGatewayYaml, clientHeaders } from './gateway-config';
+import { portkeyEntry, portkeyHeaders, type BenchPaths } from './target-files';
+export type { BenchPaths } from './target-files';
 import type { ServiceProcess, ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
@@ -46,50 +48,13 @@ export interface BenchTarget {
   urls: string[];
   /** Headers this target needs on every request (Portkey's provider and custom host). */
   headers: Record<string, string>;
+  /**
+   * With `gateway.clients` configured: each client's key, one request after the other
+   * (`FixedLoadSpec.rotatingHeaders`), so that a load is every client's; `headers` has the first.
+   */
+  rotatingHeaders?: Record<string, string>[];
   /** The server processes under test (none for `direct`: the upstream is shared by all targets). */
   processes: ServiceProcess[];
-}
-
-/** Files the benchmark runs, all resolved from the workspace root. */
-export interface BenchPaths {
-  root: string;
-  /** Built gateway, `dist/apps/edge-gateway/main.js`. */
-  gatewayMain: string;
-  /** Built fake upstream, `dist/tools/fake-upstream/main.js`. */
-  upstreamMain: string;
-  /** `loopback-preload.js`, next to the bench's own bundle. */
-  preload: string;
-  /** `bare-proxy.js` (the `node-floor` target), next to the bench's own bundle. */
-  bareProxy: string;
-  /** Scratch directory of this run (configs, CPU profiles). */
-  workDir: string;
-}
-
-/** The first of `candidates` that exists (nx's esbuild names a CJS bundle `.js` or `.cjs` depending on options). */
-export function firstExisting(candidates: readonly string[]): string | undefined {
-  return candidates.find((c) => existsSync(c));
-}
-
-/** Resolves Portkey's server entry from its package.json `bin`. @throws Error when it is not installed. */
-export function portkeyEntry(root: string): { entry: string; version: string } {
-  const dir = path.join(root, 'node_modules/@portkey-ai/gateway');
-  const pkgFile = path.join(dir, 'package.json');
-  if (!existsSync(pkgFile))
-    throw new Error('@portkey-ai/gateway is not installed (npm ci installs it as a devDependency)');
-  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { version?: string; bin?: string | Record<string, string> };
-  const bin = typeof pkg.bin === 'string' ? pkg.bin : Object.values(pkg.bin ?? {})[0];
-  if (!bin) throw new Error('@portkey-ai/gateway has no bin entry');
-  return { entry: path.join(dir, bin), version: pkg.version ?? 'unknown' };
-}
-
-/** Portkey's routing headers for an OpenAI-compatible upstream at `upstreamV1`. */
-export function portkeyHeaders(upstreamV1: string): Record<string, string> {
-  return {
-    'x-portkey-provider': 'openai',
-    'x-portkey-custom-host': upstreamV1,
-    // Portkey drops unknown body fields; the fake upstream's stream knobs travel as headers instead.
-    'x-portkey-forward-headers': 'x-fake-chunks,x-fake-chunk-gap-ms',
-  };
 }
 
 /** Options of one gateway launch. */
@@ -102,7 +67,7 @@ export interface LaunchOptions {
   redisUrl?: string;
   /** The pool provider's `max_concurrency` (default `BENCH_MAX_CONCURRENCY`: nothing waits). */
   maxConcurrency?: number;
-  /** Configure `gateway.clients` and send every request with the benchmark client's key (`BenchGatewayConfig.clients`). */
+  /** Configure `gateway.clients` (`BenchGatewayConfig.clients`); loads send the clients' keys in turn (`rotatingHeaders`). */
   clients?: boolean;
 }
 
@@ -137,6 +102,39 @@ export class TargetLauncher {
     });
     this.upstreamV1 = upstream.announced.replace(/\/$/, '');
     return upstream;
+  }
+
+  /**
+   * A fake upstream of its own that keeps the call journal (`--journal`; `GET <origin>/__calls`), e.g.
+   * for the `flow` scenario. It is one of the bench's services: stop it with `stopService`.
+   */
+  async startJournalUpstream(name: string): Promise<{ v1: string; origin: string; process: ServiceProcess }> {
+    const upstream = await this.services.start({
+      name,
+      command: process.execPath,
+      args: [this.paths.upstreamMain, '--port', '0', '--host', '127.0.0.1', '--name', name, '--journal'],
+      ready: /fake-upstream listening on (http:\/\/\S+)/,
+    });
+    const v1 = upstream.announced.replace(/\/$/, '');
+    return { v1, origin: v1.replace(/\/v1$/, ''), process: upstream };
+  }
+
+  /**
+   * `replicas` gateways of one `edge.yaml` text with the Redis backend on `redisUrl` (LOG_LEVEL=warn).
+   * @returns each replica's origin (`http://127.0.0.1:PORT`) and the processes.
+   */
+  async startGateways(
+    name: string,
+    yaml: string,
+    replicas: number,
+    redisUrl: string,
+  ): Promise<{ origins: string[]; processes: ServiceProcess[] }> {
+    const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
+    writeFileSync(file, yaml);
+    const processes: ServiceProcess[] = [];
+    for (let i = 0; i < replicas; i++)
+      processes.push(await this.startGateway(`${name}#${i + 1}`, file, ['--redis', redisUrl], 'warn', {}));
+    return { origins: processes.map((p) => p.announced), processes };
   }
 
   /** Starts target `id` (fresh processes every call, except the shared upstream for `direct`). */
@@ -189,7 +187,8 @@ export class TargetLauncher {
           id,
           label,
           urls: replicas.map((r) => `${r.announced}/v1/chat/completions`),
-          headers: opts.clients ? { authorization: `Bearer ${BENCH_CLIENT_KEY}` } : {},
+          headers: opts.clients ? clientHeaders()[0] : {},
+          ...(opts.clients ? { rotatingHeaders: clientHeaders() } : {}),
           processes: replicas,
         };
       }
@@ -237,6 +236,16 @@ export class TargetLauncher {
       }),
     );
     const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];
+    return this.startGateway(name, file, redisArgs, logLevel, opts);
+  }
+
+  private startGateway(
+    name: string,
+    file: string,
+    redisArgs: string[],
+    logLevel: 'warn' | 'info',
+    opts: LaunchOptions,
+  ): Promise<ServiceProcess> {
     return this.services.start({
       name: `gateway ${name}`,
       command: process.execPath,

@@ -73,6 +73,11 @@ function loadPoint(connections: number, rps: number, times: number[], ok: number
 export interface FixedLoadSpec extends Omit<LoadSpec, 'durationS'> {
   /** Requests to send in all. */
   amount: number;
+  /**
+   * Headers taken in turn on top of `headers`: the k-th request sent carries `rotatingHeaders[k % length]`
+   * (e.g. the keys of several clients, so every load, c=1 included, is all of theirs). @defaultValue none
+   */
+  rotatingHeaders?: readonly Record<string, string>[];
 }
 
 /** What a fixed-amount load measured: `LoadPoint` and the wall time from the first request to the last answer. */
@@ -82,7 +87,7 @@ export interface FixedLoadPoint extends LoadPoint {
 
 /**
  * Sends exactly `amount` requests over `connections` closed-loop keep-alive connections (connection i
- * to `urls[i % urls.length]`) and resolves when the last one was answered. An undici loop rather than
+ * to `urls[i % urls.length]`; request k with `rotatingHeaders[k % length]`) and resolves when the last one was answered. An undici loop rather than
  * autocannon: autocannon notices the end of an `amount` run only at its next 1 s tick, which would add
  * up to a second of idle time to a window that should hold the requests alone.
  */
@@ -97,11 +102,13 @@ export async function runFixedLoad(spec: FixedLoadSpec): Promise<FixedLoadPoint>
     await Promise.all(
       Array.from({ length: Math.min(spec.connections, spec.amount) }, async (_, i) => {
         const url = spec.urls[i % spec.urls.length];
+        const rotating = spec.rotatingHeaders ?? [];
         while (sent < spec.amount) {
+          const own = rotating.length ? { ...headers, ...rotating[sent % rotating.length] } : headers;
           sent++;
           const t0 = performance.now();
           try {
-            const res = await request(url, { method: 'POST', dispatcher: agent, headers, body: spec.body });
+            const res = await request(url, { method: 'POST', dispatcher: agent, headers: own, body: spec.body });
             await res.body.text();
             if (res.statusCode >= 200 && res.statusCode < 300) times.push(performance.now() - t0);
             else failures++;

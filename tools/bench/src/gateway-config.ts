@@ -23,14 +23,26 @@ export interface BenchGatewayConfig {
   maxConcurrency?: number;
   /**
    * Configure `gateway.clients` (flow control on: docs/architecture.md, "Clients, priority and fair
-   * share"): the client of {@link BENCH_CLIENT_KEY} with a band, a weight and both caps, and a second
-   * client. @defaultValue false
+   * share"): the {@link BENCH_CLIENTS}, each with a band, a weight and both caps. @defaultValue false
    */
   clients?: boolean;
 }
 
-/** The bearer key of the benchmark's client when `clients` is on. */
-export const BENCH_CLIENT_KEY = 'bench-client-key';
+/**
+ * The clients of a gateway with flow control on: two in band 1 whose weights are 3 and 1, one in band
+ * 0 of weight 2, each with `max_in_flight` (the provider's `max_concurrency`: the most a cap may be) and
+ * `max_queued`. A load sends their keys in turn, one request after the other (`clientHeaders`).
+ */
+export const BENCH_CLIENTS = [
+  { id: 'bench-a', key: 'bench-a-key', priority: 1, weight: 3 },
+  { id: 'bench-b', key: 'bench-b-key', priority: 1, weight: 1 },
+  { id: 'bench-c', key: 'bench-c-key', priority: 0, weight: 2 },
+] as const;
+
+/** One `authorization` header per client of {@link BENCH_CLIENTS}, for `FixedLoadSpec.rotatingHeaders`. */
+export function clientHeaders(): Record<string, string>[] {
+  return BENCH_CLIENTS.map((c) => ({ authorization: `Bearer ${c.key}` }));
+}
 
 /**
  * edge.yaml of a gateway under test: one node, one `openai_compat` adapter on the fake upstream,
@@ -40,10 +52,10 @@ export const BENCH_CLIENT_KEY = 'bench-client-key';
 export function benchGatewayYaml(cfg: BenchGatewayConfig): string {
   const mc = cfg.maxConcurrency ?? BENCH_MAX_CONCURRENCY;
   const clients = cfg.clients
-    ? `  clients:
-    - { id: bench, keys: [${BENCH_CLIENT_KEY}], priority: 1, weight: 2, max_in_flight: ${mc}, max_queued: ${BENCH_MAX_CONCURRENCY} }
-    - { id: other, keys: [bench-other-key], priority: -1 }
-`
+    ? `  clients:\n${BENCH_CLIENTS.map(
+        (c) =>
+          `    - { id: ${c.id}, keys: [${c.key}], priority: ${c.priority}, weight: ${c.weight}, max_in_flight: ${mc}, max_queued: ${BENCH_MAX_CONCURRENCY} }\n`,
+      ).join('')}`
     : '';
   return `version: 1
 gateway:

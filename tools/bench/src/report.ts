@@ -1,7 +1,9 @@
 import type { BenchResults, RssRow, StreamingRow, TargetCheck, ThroughputRow } from './bench-results';
 import type { TargetId } from './bench-targets';
 import type { ProfileSummary } from './cpu-profile';
-import type { RedisCostResults, RedisCostRun } from './redis-cost';
+import { flowChecks, flowSection } from './flow-report';
+import { redisCostChecks, redisCostSection } from './redis-cost-report';
+import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
 /** Limits of the issue's targets. */
@@ -20,22 +22,9 @@ export const LIMITS = {
   streamReadsPerChunk: 0.98,
   bullmqP50OverMemoryMs: 1.5,
   rssAtOpenStreamsBytes: 150 * 1024 * 1024,
-  /** Redis commands per pooled request, scripts' inner commands counted (issue "fleet mode"). */
-  redisCommandsPerRequest: 25,
-  /** Redis CPU per pooled request, ms. */
-  redisCpuMsPerRequest: 0.15,
-  /** Commands per second of one replica without traffic. */
-  idleReplicaCommandsPerS: 20,
 } as const;
 
 const MiB = 1024 * 1024;
-
-/** `12.3 (11.9–12.8)`: the median and the range over rounds, or `—` when nothing was measured. */
-export function fmtSpread(s: Spread | undefined, digits: number, signed = false): string {
-  if (!s || s.n === 0) return '—';
-  const f = (v: number) => (signed && v > 0 ? '+' : '') + v.toFixed(digits);
-  return s.n === 1 ? f(s.median) : `${f(s.median)} (${f(s.min)}…${f(s.max)})`;
-}
 
 function findThroughput(results: BenchResults, target: TargetId, concurrency: number): ThroughputRow | undefined {
   return results.throughput.find((r) => r.target === target && r.concurrency === concurrency);
@@ -163,6 +152,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
     });
   }
   checks.push(...redisCostChecks(results.redisCost));
+  checks.push(...flowChecks(results.flow));
   return checks;
 }
 
@@ -191,49 +181,6 @@ export function leanPathChecks(results: BenchResults): TargetCheck[] {
   ];
 }
 
-/** The fleet-mode targets: Redis commands and CPU per pooled request, commands of an idle replica. */
-export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck[] {
-  const runsOf = (variant: RedisCostRun['variant']) =>
-    (cost?.runs ?? []).filter((r) => r.variant === variant && r.commandsPerRequest.n > 0);
-  const pooled = runsOf('pooled');
-  const withClients = runsOf('pooled-clients');
-  const per = (pick: (r: RedisCostRun) => string, runs = pooled) =>
-    runs.map((r) => `×${r.replicas} c=${r.concurrency}: ${pick(r)}`).join('; ');
-  const notMeasured = cost?.error ? `failed: ${cost.error}` : 'not measured';
-  const idle = (cost?.idle ?? []).filter((r) => Number.isFinite(r.perReplicaPerS));
-  return [
-    {
-      goal: `Redis backend: ≤ ${LIMITS.redisCommandsPerRequest} Redis commands per pooled request (INFO commandstats, scripts' inner commands counted; 1 and 3 replicas)`,
-      measured: pooled.length ? per((r) => fmtSpread(r.commandsPerRequest, 2)) : notMeasured,
-      met: pooled.length ? pooled.every((r) => r.commandsPerRequest.median <= LIMITS.redisCommandsPerRequest) : null,
-    },
-    {
-      goal: `Redis backend with gateway.clients (bands, weights, caps): ≤ ${LIMITS.redisCommandsPerRequest} Redis commands per pooled request`,
-      measured: withClients.length ? per((r) => fmtSpread(r.commandsPerRequest, 2), withClients) : notMeasured,
-      met: withClients.length
-        ? withClients.every((r) => r.commandsPerRequest.median <= LIMITS.redisCommandsPerRequest)
-        : null,
-    },
-    {
-      goal: `Redis backend: ≤ ${LIMITS.redisCpuMsPerRequest} ms of Redis CPU per pooled request (used_cpu_sys + used_cpu_user)`,
-      measured: pooled.length ? per((r) => `${fmtSpread(r.cpuMsPerRequest, 4)} ms`) : notMeasured,
-      met: pooled.length ? pooled.every((r) => r.cpuMsPerRequest.median <= LIMITS.redisCpuMsPerRequest) : null,
-    },
-    {
-      goal: `Redis backend: an idle replica ≤ ${LIMITS.idleReplicaCommandsPerS} Redis commands/s`,
-      measured: idle.length
-        ? idle
-            .map(
-              (r) =>
-                `${r.perReplicaPerS.toFixed(1)}/s per replica with ${r.replicas} replica${r.replicas === 1 ? '' : 's'} up`,
-            )
-            .join('; ')
-        : notMeasured,
-      met: idle.length ? idle.every((r) => r.perReplicaPerS <= LIMITS.idleReplicaCommandsPerS) : null,
-    },
-  ];
-}
-
 const TARGET_SHORT: Record<TargetId, string> = {
   direct: 'direct',
   'node-floor': 'bare Node proxy',
@@ -244,11 +191,6 @@ const TARGET_SHORT: Record<TargetId, string> = {
   'bullmq-3': 'Redis backend, 3 replicas',
   portkey: 'Portkey',
 };
-
-function table(header: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
-}
 
 /** The non-streaming table: one row per concurrency and target. */
 export function throughputTable(rows: ThroughputRow[]): string {
@@ -352,111 +294,6 @@ export function throughputRatioTable(rows: ThroughputRow[]): string | undefined 
       }),
     ]),
   );
-}
-
-const runName = (r: Pick<RedisCostRun, 'variant' | 'replicas' | 'concurrency'>) =>
-  `${r.variant} ×${r.replicas} c=${r.concurrency}`;
-
-/** The Redis-cost section: per-request figures of every run, the breakdown by command, the idle replicas. */
-export function redisCostSection(cost: RedisCostResults): string {
-  const out: string[] = [];
-  const o = cost.options;
-  out.push(
-    `Redis ${cost.redisVersion} of its own (no persistence); the gateway with the Redis backend on it in front of the fake upstream. ` +
-      `Per replica set: ${o.warmupRequests} warm-up requests, ${o.idleSeconds} s without traffic, then ${o.rounds} round(s) of ${o.requests} pooled ` +
-      `non-streamed Chat Completions; \`INFO commandstats\` and \`INFO cpu\` read around each window (the reader's own INFO calls left out). ` +
-      `pooled: max_concurrency 2000 at c=${o.concurrency.join(', ')} (nothing waits); contended: a fresh set with max_concurrency ${o.contendedMaxConcurrency} ` +
-      `at c=${o.contendedConcurrency} (most requests queue); -clients: the same with gateway.clients configured (band, weight, max_in_flight, max_queued). Connections round-robin over the replicas. ` +
-      `Load average ${cost.loadAvg[0].toFixed(2)} when this section started, ${cost.loadAvg[1].toFixed(2)} when it ended.`,
-  );
-  if (cost.error) out.push('', `failed: ${cost.error}`);
-  if (cost.runs.length) {
-    out.push('');
-    out.push(
-      table(
-        [
-          'run',
-          'max_concurrency',
-          'req/s',
-          'commands/request',
-          'net of idle background',
-          'Redis CPU ms/request',
-          'net of idle',
-          'queued',
-          'commands/queued request',
-          'errors',
-        ],
-        cost.runs.map((r) =>
-          r.error
-            ? [runName(r), String(r.maxConcurrency), `failed: ${r.error}`, '—', '—', '—', '—', '—', '—', '—']
-            : [
-                runName(r),
-                String(r.maxConcurrency),
-                fmtSpread(r.rps, 0),
-                fmtSpread(r.commandsPerRequest, 2),
-                fmtSpread(r.netCommandsPerRequest, 2),
-                fmtSpread(r.cpuMsPerRequest, 4),
-                fmtSpread(r.netCpuMsPerRequest, 4),
-                r.queuedShare
-                  ? `${fmtSpread({ ...r.queuedShare, median: r.queuedShare.median * 100, min: r.queuedShare.min * 100, max: r.queuedShare.max * 100 }, 0)}%`
-                  : '—',
-                r.commandsPerQueuedRequest ? fmtSpread(r.commandsPerQueuedRequest, 1) : '—',
-                String(r.failures),
-              ],
-        ),
-      ),
-    );
-    out.push('');
-    out.push(
-      "net: less the idle rate of the same replica set (liveness, sweep, health probes, Redis's own cron) over the round's seconds. " +
-        'queued: requests granted by a hand-off (one PUBLISH each). commands/queued request: the pooled net cost plus the extra commands of the contended round spread over its queued requests.',
-    );
-    const runs = cost.runs.filter((r) => r.breakdown.length);
-    const commands = [...new Set(runs.flatMap((r) => r.breakdown.map((b) => b.command)))];
-    const order = (cmd: string) => -(runs[0]?.breakdown.find((b) => b.command === cmd)?.perRequest ?? 0);
-    commands.sort((a, b) => (a === 'evalsha' ? -1 : b === 'evalsha' ? 1 : order(a) - order(b) || a.localeCompare(b)));
-    if (commands.length) {
-      out.push('');
-      out.push(
-        table(
-          ['command', ...runs.map((r) => `${runName(r)}: calls/request (µs/request)`)],
-          commands.map((cmd) => [
-            `\`${cmd}\``,
-            ...runs.map((r) => {
-              const b = r.breakdown.find((x) => x.command === cmd);
-              return b ? `${b.perRequest.toFixed(3)} (${b.usecPerRequest.toFixed(2)})` : '—';
-            }),
-          ]),
-        ),
-      );
-      out.push('');
-      out.push(
-        'Every command Redis executed in the measured windows, over all rounds, divided by the requests. `evalsha` is the scripts themselves ' +
-          '(admit, release, renew, poll); the other rows are mostly the commands the scripts ran. µs as Redis accounts them: ' +
-          "`evalsha`'s include its inner commands', so the column does not add up; Redis CPU above also covers reading, parsing and replying.",
-      );
-    }
-  }
-  if (cost.idle.length) {
-    out.push('');
-    out.push(
-      table(
-        [
-          'idle replica set',
-          'commands/s per replica',
-          'by command (per replica, /s)',
-          'Redis CPU ms/s (whole set + cron)',
-        ],
-        cost.idle.map((r) => [
-          `${r.replicas} replica${r.replicas === 1 ? '' : 's'}, ${r.seconds.toFixed(1)} s`,
-          r.perReplicaPerS.toFixed(1),
-          r.breakdown.map((b) => `${b.command} ${b.perReplicaPerS.toFixed(1)}`).join(', '),
-          r.cpuMsPerS.toFixed(2),
-        ]),
-      ),
-    );
-  }
-  return out.join('\n');
 }
 
 const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
@@ -601,6 +438,12 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('## Redis cost of the Redis backend (commands and Redis CPU per request, idle replicas)');
     out.push('');
     out.push(redisCostSection(results.redisCost));
+  }
+  if (results.flow) {
+    out.push('');
+    out.push('## Flow control: shares and priority inversions (scenario `flow`)');
+    out.push('');
+    out.push(flowSection(results.flow));
   }
   if (results.profile) {
     out.push('');

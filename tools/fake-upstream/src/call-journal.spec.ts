@@ -25,8 +25,11 @@ describe('fake upstream call journal', () => {
       }
       const slow = calls.find((c) => c.tag === 7);
       expect((slow?.endedAt ?? 0) - (slow?.startedAt ?? 0)).toBeGreaterThanOrEqual(70);
+      // The same journal over HTTP, for a fake upstream in a process of its own (the bench's `flow` scenario).
+      expect(await (await fetch(`${up.origin}/__calls`)).json()).toEqual(calls);
       up.reset();
       expect(up.calls()).toEqual([]);
+      expect(await (await fetch(`${up.origin}/__calls`)).json()).toEqual([]);
     } finally {
       await up.close();
     }

@@ -48,7 +48,7 @@ export interface FakeUpstream {
   readonly name: string;
   /** Counters and last requests (a copy; see {@link FakeStats}). Same document as `GET /__stats`. */
   stats(): FakeStats;
-  /** The call journal, when started with `journal: true` (else empty); `reset` empties it. */
+  /** The call journal, when started with `journal: true` (else empty); `reset` empties it. Same list as `GET /__calls`. */
   calls(): JournalCall[];
   /** Zeroes the counters (in-flight requests stay in `current`). Same as `POST /__reset`. */
   reset(): void;
@@ -64,7 +64,7 @@ type Api = 'chat' | 'responses' | 'embeddings';
  * Routes: `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/responses` (stream and not),
  * `POST /v1/embeddings` (deterministic vectors, `encoding_format` float or base64),
  * `GET /health` (vLLM probe), `GET /api/version` and `GET /api/tags` (Ollama probes),
- * `GET /__stats`, `POST /__reset`; anything else is a 404 OpenAI error. Replies are
+ * `GET /__stats`, `GET /__calls` (the call journal), `POST /__reset`; anything else is a 404 OpenAI error. Replies are
  * {@link echoReply} of the last user message, shaped per the knobs of {@link readKnobs}.
  * Invalid JSON, a missing `model` or a bad knob answer 400 `invalid_request_error`.
  */
@@ -108,6 +108,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       }
       if (probe) return send(res, 200, fixed[probe]);
       if (path === '/__stats') return send(res, 200, JSON.stringify(recorder.snapshot()));
+      if (path === '/__calls') return send(res, 200, JSON.stringify(journal.snapshot()));
     }
     if (method === 'POST' && path === '/__reset') {
       recorder.reset();

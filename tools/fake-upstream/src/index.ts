@@ -1,6 +1,18 @@
 export { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream';
 export type { FakeStats, RequestCounts, RecordedRequest } from './stats';
 export type { JournalCall } from './call-journal';
+export {
+  certainInversions,
+  grantWindows,
+  inversionsWhileWaiting,
+  judgedCalls,
+  peakConcurrency,
+  sharesBetween,
+  type GrantWindow,
+  type JudgedCall,
+  type WaitingJudgement,
+  type WaitingSample,
+} from './flow-judge';
 export type { KnobName } from './knobs';
 export { echoReply } from './prompt';
 export { ECHO_LLM, fleetYaml, configPrefix, exporterYaml } from './fixtures';

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { startFakeUpstream } from './fake-upstream';
 
 /**
- * CLI for benchmarks: `node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b]`.
+ * CLI for benchmarks: `node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal]`.
+ * `--journal` keeps the call journal (`GET /__calls`: every inference call's model, `tag` knob, start and end, ms).
  * Prints `fake-upstream listening on http://HOST:PORT/v1` once listening; SIGTERM/SIGINT close it and exit 0.
  */
 async function main(): Promise<void> {
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
       host: { type: 'string', default: '127.0.0.1' },
       name: { type: 'string', default: 'fake-upstream' },
       models: { type: 'string' },
+      journal: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -23,6 +25,7 @@ async function main(): Promise<void> {
     host: values.host,
     name: values.name,
     models: values.models?.split(',').filter(Boolean),
+    journal: values.journal,
   });
   process.stdout.write(`fake-upstream listening on ${upstream.url}\n`);
   const stop = () =>

@@ -1,4 +1,4 @@
-import type { JudgedCall } from './flow-judge';
+import type { JudgedCall } from '@iop/fake-upstream';
 
 /**
  * The clients of the flow-control fleet (`flowYaml`), in tag order: a client's index is the `tag`

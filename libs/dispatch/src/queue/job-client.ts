@@ -25,9 +25,10 @@ export const SHED_MARK_MS = 60_000;
 export const SHED_MESSAGE_SUFFIX = '!shed';
 
 /**
- * The client part of `admit.lua`'s ARGV (ARGV[6..14]): client id, pool, band, BullMQ priority of the
+ * The client part of `admit.lua`'s ARGV (ARGV[6..15]): client id, pool, band, BullMQ priority of the
  * band, the charge to its finish tag (1 / weight), `max_in_flight` and `max_queued` ('' for none),
- * the rank above which bands are sheddable (band 0's) and how long a shed job's mark stays, ms.
+ * the rank above which bands are sheddable (band 0's), how long a shed job's mark stays, ms, and
+ * '1' for a solo client (`QueueClient.solo`: no counts kept) or ''.
  */
 export function clientArgs({ pool, client }: JobClient): string[] {
   return [
@@ -40,10 +41,22 @@ export function clientArgs({ pool, client }: JobClient): string[] {
     client.maxQueued === undefined ? '' : String(client.maxQueued),
     String(bandRank(0)),
     String(SHED_MARK_MS),
+    isSolo(client) ? '1' : '',
   ];
 }
 
-/** A lease's client as `renew.lua` takes it: `<pool>|<client id>|<max_in_flight or ''>`. */
+/**
+ * True for a client the queue may treat as the fleet's only one (`QueueClient.solo`): flagged so, and
+ * with no cap, since a cap needs the counts that a solo client's jobs do not keep.
+ */
+export function isSolo(client: QueueClient): boolean {
+  return client.solo === true && client.maxInFlight === undefined && client.maxQueued === undefined;
+}
+
+/**
+ * A lease's client as `renew.lua` takes it: `<pool>|<client id>|<max_in_flight or ''>`, or '' for a
+ * solo client (registered again without a count, as it was admitted).
+ */
 export function renewedClient({ pool, client }: JobClient): string {
-  return `${pool}|${client.id}|${client.maxInFlight ?? ''}`;
+  return isSolo(client) ? '' : `${pool}|${client.id}|${client.maxInFlight ?? ''}`;
 }

@@ -70,13 +70,24 @@ export class LeaseStore {
     return { kind: status, providerId: this.keys.providerOf(values[0]) };
   }
 
-  /** Ends a lease and hands its slot on. Resolves true when the lease still existed. */
-  async release(p: StoredProvider, jobId: string): Promise<boolean> {
+  /**
+   * Ends a lease and hands its slot on. Resolves true when the lease still existed. `held.solo`: the
+   * lease was admitted for a solo client (`QueueClient.solo`), whose counts are not kept, so none is
+   * read or ended; `held.confirmed`: the caller holds the lease (granted at once, or its grant
+   * confirmed), so it has no unconfirmed-grant entry to delete. Without them any lease is ended.
+   */
+  async release(
+    p: StoredProvider,
+    jobId: string,
+    held: { readonly solo?: boolean; readonly confirmed?: boolean } = {},
+  ): Promise<boolean> {
     const { status } = await this.run(LEASE_SCRIPTS.release, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
+      held.solo ? '1' : '0',
+      held.confirmed ? '1' : '0',
     ]);
     return status === 'released';
   }

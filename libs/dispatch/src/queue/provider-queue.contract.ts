@@ -3,7 +3,7 @@ import { AdmissionError } from './admission-error';
 import { describeFlowControlContract } from './flow-control.contract';
 
 export { waitUntil };
-import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from './provider-queue';
+import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
 
 /** Builds a fresh, isolated backend for one test (its own Redis prefix for bullmq). */
 export type ProviderQueueFactory = () => Promise<ProviderQueue>;
@@ -14,12 +14,26 @@ const provider = (providerId: string, maxConcurrency: number, maxQueued = 100): 
   maxQueued,
 });
 
+/** How a run of the contract sends its requests. */
+export interface ContractOptions {
+  /**
+   * The client of every request of the admission tests (default: none, the anonymous client); e.g. a
+   * solo client (`QueueClient.solo`, flow control off). The flow-control scenarios are left out then:
+   * they name their own clients.
+   */
+  client?: QueueClient;
+}
+
 /**
  * The contract every `ProviderQueue` backend passes (docs/architecture.md, "Admission", "Clients,
  * priority and fair share"): the memory backend and the Redis backend run exactly these tests, the
  * flow-control scenarios (`describeFlowControlContract`) included.
  */
-export function describeProviderQueueContract(name: string, makeQueue: ProviderQueueFactory): void {
+export function describeProviderQueueContract(
+  name: string,
+  makeQueue: ProviderQueueFactory,
+  opts: ContractOptions = {},
+): void {
   describe(`ProviderQueue contract: ${name}`, () => {
     let queue: ProviderQueue;
     beforeEach(async () => {
@@ -28,12 +42,13 @@ export function describeProviderQueueContract(name: string, makeQueue: ProviderQ
     afterEach(async () => {
       await queue.close();
     });
-    describeFlowControlContract(() => queue);
+    if (!opts.client) describeFlowControlContract(() => queue);
 
     const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
       modelGroupKey: 'llama',
       candidates,
       maxWaitMs: 10_000,
+      ...(opts.client ? { client: opts.client } : {}),
       ...extra,
     });
     const counts = async (id: string) => (await queue.counts([id])).get(id);

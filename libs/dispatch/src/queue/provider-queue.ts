@@ -40,6 +40,14 @@ export interface QueueClient {
   readonly maxInFlight?: number;
   /** Requests the client may have waiting in the pool (fleet-wide); absent = no cap. Over it `queue_full`. */
   readonly maxQueued?: number;
+  /**
+   * True when this is the fleet's only client (flow control off: no `gateway.clients` and at most one
+   * flat key; README "Clients, priority and fair share"): with no other client and no cap, its counts
+   * decide nothing, so the Redis backend does not keep them (`/status` shows the pool's counts as the
+   * client's) and its place in line is its own arrival order (one client's fair-share tags are just
+   * that). Ignored when a cap is set. The memory backend decides the same without it.
+   */
+  readonly solo?: boolean;
 }
 
 /** The client of a request that names none: the anonymous client (band 0, weight 1, no caps). */

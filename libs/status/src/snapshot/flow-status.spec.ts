@@ -92,4 +92,19 @@ describe('buildFlowStatus', () => {
       { id: 'anonymous', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: null, queued: null },
     ]);
   });
+
+  it.each([
+    ['no key', {}, 'anonymous'],
+    ['one flat key', { api_keys: ['only'] }, 'api_keys[0]'],
+  ])(
+    "with flow control off (%s) shows the pools' counts as the one client's, whatever the client counts say",
+    (_, settings, id) => {
+      // The Redis backend keeps no counts for the fleet's only client (QueueClient.solo): none to read.
+      const { pools, clients } = buildFlowStatus(config(settings), counts, []);
+      expect(pools.map((p) => p.clients)).toEqual([[{ client: id, band: 0, in_flight: 3, queued: 3 }], []]);
+      expect(clients).toEqual([
+        { id, band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: 3, queued: 3 },
+      ]);
+    },
+  );
 });

@@ -1,5 +1,5 @@
 import { queueProviders, type ClientCounts, type ProviderCounts } from '@iop/dispatch';
-import { ANONYMOUS_CLIENT, configuredClients, type EdgeConfig, type FlowClient } from '@iop/validate';
+import { ANONYMOUS_CLIENT, configuredClients, soleClient, type EdgeConfig, type FlowClient } from '@iop/validate';
 import type { ClientStatus, PoolStatus } from './snapshot';
 
 /**
@@ -9,7 +9,10 @@ import type { ClientStatus, PoolStatus } from './snapshot';
  * requests waiting for one of its slots); its `parked` is the requests its clients hold back at their
  * `max_in_flight` (the clients' `queued` there minus the pool's `queued`, never below 0, since the
  * two are read one after the other). A client the config no longer names keeps showing in its pool,
- * as `band` 0, until its requests end. Counts not known (`undefined`) are `null`. Pure; never throws.
+ * as `band` 0, until its requests end. Counts not known (`undefined`) are `null`.
+ * With flow control off (`soleClient`: one client in the fleet) the client's counts are its pools'
+ * counts, whatever `clientCounts` says: the Redis backend keeps no counts for that client
+ * (`QueueClient.solo`). Pure; never throws.
  */
 export function buildFlowStatus(
   config: EdgeConfig,
@@ -29,6 +32,7 @@ export function buildFlowStatus(
     pool.queued = c && pool.queued !== null ? pool.queued + c.queued : null;
     byPool.set(name, pool);
   }
+  if (soleClient(config.gateway)) clientCounts = poolCounts(known[0].id, [...byPool.values()], counts);
   const rank = (id: string) => order.get(id) ?? known.length;
   for (const c of [...(clientCounts ?? [])].sort((a, b) => rank(a.clientId) - rank(b.clientId))) {
     if (c.inFlight === 0 && c.queued === 0) continue;
@@ -51,4 +55,18 @@ export function buildFlowStatus(
     queued: sum(c.id, 'queued'),
   }));
   return { pools: [...byPool.values()], clients };
+}
+
+/** The counts of the fleet's only client: its pools' counts (undefined when the queue could not answer). */
+function poolCounts(
+  clientId: string,
+  pools: readonly PoolStatus[],
+  counts: ReadonlyMap<string, ProviderCounts> | undefined,
+): ClientCounts[] | undefined {
+  if (!counts) return undefined;
+  return pools.flatMap((p) =>
+    p.in_flight === null || p.queued === null
+      ? []
+      : [{ pool: p.pool, clientId, inFlight: p.in_flight, queued: p.queued }],
+  );
 }

@@ -54,7 +54,7 @@ export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
       return next(invalidApiKey());
     }
     try {
-      res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER]);
+      res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER], keys.sole);
     } catch (err) {
       // The key was accepted: the 400 for the header is this client's, in the log and the metrics.
       res.locals.client = requestClient(client, undefined);

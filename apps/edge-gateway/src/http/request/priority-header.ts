@@ -8,11 +8,12 @@ export const PRIORITY_HEADER = 'x-iop-priority';
 /**
  * The queue's view of a request's client (docs/architecture.md, "Clients, priority and fair share"):
  * its band is the client's `priority`, lowered by `x-iop-priority` when that is lower. A higher value
- * never raises it and is ignored.
+ * never raises it and is ignored. `sole`: the fleet has no other client (`soleClient`, flow control
+ * off), so the queue need not keep its counts (`QueueClient.solo`).
  * @throws ApiError 400 `invalid_request_error` (param `x-iop-priority`) when the header is not one
  *   integer from -1000 to 1000.
  */
-export function requestClient(client: FlowClient, header: string | string[] | undefined): QueueClient {
+export function requestClient(client: FlowClient, header: string | string[] | undefined, sole = false): QueueClient {
   const band = header === undefined ? client.priority : Math.min(client.priority, parsePriority(header));
   return {
     id: client.id,
@@ -20,6 +21,7 @@ export function requestClient(client: FlowClient, header: string | string[] | un
     weight: client.weight,
     ...(client.maxInFlight !== undefined ? { maxInFlight: client.maxInFlight } : {}),
     ...(client.maxQueued !== undefined ? { maxQueued: client.maxQueued } : {}),
+    ...(sole ? { solo: true } : {}),
   };
 }
 

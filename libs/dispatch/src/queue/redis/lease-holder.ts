@@ -1,6 +1,6 @@
 import { leaseLost } from '../admission-errors';
 import type { QueueLogger } from './redis-queue-options';
-import type { JobClient, LeaseStore, StoredProvider } from '../lease-store';
+import { isSolo, type JobClient, type LeaseStore, type StoredProvider } from '../lease-store';
 import type { ServiceRate } from '../service-rate';
 import type { Lease } from '../provider-queue';
 
@@ -77,15 +77,23 @@ export class LeaseHolder {
         held.released = true;
         this.leases.delete(jobId);
         this.rate.record(owner.pool, performance.now() - grantedAt);
-        await this.release(jobId, provider);
+        await this.release(jobId, provider, { solo: isSolo(owner.client), confirmed: true });
       },
     };
   }
 
-  /** Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. */
-  async release(jobId: string, provider: StoredProvider): Promise<void> {
+  /**
+   * Ends a lease in Redis; without an answer it becomes a leftover, settled once Redis answers. `held`
+   * says what is known of a lease this holder held (`LeaseStore.release`): of the fleet's only client
+   * (no count to read or end), confirmed (no unconfirmed-grant entry); none for a lease it never took.
+   */
+  async release(
+    jobId: string,
+    provider: StoredProvider,
+    held: { readonly solo?: boolean; readonly confirmed?: boolean } = {},
+  ): Promise<void> {
     try {
-      await this.store.release(provider, jobId);
+      await this.store.release(provider, jobId, held);
       this.leftovers.delete(jobId);
     } catch {
       this.settleLater(jobId, [provider]);
@@ -157,7 +165,7 @@ export class LeaseHolder {
     const out: Promise<unknown>[] = [];
     for (const lease of this.leases.values()) {
       lease.released = true;
-      out.push(this.store.release(lease.provider, lease.jobId));
+      out.push(this.store.release(lease.provider, lease.jobId, { solo: isSolo(lease.owner.client), confirmed: true }));
     }
     this.leases.clear();
     for (const [jobId, { shardTag, providerIds }] of this.leftovers)
@@ -180,6 +188,6 @@ export class LeaseHolder {
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
     lease.controller.abort(leaseLost(lease.provider.providerId));
-    void this.release(lease.jobId, lease.provider);
+    void this.release(lease.jobId, lease.provider, { solo: isSolo(lease.owner.client), confirmed: true });
   }
 }

@@ -6,7 +6,13 @@ import type { RedisProviderQueueOptions } from './redis-queue-options';
 import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import { MemoryProviderQueue } from '../memory-queue';
 import { describeProviderQueueContract, waitUntil } from '../provider-queue.contract';
-import type { Lease, LeaseRequest, ProviderQueue, QueueProvider } from '../provider-queue';
+import {
+  DEFAULT_QUEUE_CLIENT,
+  type Lease,
+  type LeaseRequest,
+  type ProviderQueue,
+  type QueueProvider,
+} from '../provider-queue';
 import { bandRank } from '../fair-order';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -24,6 +30,10 @@ function makeQueue(prefix: string, extra: Partial<RedisProviderQueueOptions> = {
 }
 
 describeProviderQueueContract('redis', async () => makeQueue(uniquePrefix('contract')));
+// Flow control off: the fleet's only client, whose counts and virtual times the scripts skip, decides alike.
+describeProviderQueueContract('redis, solo client', async () => makeQueue(uniquePrefix('solo')), {
+  client: { ...DEFAULT_QUEUE_CLIENT, solo: true },
+});
 
 const provider = (providerId: string, maxConcurrency: number, maxQueued = 1000): QueueProvider => ({
   providerId,

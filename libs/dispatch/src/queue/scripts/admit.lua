@@ -4,7 +4,7 @@
   (none while the barrier stands) unless the client holds its max_in_flight leases in the pool; else
   queues the job (with its fair-share start tag) on the least loaded candidate whose queue has room,
   parks it when the client is at its cap, evicts the last waiter of a lower sheddable band when every
-  queue is full, or answers full.
+  queue is full, or answers full. A solo job (the fleet's only client, no caps) joins no client count.
 
   KEYS[1]        seq             `<base>:seq`: not read, it routes the call to the tag's slot
   ARGV[1]        base            key prefix of the tag, `<prefix>:{<shardTag>}`
@@ -21,8 +21,10 @@
   ARGV[12]       maxQueued       the client's cap on waiting jobs in the pool ('' none)
   ARGV[13]       sheddableRank   ranks above it are sheddable (the rank of band 0)
   ARGV[14]       shedMarkMs      how long an evicted job's mark stays for its origin to read, ms
-  ARGV[15]       n               number of candidates
-  ARGV[16..15+n] qnames          queue names of the candidates, in config order (ties go to the first)
+  ARGV[15]       solo            '1': the fleet's only client, with no caps (flow control off): its
+                                 counts are not kept and its tag is its finish tag alone; '' otherwise
+  ARGV[16]       n               number of candidates
+  ARGV[17..16+n] qnames          queue names of the candidates, in config order (ties go to the first)
 
   Reply: {'granted', qname} | {'queued', qname} | {'full', queued} | {'client_full', queued} |
   {'unconfigured', qname}; `queued`: waiting jobs of the candidates, or of the client in the pool
@@ -44,8 +46,8 @@
 local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
-local shedMarkMs, n = tonumber(ARGV[14]), tonumber(ARGV[15])
-local qnames = sliceArgs(ARGV, 16, 15 + n)
+local shedMarkMs, solo, n = tonumber(ARGV[14]), ARGV[15] == '1', tonumber(ARGV[16])
+local qnames = sliceArgs(ARGV, 17, 16 + n)
 
 local now = nowMs()
 local best, bestLoad, room, roomLoad
@@ -66,6 +68,12 @@ end
 
 local parked = false
 if acts[best] < mcs[best] and rcall('EXISTS', base .. ':barrier') == 0 then
+  -- A solo job's lease is marked so that no path that ends it takes it off a count it never joined.
+  if solo then
+    writeJob(qs[best] .. jobId, data, now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
+    addLease(qs[best], jobId, now, ttl)
+    return {'granted', qnames[best]}
+  end
   local held = countClient(base, 'a', pool, client, 1)
   if cap == '' or held <= tonumber(cap) then
     writeJob(qs[best] .. jobId, data, now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
@@ -104,14 +112,16 @@ if target == nil then
   target = at
 end
 
-local st = startTag(base, pool, band, client, charge)
+local st
+if solo then st = soloTag(base, pool, band, client, charge) else st = startTag(base, pool, band, client, charge) end
 local score = fmt(rank * PRIORITY_SPAN + st)
 local cands = nil
 if n > 1 then cands = table.concat(qnames, ',') end
 local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st)}
 if cands then fields[#fields + 1], fields[#fields + 2] = 'cands', cands end
+if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', 1 end
 writeJob(qs[target] .. jobId, data, now, rank, unpack(fields))
-countClient(base, 'w', pool, client, 1)
+if not solo then countClient(base, 'w', pool, client, 1) end
 if parked then
   park(base, qnames[target], jobId, score, pool, client, nil)
 else

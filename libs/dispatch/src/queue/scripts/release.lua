@@ -9,6 +9,9 @@
   ARGV[3]  jobId          the lease's job id
   ARGV[4]  ttlMs          lease lifetime of a grant made here, ms
   ARGV[5]  channelPrefix  grant channels, `<prefix>:grant:`
+  ARGV[6]  solo           '1': the lease is of a solo job (the fleet's only client): no client count to end
+  ARGV[7]  confirmed      '1': the origin holds the lease, so it has no `granted` entry left to delete
+                          (granted at once, or confirmed); '0' for a lease it never took over
 
   Reply: {'released'} the lease existed | {'gone'} it had expired and been swept
 ]]
@@ -16,9 +19,10 @@
 --- @include "includes/promote"
 
 local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local solo, confirmed = ARGV[6] == '1', ARGV[7] == '1'
 
-local n, back = dropLease(base, qname, jobId)
-promote(base, qname, nil, ttl, channelPrefix)
+local n, back = dropLease(base, qname, jobId, solo, confirmed)
+promote(base, qname, nil, ttl, channelPrefix, n == 1)
 promoteAll(base, back, nil, ttl, channelPrefix)
 if n == 1 then return {'released'} end
 return {'gone'}

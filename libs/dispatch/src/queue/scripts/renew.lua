@@ -7,7 +7,8 @@
   ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
   ARGV[2]    ttlMs    lease lifetime from now, ms
   ARGV[3]    confirm  '1': also accept fresh grants (drop their `granted` entries); '0': renew only
-  ARGV[4..]  leases   qname, jobId, client triples; client `<pool>|<client id>|<max_in_flight or ''>`
+  ARGV[4..]  leases   qname, jobId, client triples; client `<pool>|<client id>|<max_in_flight or ''>`,
+                      or '' for a solo job (the fleet's only client: registered again without a count)
 
   Reply: {'renewed', lostJobId...}
 ]]
@@ -31,10 +32,13 @@ for _, lease in ipairs(leases) do
   local ok = rcall('ZADD', q .. 'leases', 'XX', 'CH', now + ttl, jobId) == 1 or rcall('ZSCORE', q .. 'leases', jobId)
   if not ok then
     if barrier == nil then barrier = rcall('EXISTS', base .. ':barrier') == 1 end
-    if barrier then
+    if barrier and pool then
       writeJob(q .. jobId, '{}', now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
       addLease(q, jobId, now, ttl)
       countClient(base, 'a', pool, client, 1)
+    elseif barrier then
+      writeJob(q .. jobId, '{}', now, 0, 'processedOn', now, 'solo', 1)
+      addLease(q, jobId, now, ttl)
     else
       reply[#reply + 1] = jobId
     end

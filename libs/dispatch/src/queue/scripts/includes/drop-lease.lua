@@ -3,20 +3,24 @@
   When the lease was still in `leases`, its client's lease count goes down in the same step (so the
   count ends with the lease on every path: release, fencing, sweep, reaper, settle), and when that
   brings the client under its max_in_flight its first parked job is back in line.
+  A lease of a solo job (the fleet's only client: field `solo`) joined no count; `solo` true says so
+  before the hash is read (the caller knows it), and spares that read. `confirmed` true: the lease
+  has no `granted` entry (its origin holds it: granted at once, or its grant confirmed).
   Returns 1 when the lease was still in `leases`, else 0 (it had expired and been swept), and the
   queue names that may grant the job put back in line (nil when none).
 ]]
 --- @include "rcall"
 --- @include "client-counts"
 --- @include "park"
-local function dropLease(base, qname, jobId)
+local function dropLease(base, qname, jobId, solo, confirmed)
   local q = base .. ':' .. qname .. ':'
-  local job = rcall('HMGET', q .. jobId, 'cl', 'pool', 'cap')
+  local job = {}
+  if not solo then job = rcall('HMGET', q .. jobId, 'cl', 'pool', 'cap', 'solo') end
   local n = rcall('ZREM', q .. 'leases', jobId)
   rcall('LREM', q .. 'active', 1, jobId)
   rcall('DEL', q .. jobId)
-  rcall('HDEL', base .. ':granted', jobId)
-  if n == 0 or not job[1] then return n, nil end
+  if not confirmed then rcall('HDEL', base .. ':granted', jobId) end
+  if n == 0 or not job[1] or job[4] then return n, nil end
   local held = countClient(base, 'a', job[2], job[1], -1)
   if job[3] and job[3] ~= '' and held < tonumber(job[3]) then return n, unpark(base, job[2], job[1]) end
   return n, nil

@@ -1,6 +1,7 @@
 --[[
   Takes a waiting job of qname out of line (its `prioritized` set, or its client's parked set) and
-  deletes its hash, its places in the siblings' `wanted` sets and one of its client's waiting count.
+  deletes its hash, its places in the siblings' `wanted` sets and one of its client's waiting count
+  (a solo job joined none).
   A job taken out of line while its client is under its max_in_flight passes that room on: the
   client's first parked job is back in line (else it could stay parked with nothing to wake it).
   Returns 1, or 0 when the job was not waiting there (then nothing else is touched), and the queue
@@ -12,7 +13,7 @@
 --- @include "park"
 local function dropWaiter(base, qname, jobId)
   local q = base .. ':' .. qname .. ':'
-  local job = rcall('HMGET', q .. jobId, 'cands', 'cl', 'pool', 'cap')
+  local job = rcall('HMGET', q .. jobId, 'cands', 'cl', 'pool', 'cap', 'solo')
   if not job[2] then return 0, nil end
   local inLine = rcall('ZREM', q .. 'prioritized', jobId) == 1
   if not inLine and rcall('ZREM', parkedKey(base, job[3], job[2]), qname .. '|' .. jobId) == 0 then
@@ -20,7 +21,7 @@ local function dropWaiter(base, qname, jobId)
   end
   rcall('DEL', q .. jobId)
   unwant(base, job[1], qname, jobId)
-  countClient(base, 'w', job[3], job[2], -1)
+  if not job[5] then countClient(base, 'w', job[3], job[2], -1) end
   if inLine and job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) < tonumber(job[4]) then
     return 1, unpark(base, job[3], job[2])
   end

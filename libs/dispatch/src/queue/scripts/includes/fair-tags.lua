@@ -13,6 +13,13 @@ local function startTag(base, pool, band, client, charge)
   rcall('HSET', base .. ':fair', fKey, fmt(s + charge))
   return s
 end
+-- The start tag of a job of the fleet's only client (solo: no other client, no caps): F, and F becomes
+-- F + charge, in one command. Equal to startTag's max(V, F): V is the start tag of a granted job, and
+-- the client's own F is past every start tag handed out, so V never exceeds F and need not be kept.
+local function soloTag(base, pool, band, client, charge)
+  local fKey = 'f|' .. pool .. '|' .. band .. '|' .. client
+  return tonumber(rcall('HINCRBYFLOAT', base .. ':fair', fKey, fmt(charge))) - charge
+end
 -- A job with start tag `st` was granted: V = max(V, S).
 local function advanceVirtual(base, pool, band, st)
   local vKey = 'v|' .. pool .. '|' .. band

@@ -1,0 +1,126 @@
+import { parseArgs } from 'node:util';
+import type { BenchOptions } from './bench-results';
+import { TARGET_IDS } from './bench-targets';
+
+/** `--help`. */
+export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/bench/main.js [flags] after a build)
+  --quick               1 round × 2 s per point, 3 streams per round, 1 s warm-up (for development)
+  --rounds N            interleaved rounds per point (default 3)
+  --seconds S           seconds of load per point and round (default 4)
+  --concurrency LIST    default 1,16,64
+  --streams N           sequential streams per target and round (default 8)
+  --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
+  --open-streams N      streams held open for the RSS scenario (default 1000)
+  --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
+  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost,flow (default all); e.g. --scenarios redis-cost runs that one alone
+                        (targets are launched only for throughput and streaming)
+  --cost-requests N     redis-cost: pooled requests per measured round (default 2000; --quick 500)
+  --cost-concurrency LIST  redis-cost: connections of the uncontended runs, one run each (default 1,16)
+  --idle-seconds S      redis-cost: seconds an idle replica set is counted (default 5; --quick 2)
+  --flow-seconds S      flow: length of the mixed run with clients, bands and fair share (default 60; --quick 15)
+  --flow-replicas N     flow: gateway replicas (default 3)
+  --flow-hold-ms MS     flow: how long the upstream holds each call (default 40)
+  --profile MODE        auto (when the memory backend misses a c=1 or c=64 target) | always | never (default auto); c=64
+  --out DIR             where latest.md/latest.json go (default tools/bench/results)
+  --gateway-main FILE   a built gateway other than dist/apps/edge-gateway/main.js
+  --upstream-main FILE  a built fake upstream other than dist/tools/fake-upstream/main.js`;
+
+/** Every scenario, in run order. */
+export const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission', 'redis-cost', 'flow'] as const;
+
+/** Parsed command line: the run's options, and where files are when not in their default places. */
+export interface CommandLine {
+  options: BenchOptions;
+  out?: string;
+  gatewayMain?: string;
+  upstreamMain?: string;
+}
+
+/** @throws Error naming a bad flag or value. */
+export function parseCommandLine(argv: string[]): CommandLine {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      quick: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
+      seconds: { type: 'string' },
+      concurrency: { type: 'string' },
+      streams: { type: 'string' },
+      'chunk-gap-ms': { type: 'string' },
+      'open-streams': { type: 'string' },
+      'cost-requests': { type: 'string' },
+      'cost-concurrency': { type: 'string' },
+      'idle-seconds': { type: 'string' },
+      'flow-seconds': { type: 'string' },
+      'flow-replicas': { type: 'string' },
+      'flow-hold-ms': { type: 'string' },
+      targets: { type: 'string' },
+      scenarios: { type: 'string' },
+      profile: { type: 'string', default: 'auto' },
+      out: { type: 'string' },
+      'gateway-main': { type: 'string' },
+      'upstream-main': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const quick = values.quick ?? false;
+  const int = (value: string | undefined, fallback: number, name: string, min = 1): number => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got ${value}`);
+    return n;
+  };
+  const list = <T extends string>(value: string | undefined, allowed: readonly T[], name: string): T[] => {
+    if (value === undefined) return [...allowed];
+    const items = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const bad = items.filter((s) => !(allowed as readonly string[]).includes(s));
+    if (bad.length) throw new Error(`--${name}: unknown ${bad.join(', ')}; choose from ${allowed.join(', ')}`);
+    return items as T[];
+  };
+  const profile = values.profile;
+  if (profile !== 'auto' && profile !== 'always' && profile !== 'never')
+    throw new Error(`--profile must be auto, always or never, got ${profile}`);
+  const targets = list(values.targets, TARGET_IDS, 'targets');
+  const rounds = int(values.rounds, quick ? 1 : 3, 'rounds');
+  const options: BenchOptions = {
+    quick,
+    rounds,
+    seconds: int(values.seconds, quick ? 2 : 4, 'seconds'),
+    warmupSeconds: quick ? 1 : 2,
+    concurrency: values.concurrency ? values.concurrency.split(',').map((c) => int(c, 1, 'concurrency')) : [1, 16, 64],
+    streamsPerRound: int(values.streams, quick ? 3 : 8, 'streams'),
+    chunks: 50,
+    chunkGapMs: int(values['chunk-gap-ms'], 5, 'chunk-gap-ms'),
+    openStreams: int(values['open-streams'], 1000, 'open-streams'),
+    // Direct is the floor every overhead is measured against.
+    targets: TARGET_IDS.filter((id) => id === 'direct' || targets.includes(id)),
+    scenarios: list(values.scenarios, SCENARIOS, 'scenarios'),
+    profile,
+    profileSeconds: quick ? 4 : 8,
+    redisCost: {
+      requests: int(values['cost-requests'], quick ? 500 : 2000, 'cost-requests'),
+      concurrency: values['cost-concurrency']
+        ? values['cost-concurrency'].split(',').map((c) => int(c, 1, 'cost-concurrency'))
+        : [1, 16],
+      contendedConcurrency: 64,
+      contendedMaxConcurrency: 4,
+      idleSeconds: int(values['idle-seconds'], quick ? 2 : 5, 'idle-seconds'),
+      rounds,
+      warmupRequests: quick ? 500 : 4000,
+    },
+    flow: {
+      seconds: int(values['flow-seconds'], quick ? 15 : 60, 'flow-seconds'),
+      replicas: int(values['flow-replicas'], 3, 'flow-replicas'),
+      holdMs: int(values['flow-hold-ms'], 40, 'flow-hold-ms'),
+    },
+  };
+  return { options, out: values.out, gatewayMain: values['gateway-main'], upstreamMain: values['upstream-main'] };
+}
