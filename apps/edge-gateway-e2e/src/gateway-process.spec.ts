@@ -47,7 +47,9 @@ describe('the built gateway process', () => {
       env: { ...process.env, UPSTREAM: 'http://127.0.0.1:1/v1', UPSTREAM_KEY: 'k' },
     });
     expect(ok.status).toBe(0);
-    expect(ok.stdout).toMatch(/valid \(2 nodes, 5 providers, 1 route,/);
+    expect(ok.stdout).toMatch(
+      /valid \(2 nodes, 5 providers, 1 route; config_hash [0-9a-f]{12}, file sha256 [0-9a-f]{12}\)/,
+    );
     const bad = spawnSync(process.execPath, [GATEWAY_MAIN, 'validate', writeTempConfig(fleetYaml())], {
       encoding: 'utf8',
       env: { PATH: process.env.PATH },

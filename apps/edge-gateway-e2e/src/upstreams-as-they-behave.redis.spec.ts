@@ -20,7 +20,7 @@ const yaml = (opts: { prefix: string; backend: 'memory' | 'redis'; disabled?: bo
 version: 1
 gateway: { request_timeout_ms: 1000, stream_idle_timeout_ms: 500 }
 queue: { backend: ${opts.backend}, prefix: "${opts.prefix}", max_wait_ms: 10000 }
-health: { interval_ms: 500, timeout_ms: 300, unhealthy_after: 2, healthy_after: 2, cooldown_ms: 2000 }
+health: { interval_ms: 500, timeout_ms: 300, unhealthy_after: 2, healthy_after: 2, cooldown_ms: 4000 }
 nodes:
   - id: n
     adapters:
