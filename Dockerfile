@@ -46,7 +46,10 @@ COPY libs/status/package.json libs/status/
 COPY libs/validate/package.json libs/validate/
 COPY tools/bench/package.json tools/bench/
 COPY tools/fake-upstream/package.json tools/fake-upstream/
+# valibot (under @bull-board/api) lists TypeScript as an optional peer, which npm keeps from the lock
+# file even with --omit=dev; it only serves type checking, so it leaves the image.
 RUN npm ci --omit=dev --no-audit --no-fund \
+  && rm -rf node_modules/typescript \
   && npm cache clean --force
 COPY --from=build /src/dist/apps/edge-gateway dist/apps/edge-gateway
 COPY --from=build /src/dist/apps/status-exporter dist/apps/status-exporter

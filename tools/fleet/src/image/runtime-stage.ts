@@ -1,7 +1,7 @@
 import dockerignore from '@balena/dockerignore';
 import { DockerfileParser, JSONInstruction, ModifiableInstruction, type Instruction } from 'dockerfile-ast';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** One stage of the Dockerfile: its base image, name and instructions. */
@@ -179,6 +179,13 @@ export function reproduceRuntimeStage(root: string, dockerfile: string, dir: str
             command === 'npm cache clean --force'
           ) {
             image.commands.push({ command, reproduced: false });
+          } else if (
+            words[0] === 'rm' &&
+            words[1] === '-rf' &&
+            words.slice(2).every((w) => w.startsWith('node_modules/'))
+          ) {
+            for (const target of words.slice(2)) rmSync(path.join(dir, target), { recursive: true, force: true });
+            image.commands.push({ command, reproduced: true });
           } else if (words[0] === 'npm' && words[1] === 'ci') {
             execFileSync('npm', [...words.slice(1), '--prefer-offline'], {
               cwd: dir,
