@@ -222,7 +222,7 @@ function queueUnavailableMessage(f: QueueUnavailableFields): string {
     case 'unknown':
       return 'The provider queue is unavailable.';
     case 'client':
-      return "The gateway's provider queue is unavailable right now (its backend cannot be reached, or this gateway is shutting down); retry shortly.";
+      return "The gateway's provider queue (Redis) cannot be reached right now; retry shortly.";
   }
 }
 

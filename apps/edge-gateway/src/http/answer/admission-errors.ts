@@ -17,12 +17,12 @@ const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {
  * each with `Retry-After` (the queue's seconds, else the catalog's default). The message is the
  * queue's, made from the same catalog; a backend's own text is never in it (the queues keep it in
  * `detail`, for the log). A non-admission error (a bug) becomes 503 `queue_unavailable` with the
- * catalog's sentence for clients, so a client never hangs on it.
+ * catalog's sentence for an unknown failure, so a client never hangs on it.
  */
 export function admissionToApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as Partial<AdmissionError> | undefined;
   const known = e?.code !== undefined && Object.prototype.hasOwnProperty.call(ANSWER, e.code);
   if (known && e?.message) return catalogCodeError(ANSWER[e.code as AdmissionErrorCode], e.message, e.retryAfterS);
-  return new ApiError({ code: 'queue_unavailable', fields: { why: 'client' }, retryAfterS: e?.retryAfterS });
+  return new ApiError({ code: 'queue_unavailable', fields: { why: 'unknown' }, retryAfterS: e?.retryAfterS });
 }
