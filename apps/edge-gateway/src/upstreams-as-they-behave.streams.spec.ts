@@ -79,7 +79,7 @@ describe('upstreams and clients as they really behave (memory backend)', () => {
         await waitUntil(
           async () => (await inFlight(gateway, provider)) === 0,
           1000,
-          'the lease to be released after the settle delay',
+          'the lease to be released once the upstream closed its side',
         );
         await waitUntil(() => up.stats().aborted === 1, 2000, 'the upstream call to be aborted');
         await waitUntil(() => health.unhealthy().has(provider), 1000, 'the stall to be booked against the provider');

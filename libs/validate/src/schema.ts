@@ -105,6 +105,18 @@ export const MAX_UPSTREAM_KEEP_ALIVE_MS = 600_000;
 
 const keepAliveFix = `write a whole number of milliseconds from 1 to ${MAX_UPSTREAM_KEEP_ALIVE_MS}, below the upstream server's own idle timeout, e.g. keep_alive_timeout_ms: ${DEFAULT_UPSTREAM_KEEP_ALIVE_MS}`;
 
+/**
+ * `close_wait_ms` of an HTTP adapter when the file sets none: 2 s. A server closes its side as it
+ * reads the gateway's close (uvicorn, Node and Go servers do at once), so the wait is as long as the
+ * server's event loop takes to get to it.
+ */
+export const DEFAULT_UPSTREAM_CLOSE_WAIT_MS = 2000;
+
+/** Longest `close_wait_ms` of an HTTP adapter: 1 minute. */
+export const MAX_UPSTREAM_CLOSE_WAIT_MS = 60_000;
+
+const closeWaitFix = `write a whole number of milliseconds from 1 to ${MAX_UPSTREAM_CLOSE_WAIT_MS}, e.g. close_wait_ms: ${DEFAULT_UPSTREAM_CLOSE_WAIT_MS}`;
+
 const httpAdapterFields = {
   id,
   base_url: httpUrl,
@@ -123,6 +135,19 @@ const httpAdapterFields = {
     .min(1, keepAliveFix)
     .max(MAX_UPSTREAM_KEEP_ALIVE_MS, keepAliveFix)
     .default(DEFAULT_UPSTREAM_KEEP_ALIVE_MS),
+  /**
+   * How long the lease of a call the gateway cut (client gone, timeout, fence, a cap) waits for the
+   * upstream to close its side of the connection, in ms: the gateway closes by halves and the
+   * server's own close says it has seen the call end, so the next call never reaches it first
+   * (README "Connections to an upstream"). A server that never closes its side holds the slot this long.
+   * @defaultValue 2000
+   */
+  close_wait_ms: z
+    .number({ error: closeWaitFix })
+    .int(closeWaitFix)
+    .min(1, closeWaitFix)
+    .max(MAX_UPSTREAM_CLOSE_WAIT_MS, closeWaitFix)
+    .default(DEFAULT_UPSTREAM_CLOSE_WAIT_MS),
 };
 
 export const httpAdapterSchema = z.strictObject({

@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import type { PoolCandidate, Route } from '@iop/dispatch';
 import { closeUnfinishedAnswer } from '../adapters/upstream-answers';
 import { failsOver, FirstByteTimeout, toClientError, UpstreamError } from '../errors';
@@ -13,14 +12,6 @@ import { fenceLease } from './fence-lease';
 import { weighFirstByteTimeout } from './health-event';
 import { logStreamEnd, logUpstreamFailure } from './log-upstream';
 import { poolUnavailable } from './pool-unavailable';
-
-/**
- * How long a lease outlives an upstream call the gateway cut, in ms (docs/architecture.md,
- * "Invariants and their tests": a call holds its slot, as the model server sees it, until the server has seen the
- * connection close). The close (FIN) leaves at once, but a busy server may read the next caller's
- * request in the same event-loop turn before it reads the close: this covers that turn.
- */
-export const CUT_CALL_SETTLE_MS = 100;
 
 /** A route over a provider pool. */
 export type PoolRoute = Extract<Route, { providerPool: true }>;
@@ -103,9 +94,10 @@ export async function callWithFailover(
     } finally {
       unfence();
       // A call the gateway cut (client gone, timeout, fence, drain, a cap, an answer it stopped reading)
-      // keeps its slot a moment longer, so the upstream sees the close before the next caller's request.
-      const cut = closeUnfinishedAnswer(attempt.signal) || attempt.signal.aborted;
-      if (lease && cut) await delay(CUT_CALL_SETTLE_MS);
+      // keeps its slot until the upstream has closed its side: it has seen the close before the next
+      // caller's request can reach it (`half-close.ts`).
+      const closed = closeUnfinishedAnswer(attempt.signal);
+      if (lease) await closed;
       await lease?.release();
     }
   }

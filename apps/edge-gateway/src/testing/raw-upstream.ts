@@ -42,13 +42,20 @@ export interface RawUpstream {
   close(): Promise<void>;
 }
 
-/** Starts a raw upstream on 127.0.0.1 and a free port; every request goes to `handler`. */
-export async function startRawUpstream(handler: RawHandler): Promise<RawUpstream> {
+/**
+ * Starts a raw upstream on 127.0.0.1 and a free port; every request goes to `handler`.
+ * `opts.allowHalfOpen`: the gateway's close (FIN) leaves the socket open for writing until the
+ * handler ends it (default: Node ends it at once, as HTTP servers do).
+ */
+export async function startRawUpstream(
+  handler: RawHandler,
+  opts: { allowHalfOpen?: boolean } = {},
+): Promise<RawUpstream> {
   const requests: RawRequest[] = [];
   const idleCloseMs: Array<number | undefined> = [];
   const sockets = new Set<Socket>();
   let accepted = 0;
-  const server: Server = createServer((socket) => {
+  const server: Server = createServer({ allowHalfOpen: opts.allowHalfOpen ?? false }, (socket) => {
     const connection = ++accepted;
     sockets.add(socket);
     idleCloseMs.push(undefined);

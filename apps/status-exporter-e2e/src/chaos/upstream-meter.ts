@@ -18,7 +18,7 @@ export interface Overlap {
   endedBy: 'abort' | 'finish';
   /**
    * The longest stall of the meter's own event loop within a second of the excess's start, in ms:
-   * a loop that stalls longer than the gateway's settle delay reads a close and a later request in
+   * a loop that stalls reads a close and a later request in
    * one turn. Shown with the breach, never an excuse for it.
    */
   loopLagMs: number;

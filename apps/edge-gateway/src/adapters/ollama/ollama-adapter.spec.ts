@@ -97,6 +97,7 @@ async function setUp(
     base_url: ollama.url + baseUrlSuffix,
     enabled: true,
     keep_alive_timeout_ms: 3000,
+    close_wait_ms: 2000,
   });
   return { adapter, ollama };
 }

@@ -59,7 +59,7 @@ export class OpenAiCompatAdapter implements Adapter {
     this.type = config.type;
     this.probePath = config.type === 'vllm' ? '/health' : '/v1/models';
     this.target = upstreamTarget(config);
-    this.connections = new UpstreamConnections(config.keep_alive_timeout_ms);
+    this.connections = new UpstreamConnections(config.keep_alive_timeout_ms, config.close_wait_ms);
     this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (this.target.authorization) this.headers.authorization = this.target.authorization;
   }

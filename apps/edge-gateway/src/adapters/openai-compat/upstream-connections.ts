@@ -1,5 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { Agent, type Dispatcher } from 'undici';
+import { trackUpstreamConnection } from '../upstream-answers';
+import { halfClosingConnector } from './half-close';
 
 /**
  * The connections of one HTTP adapter to its upstream (README "Adapters", "Connections to an
@@ -16,6 +18,9 @@ import { Agent, type Dispatcher } from 'undici';
  *   connection fails before the response headers). A fresh connection that fails is not retried.
  *   The retry is inside the adapter's call: the dispatcher keeps its lease, books nothing, and does
  *   not count it as a failover (README "Failover").
+ *
+ * A call the gateway cuts is closed by halves (`half-close.ts`): its lease waits for the server's
+ * own close, at most `closeWaitMs` (`close_wait_ms` of the adapter).
  */
 export class UpstreamConnections {
   /** Keep-alive sockets, each closed after `keepAliveTimeoutMs` idle (or sooner per the server's hint). */
@@ -23,8 +28,12 @@ export class UpstreamConnections {
   /** One new connection per request (`pipelining: 0` sends `connection: close`): the retry's. */
   private readonly fresh: Agent;
 
-  /** `keepAliveTimeoutMs`: the longest a socket stays idle in the pool, in ms (≥ 1). */
-  constructor(keepAliveTimeoutMs: number) {
+  /**
+   * `keepAliveTimeoutMs`: the longest a socket stays idle in the pool, in ms (≥ 1); `closeWaitMs`:
+   * the longest a cut call's socket waits for the server to close its side, in ms.
+   */
+  constructor(keepAliveTimeoutMs: number, closeWaitMs: number) {
+    const connect = halfClosingConnector(closeWaitMs);
     // No cap on connections: admission control is the provider queue's job, and a hidden cap here
     // would make requests wait uncounted (neither in_flight nor queued). Timeouts are the dispatcher's.
     this.pooled = new Agent({
@@ -33,15 +42,17 @@ export class UpstreamConnections {
       keepAliveMaxTimeout: keepAliveTimeoutMs,
       headersTimeout: 0,
       bodyTimeout: 0,
+      connect,
     });
-    this.fresh = new Agent({ pipelining: 0, headersTimeout: 0, bodyTimeout: 0 });
+    this.fresh = new Agent({ pipelining: 0, headersTimeout: 0, bodyTimeout: 0, connect });
     watchSockets();
   }
 
   /**
    * POSTs `body` through the pool; when that fails on a reused socket before any byte of an answer
    * (see the class), sends it once more on a fresh connection and calls `onResent` with the first
-   * failure (for the log).
+   * failure (for the log). The socket each attempt went out on is recorded for `opts.signal`
+   * (`trackUpstreamConnection`), so that the call's end can wait for a cut socket's close.
    * @throws the failure of the last attempt, as undici raised it (the abort reason when `signal` fired)
    */
   async post(
@@ -56,8 +67,11 @@ export class UpstreamConnections {
       const sent = sentOn.get(opts.body);
       if (opts.signal.aborted || sent === undefined || !unanswered(sent) || !isDroppedConnection(err)) throw err;
       onResent?.(err);
+      sentOn.set(opts.body, undefined);
       return await this.fresh.request(request);
     } finally {
+      const sent = sentOn.get(opts.body);
+      if (sent) trackUpstreamConnection(opts.signal, sent.socket);
       sentOn.delete(opts.body);
     }
   }
@@ -70,7 +84,7 @@ export class UpstreamConnections {
 /** Where a request went: whether its socket had carried a request before, and what the socket had read then. */
 interface SentOn {
   reused: boolean;
-  socket: { readonly bytesRead: number };
+  socket: { readonly bytesRead: number } & object;
   bytesReadAtSend: number;
 }
 

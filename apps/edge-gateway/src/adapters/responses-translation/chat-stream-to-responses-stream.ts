@@ -112,7 +112,7 @@ export async function* chatStreamToResponsesStream(
 
   for await (const chunk of chatSse) {
     // After `[DONE]` the answer is read to its end, not cut: the upstream's connection stays reusable
-    // and the call's slot is free at once (a cut call keeps its lease a settle delay longer).
+    // and the call's slot is free at once (a cut call keeps its lease until the upstream closes its side).
     if (sawDone) continue;
     parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
     yield* drain();

@@ -1,0 +1,84 @@
+import type { Socket } from 'node:net';
+import { buildConnector } from 'undici';
+
+/**
+ * Cutting an upstream call by halves (docs/architecture.md, "Invariants and their tests": a call holds
+ * its slot, as the model server sees it, until the server has written its answer's last byte or has
+ * seen the connection close).
+ *
+ * When the gateway cuts a call (the client left, a timeout, a fence, a cap), undici destroys the
+ * call's socket: the close leaves at once, but nothing tells the gateway when the server has read
+ * it, and a busy server can read the next caller's request in the same event-loop turn as the close
+ * (the meter of the chaos suite saw 3 calls at once at a limit of 2 behind a 100 ms settle delay).
+ * Here the socket is closed by halves instead: the gateway sends its FIN, keeps reading (and drops)
+ * what the server still writes, and closes the socket only when the server closes its own side —
+ * uvicorn (vLLM), Node and Go servers do that as they read the client's close — or after
+ * `closeWaitMs`. The call's lease is released after that ({@link upstreamClosing}), so the next
+ * call never reaches the server before the server has seen this one end.
+ */
+
+/** The close of each socket being closed by halves: resolves once the socket is closed. */
+const closing = new WeakMap<object, Promise<void>>();
+
+/**
+ * An undici connector (undici docs, "Client", `connect` option) whose sockets are closed by halves
+ * when a request on them is aborted (see the module comment). `closeWaitMs`: the longest wait for
+ * the server's own close, in ms (`close_wait_ms` of the adapter); the socket is destroyed then.
+ */
+export function halfClosingConnector(closeWaitMs: number): buildConnector.connector {
+  const connect = buildConnector({});
+  return (options, callback) =>
+    connect(options, (err, socket) => {
+      if (socket) closeByHalvesWhenAborted(socket as Socket, closeWaitMs);
+      // The callback's two shapes (an error, or a socket) are passed on as they came.
+      (callback as (e: Error | null, s: typeof socket) => void)(err, socket);
+    });
+}
+
+/**
+ * The close of `socket` when the gateway cut the call on it and it is being closed by halves:
+ * resolves once the server closed its side (or `closeWaitMs` passed) and the socket is gone; never
+ * rejects. `undefined` when the socket is not being closed that way (the call ended, or the socket
+ * was destroyed at once).
+ */
+export function upstreamClosing(socket: object): Promise<void> | undefined {
+  return closing.get(socket);
+}
+
+/**
+ * Makes the first abort of a request on `socket` close it by halves. undici aborts a request on an
+ * HTTP/1.1 socket by destroying the socket with an `InformationalError` whose message is `aborted`
+ * (undici 7, `client-h1.js`); any other destroy (a parse error, the server's close, an idle
+ * timeout, the agent closing) goes through unchanged.
+ */
+function closeByHalvesWhenAborted(socket: Socket, closeWaitMs: number): void {
+  const destroy = socket.destroy;
+  socket.destroy = function destroyByHalves(this: Socket, err?: Error): Socket {
+    socket.destroy = destroy;
+    if (!isAbort(err) || socket.destroyed || !socket.writable || socket.readableEnded) return destroy.call(socket, err);
+    // undici's parser reads this socket on 'readable'; its request is over, so it stops reading and
+    // what the server still sends is dropped.
+    for (const listener of socket.listeners('readable'))
+      socket.removeListener('readable', listener as (...args: unknown[]) => void);
+    socket.on('data', dropData);
+    const done = () => {
+      clearTimeout(timer);
+      destroy.call(socket, err);
+    };
+    const timer = setTimeout(done, closeWaitMs);
+    closing.set(socket, new Promise<void>((resolve) => socket.once('close', () => resolve())));
+    // The server's FIN: it has read the gateway's close. A reset ends the socket the same way.
+    socket.once('end', done);
+    socket.once('error', done);
+    socket.end();
+    return socket;
+  };
+}
+
+const dropData = (): void => undefined;
+
+/** True for the error undici destroys a socket with when a request on it is aborted. */
+function isAbort(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  return e?.code === 'UND_ERR_INFO' && e.message === 'aborted';
+}
