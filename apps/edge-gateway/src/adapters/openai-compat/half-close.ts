@@ -66,7 +66,14 @@ function closeByHalvesWhenAborted(socket: Socket, closeWaitMs: number): void {
       destroy.call(socket, err);
     };
     const timer = setTimeout(done, closeWaitMs);
-    closing.set(socket, new Promise<void>((resolve) => socket.once('close', () => resolve())));
+    const closed = new Promise<void>((resolve) =>
+      socket.once('close', () => {
+        // Also when something else destroyed it first (the agent closing): the wait is over.
+        clearTimeout(timer);
+        resolve();
+      }),
+    );
+    closing.set(socket, closed);
     // The server's FIN: it has read the gateway's close. A reset ends the socket the same way.
     socket.once('end', done);
     socket.once('error', done);
