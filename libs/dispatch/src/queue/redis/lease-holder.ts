@@ -72,6 +72,7 @@ export class LeaseHolder {
       providerId: provider.providerId,
       queueWaitMs: Date.now() - startedAt,
       signal: controller.signal,
+      prefillDone: async () => undefined,
       release: async () => {
         if (held.released) return;
         held.released = true;
