@@ -47,5 +47,5 @@ export function takeSlot(state: ProviderState, tokens: TokenWeight | undefined):
  * lease shares it and each request's fencing listener comes off at release, so more than Node's
  * default of 10 listeners at once is normal here, not a leak.
  */
-export const NEVER_ABORTED = new AbortController().signal;
+export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 setMaxListeners(0, NEVER_ABORTED);

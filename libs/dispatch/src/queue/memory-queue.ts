@@ -101,8 +101,9 @@ export class MemoryProviderQueue implements ProviderQueue {
     const out = new Map<string, ProviderCounts>();
     for (const id of ids) {
       const state = this.providers.get(id);
-      out.set(id, { inFlight: state?.inFlight ?? 0, queued: state?.pool.queuedOn(id) ?? 0 });
-      if (state?.limits.maxTokensInFlight !== undefined) out.get(id)!.tokensInFlight = state.tokens;
+      const c: ProviderCounts = { inFlight: state?.inFlight ?? 0, queued: state?.pool.queuedOn(id) ?? 0 };
+      if (state?.limits.maxTokensInFlight !== undefined) c.tokensInFlight = state.tokens;
+      out.set(id, c);
     }
     return out;
   }
@@ -204,13 +205,13 @@ export class MemoryProviderQueue implements ProviderQueue {
   ): ProviderState | undefined {
     if (best.inFlight >= best.limits.maxConcurrency) return undefined;
     if (canTake(best, tokens)) return best;
-    const counts = this.countMap();
-    const load = (p: QueueProvider) => {
-      const c = counts.get(p.providerId)!;
-      return (c.inFlight + c.queued) / p.maxConcurrency;
-    };
-    const others = usable.filter((p) => p.providerId !== best.limits.providerId).sort((a, b) => load(a) - load(b));
-    return others.map((p) => this.providers.get(p.providerId)!).find((s) => canTake(s, tokens));
+    const others: ProviderState[] = [];
+    for (const p of usable) {
+      const state = this.providers.get(p.providerId);
+      if (state && state !== best) others.push(state);
+    }
+    const load = (s: ProviderState) => (s.inFlight + s.pool.queuedOn(s.limits.providerId)) / s.limits.maxConcurrency;
+    return others.sort((a, b) => load(a) - load(b)).find((s) => canTake(s, tokens));
   }
 
   /** Takes a slot (and, under a token limit, the request's tokens); returns the tokens held. */
