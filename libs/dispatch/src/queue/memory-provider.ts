@@ -26,9 +26,9 @@ export function canTake(state: ProviderState, tokens: TokenWeight | undefined): 
   return !state.pool.hasWaiterFor(providerId) && fits(state, tokens);
 }
 
-/** True when a request of weight `tokens` fits the provider's token limit now (always without one). */
+/** True when a request of weight `tokens` fits the provider's token limit now (always without one, or without a weight). */
 export function fits(state: ProviderState, tokens: TokenWeight | undefined): boolean {
-  if (state.limits.maxTokensInFlight === undefined) return true;
+  if (state.limits.maxTokensInFlight === undefined || !tokens) return true;
   const held = heldTokens(tokens, state.limits);
   return fitsTokens(state.tokens, held.prompt + held.completion, state.limits.maxTokensInFlight);
 }
