@@ -13,6 +13,7 @@ export {
   isPoolCategory,
   modelNames,
   edgeConfigSchema,
+  DEFAULT_COMPLETION_TOKENS,
 } from './schema';
 export { resolveProviderAdapter } from './adapter-resolution';
 export { usablePoolProvider } from './pool-provider';

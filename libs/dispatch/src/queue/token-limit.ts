@@ -1,7 +1,9 @@
+import { DEFAULT_COMPLETION_TOKENS } from '@iop/validate';
+
 /**
  * Token-aware provider limits (docs/architecture.md, "Token limits"; README "Token-aware provider
  * limits"): the pure rule both backends decide on. The Redis backend's scripts run the same
- * arithmetic (`includes/token-fit.lua`, `grant.lua`, `prefill.lua`).
+ * arithmetic (`includes/tokens.lua`, `grant.lua`, `prefill.lua`).
  */
 
 /**
@@ -16,7 +18,7 @@ export interface TokenWeight {
 }
 
 /** The completion allowance of a provider that sets no `default_completion_tokens` (README "Token-aware provider limits"). */
-export const DEFAULT_COMPLETION_TOKENS = 1024;
+export { DEFAULT_COMPLETION_TOKENS };
 
 /** What a lease holds on a provider with a token limit: its prompt part (0 after prefill) and its completion part. */
 export interface HeldTokens {
