@@ -13,8 +13,8 @@ export {
   isPoolCategory,
   modelNames,
   edgeConfigSchema,
-  DEFAULT_COMPLETION_TOKENS,
 } from './schema';
+export { DEFAULT_COMPLETION_TOKENS } from './provider-token-settings';
 export { resolveProviderAdapter } from './adapter-resolution';
 export { usablePoolProvider } from './pool-provider';
 export { formatProblems } from './config-problem';

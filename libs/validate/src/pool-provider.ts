@@ -1,6 +1,7 @@
 import { resolveProviderAdapter } from './adapter-resolution';
 import type { AdapterConfig, NodeConfig, ProviderConfig, QueueSettings } from './schema';
-import { DEFAULT_COMPLETION_TOKENS, DEFAULT_MAX_QUEUED, isPoolCategory } from './schema';
+import { DEFAULT_COMPLETION_TOKENS } from './provider-token-settings';
+import { DEFAULT_MAX_QUEUED, isPoolCategory } from './schema';
 
 /** Why a catalog provider takes no pooled requests, in the order {@link usablePoolProvider} checks. */
 export type UnusableReason =

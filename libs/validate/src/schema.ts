@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { gatewaySchema } from './gateway-schema';
 import { isRedisUrl } from './listen-address';
+import { providerTokenFields } from './provider-token-settings';
 import { apiKey, httpUrl, id, listen, positiveMs } from './schema-fields';
 
 /**
@@ -21,9 +22,6 @@ export type PoolCategory = (typeof POOL_CATEGORIES)[number];
 export const DEFAULT_MAX_QUEUED = 100;
 
 export { CLI_SANDBOXES, type CliSandboxMode } from './gateway-schema';
-
-/** `default_completion_tokens` of a provider with `max_tokens_in_flight` that sets none (README "Token-aware provider limits"). */
-export const DEFAULT_COMPLETION_TOKENS = 1024;
 
 /** True when `category` is a pool category: its providers are queued and gated by `max_concurrency`. */
 export function isPoolCategory(category: string): category is PoolCategory {
@@ -241,24 +239,7 @@ export const providerSchema = z.strictObject({
   max_concurrency: z.number().int().optional(),
   /** Overrides queue.max_queued for this provider. */
   max_queued: z.number().int().nonnegative().optional(),
-  /**
-   * Tokens the provider holds in flight at once across every replica (README "Token-aware provider
-   * limits"): a request's estimated prompt tokens plus its completion allowance. None: no token limit.
-   */
-  max_tokens_in_flight: z
-    .number({ error: 'write a whole number of tokens, 1 or more, e.g. max_tokens_in_flight: 32000' })
-    .int('write a whole number of tokens, 1 or more, e.g. max_tokens_in_flight: 32000')
-    .min(1, 'set max_tokens_in_flight to 1 or more, or remove it for no token limit')
-    .optional(),
-  /**
-   * The completion allowance, in tokens, of a request that names none (`max_tokens`,
-   * `max_completion_tokens`, `max_output_tokens`), under `max_tokens_in_flight`. @defaultValue 1024
-   */
-  default_completion_tokens: z
-    .number({ error: 'write a whole number of tokens, 0 or more, e.g. default_completion_tokens: 1024' })
-    .int('write a whole number of tokens, 0 or more, e.g. default_completion_tokens: 1024')
-    .nonnegative('set default_completion_tokens to 0 or more')
-    .optional(),
+  ...providerTokenFields,
   /** @defaultValue true */
   enabled: z.boolean().default(true),
 });
