@@ -53,7 +53,8 @@
 local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
-local shedMarkMs, solo, tp, tq, n = tonumber(ARGV[14]), ARGV[15] == '1', tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
+local shedMarkMs, solo = tonumber(ARGV[14]), ARGV[15] == '1'
+local tp, tq, n = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
 local qnames = sliceArgs(ARGV, 19, 18 + n)
 
 local now = nowMs()
@@ -91,28 +92,31 @@ if acts[best] < mcs[best] then
     end
   end
 end
--- The job's token weight in its hash: `tp`, `tq`, and `tc` once it holds tokens on a provider with a limit.
+-- A lease's hash fields: `...` and its token weight, `tp`, `tq`, and `tc` when it holds tokens on a
+-- provider with a limit (a list, for writeJob's tail).
 local tokenFields = {}
 if tp then tokenFields = {'tp', tp, 'tq', tq} end
 local function leaseFields(...)
   local out = {...}
   for _, f in ipairs(tokenFields) do out[#out + 1] = f end
   if tcs[pick] then out[#out + 1], out[#out + 2] = 'tc', tcs[pick] end
-  return unpack(out)
+  return out
 end
 
 local parked = false
 if pick ~= nil and rcall('EXISTS', base .. ':barrier') == 0 then
   -- A solo job's lease is marked so that no path that ends it takes it off a count it never joined.
   if solo then
-    writeJob(qs[pick] .. jobId, data, now, 0, leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1))
+    local fields = leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
+    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
     return {'granted', qnames[pick]}
   end
   local held = countClient(base, 'a', pool, client, 1)
   if cap == '' or held <= tonumber(cap) then
-    writeJob(qs[pick] .. jobId, data, now, 0, leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap))
+    local fields = leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
+    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
     return {'granted', qnames[pick]}

@@ -25,7 +25,8 @@ local missing = false
 for _, l in ipairs(limits) do
   local q = base .. ':' .. l[1] .. ':'
   if rcall('EXISTS', q .. 'limits') == 0 then missing = true end
-  rcall('HSET', q .. 'limits', 'max_concurrency', l[2], 'max_queued', l[3], 'max_tokens', l[4], 'default_completion', l[5])
+  rcall('HSET', q .. 'limits', 'max_concurrency', l[2], 'max_queued', l[3],
+    'max_tokens', l[4], 'default_completion', l[5])
 end
 if missing and barrierMs > 0 then rcall('SET', base .. ':barrier', '1', 'PX', barrierMs, 'NX') end
 local now = nowMs()

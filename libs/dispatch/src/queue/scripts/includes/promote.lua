@@ -54,8 +54,8 @@ local function promote(base, qname, now, ttl, channelPrefix, freed)
       from, jobId, score = string.sub(want[1], 1, sep - 1), string.sub(want[1], sep + 1), want[2]
       rcall('ZREM', q .. 'wanted', want[1])
     end
-    local job =
-      rcall('HMGET', base .. ':' .. from .. ':' .. jobId, 'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo', 'tp', 'tq')
+    local job = rcall('HMGET', base .. ':' .. from .. ':' .. jobId,
+      'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo', 'tp', 'tq')
     local capped = job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) >= tonumber(job[4])
     local tc = nil
     if mt and job[2] and job[8] and not capped then
