@@ -12,6 +12,7 @@ export type {
   ProviderQueue,
 } from './queue/provider-queue';
 export { MemoryProviderQueue } from './queue/memory-queue';
+export type { TokenWeight } from './queue/token-limit';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';
 export type { HealthStore, ProbeDetail } from './health/health-store';

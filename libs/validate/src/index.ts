@@ -14,6 +14,7 @@ export {
   modelNames,
   edgeConfigSchema,
 } from './schema';
+export { DEFAULT_COMPLETION_TOKENS } from './provider-token-settings';
 export { resolveProviderAdapter } from './adapter-resolution';
 export { usablePoolProvider } from './pool-provider';
 export { formatProblems } from './config-problem';

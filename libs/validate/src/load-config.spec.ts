@@ -75,7 +75,7 @@ describe('parseConfigText', () => {
       message: 'unknown key "max_concurency"',
     });
     expect(problem.fix).toBe(
-      'did you mean "max_concurrency"? Allowed keys here: id, category, adapter, models, max_concurrency, max_queued, enabled.',
+      'did you mean "max_concurrency"? Allowed keys here: id, category, adapter, models, max_concurrency, max_queued, max_tokens_in_flight, default_completion_tokens, enabled.',
     );
   });
 

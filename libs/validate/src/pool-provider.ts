@@ -1,5 +1,6 @@
 import { resolveProviderAdapter } from './adapter-resolution';
 import type { AdapterConfig, NodeConfig, ProviderConfig, QueueSettings } from './schema';
+import { DEFAULT_COMPLETION_TOKENS } from './provider-token-settings';
 import { DEFAULT_MAX_QUEUED, isPoolCategory } from './schema';
 
 /** Why a catalog provider takes no pooled requests, in the order {@link usablePoolProvider} checks. */
@@ -20,12 +21,21 @@ export type UnusableReason =
 /**
  * Outcome of {@link usablePoolProvider}:
  * - `usable: true`: the provider with the adapter it dispatches through and its limits
- *   (`maxConcurrency` ≥ 1; `maxQueued` its own `max_queued`, else `queue.max_queued`);
+ *   (`maxConcurrency` ≥ 1; `maxQueued` its own `max_queued`, else `queue.max_queued`; with
+ *   `max_tokens_in_flight`, `maxTokensInFlight` and `defaultCompletionTokens`);
  * - `usable: false`: the first broken condition (`reason`), with the resolved adapter when there is
  *   one (it resolved, or it is disabled), for messages and the status snapshot.
  */
 export type PoolProviderUse =
-  | { usable: true; provider: ProviderConfig; adapter: AdapterConfig; maxConcurrency: number; maxQueued: number }
+  | {
+      usable: true;
+      provider: ProviderConfig;
+      adapter: AdapterConfig;
+      maxConcurrency: number;
+      maxQueued: number;
+      maxTokensInFlight?: number;
+      defaultCompletionTokens?: number;
+    }
   | { usable: false; reason: UnusableReason; provider: ProviderConfig; adapter?: AdapterConfig };
 
 /**
@@ -65,5 +75,11 @@ export function usablePoolProvider(
     adapter: resolved.adapter,
     maxConcurrency: Math.max(1, provider.max_concurrency ?? 1),
     maxQueued: provider.max_queued ?? queue.max_queued,
+    ...(provider.max_tokens_in_flight === undefined
+      ? {}
+      : {
+          maxTokensInFlight: provider.max_tokens_in_flight,
+          defaultCompletionTokens: provider.default_completion_tokens ?? DEFAULT_COMPLETION_TOKENS,
+        }),
   };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { gatewaySchema } from './gateway-schema';
 import { isRedisUrl } from './listen-address';
+import { providerTokenFields } from './provider-token-settings';
 import { apiKey, httpUrl, id, listen, positiveMs } from './schema-fields';
 
 /**
@@ -238,6 +239,7 @@ export const providerSchema = z.strictObject({
   max_concurrency: z.number().int().optional(),
   /** Overrides queue.max_queued for this provider. */
   max_queued: z.number().int().nonnegative().optional(),
+  ...providerTokenFields,
   /** @defaultValue true */
   enabled: z.boolean().default(true),
 });

@@ -19,7 +19,9 @@ export interface SemanticProblem {
  * - `provider.adapter` resolves on its node (missing, disabled-while-provider-enabled, ambiguous are errors)
  *   and `category` equals the resolved adapter's type: the adapter conditions of `usablePoolProvider`
  *   (docs/architecture.md, "Usable pool providers"), reported here every one, not just the first;
- * - pool categories need `max_concurrency` ≥ 1; cli providers are direct, so no `max_concurrency`/`max_queued`;
+ * - pool categories need `max_concurrency` ≥ 1; cli providers are direct, so no `max_concurrency`/`max_queued`
+ *   (nor `max_tokens_in_flight`/`default_completion_tokens`); `default_completion_tokens` needs
+ *   `max_tokens_in_flight` (README "Token-aware provider limits");
  * - `routes[]` name an existing node and an adapter id on it;
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
  *   already served by a catalog provider; a provider lists a model once, a route is not written
@@ -147,8 +149,20 @@ function providerRules(config: EdgeConfig): SemanticProblem[] {
             'set max_concurrency to 1 or more.',
           );
         }
+        if (provider.default_completion_tokens !== undefined && provider.max_tokens_in_flight === undefined) {
+          add(
+            'default_completion_tokens',
+            `default_completion_tokens of provider "${provider.id}" has no effect: it has no max_tokens_in_flight`,
+            'add max_tokens_in_flight: N (the most tokens it holds at once), or remove default_completion_tokens.',
+          );
+        }
       } else {
-        for (const key of ['max_concurrency', 'max_queued'] as const) {
+        for (const key of [
+          'max_concurrency',
+          'max_queued',
+          'max_tokens_in_flight',
+          'default_completion_tokens',
+        ] as const) {
           if (provider[key] !== undefined) {
             add(
               key,

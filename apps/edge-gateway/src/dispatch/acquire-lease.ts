@@ -1,15 +1,25 @@
-import { AdmissionError, entersQueue, type Lease, type PoolCandidate, type Route } from '@iop/dispatch';
+import {
+  AdmissionError,
+  entersQueue,
+  type Lease,
+  type PoolCandidate,
+  type Route,
+  type TokenWeight,
+} from '@iop/dispatch';
 import { ApiError } from '../errors';
 import { admissionToApiError } from '../http/answer/admission-errors';
 import { requestLogger } from '../http/request/request-id';
 import type { CompletionRequest } from './completion-request';
+import { estimateTokenWeight } from './token-weight';
 
 /**
  * Takes a lease on one of `offered` when the admission rule says so (`entersQueue`,
  * docs/architecture.md, "Request path"): a provider pool with a model group, and a queue. The wait
  * is bounded by `queue.max_wait_ms` and by `signal` (the attempt's: the client leaving, the drain
  * running out); `outcome.queuedAt` marks its start for the trace. The request's client
- * (`res.locals.client`, set by `apiKeyAuth`) decides its place in line.
+ * (`res.locals.client`, set by `apiKeyAuth`) decides its place in line. When a candidate has a token
+ * limit, the request's token weight goes with it (`estimateTokenWeight`, estimated once per request;
+ * docs/architecture.md, "Token limits"); otherwise none is estimated.
  * @returns the lease (its `providerId` names the candidate granted), or undefined when the request
  *   enters no queue.
  * @throws ApiError the queue's refusal (`admissionToApiError`: 429 `queue_full`, 503 `queue_timeout`,
@@ -32,6 +42,7 @@ export async function acquireLease(
       maxWaitMs: req.config.queue.max_wait_ms,
       // Its band, weight and caps decide its place in line (docs/architecture.md, "Clients, priority and fair share").
       client: req.res.locals.client,
+      ...(offered.some((c) => c.maxTokensInFlight !== undefined) ? { tokens: tokenWeightOf(req) } : {}),
     });
   } catch (err) {
     // Left the queue because the wait was aborted: the abort's reason (client gone, gateway shutting down) says why.
@@ -41,4 +52,10 @@ export async function acquireLease(
       requestLogger(req.res, req.deps.logger).info({ code: err.code, detail: err.detail }, 'queue refused the request');
     throw admissionToApiError(err);
   }
+}
+
+/** The request's token weight, estimated on first use and kept for a second attempt. */
+function tokenWeightOf(req: CompletionRequest): TokenWeight {
+  req.tokenWeight ??= estimateTokenWeight(req.endpoint, req.body);
+  return req.tokenWeight;
 }

@@ -60,6 +60,8 @@ export async function callWithFailover(
       const sent = pick.bodies.get(candidate.adapter.type) ?? body;
       startedAt = performance.now();
       const result = await callUpstream(req, sent, { ...candidate, resourceId: providerId }, attempt, () => {
+        // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").
+        void lease?.prefillDone();
         deps.firstBytes?.mark(providerId);
         void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
       });

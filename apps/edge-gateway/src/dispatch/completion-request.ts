@@ -1,3 +1,4 @@
+import type { TokenWeight } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
@@ -16,6 +17,8 @@ export interface CompletionRequest {
   outcome: DispatchOutcome;
   /** The `x-request-id` of the answer; log lines and generic client errors name it. */
   requestId: string;
+  /** Its token weight once a candidate with a token limit asked for it (`estimateTokenWeight`). */
+  tokenWeight?: TokenWeight;
 }
 
 /** The request id of `res` (`x-request-id`, set by the request observer), or a fresh one. */

@@ -1,5 +1,6 @@
 import { bandRank, tagCharge } from './fair-order';
 import type { QueueClient } from './provider-queue';
+import type { HeldTokens, TokenWeight } from './token-limit';
 
 /**
  * Who a job is for, as the lease scripts keep it (docs/architecture.md, "Clients, priority and fair
@@ -16,6 +17,28 @@ export interface RenewedLease {
   readonly providerId: string;
   readonly jobId: string;
   readonly owner: JobClient;
+  /** The tokens it holds on a provider with a token limit (registered again with it), if any. */
+  readonly tokens?: HeldTokens;
+}
+
+/**
+ * What the holder knows of a lease it ends (`LeaseStore.release`): of a solo client (no count to read
+ * or end), confirmed (no unconfirmed-grant entry), its job had a token weight (it may hold tokens).
+ */
+export interface HeldLeaseFacts {
+  readonly solo?: boolean;
+  readonly confirmed?: boolean;
+  readonly tokened?: boolean;
+}
+
+/**
+ * The token part of `admit.lua`'s ARGV (ARGV[16..17]): the prompt estimate and the completion
+ * allowance ('' for each provider's default), or two '' for a request without a weight.
+ */
+export function tokenArgs(tokens: TokenWeight | undefined): string[] {
+  if (!tokens) return ['', ''];
+  const whole = (n: number) => String(Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0);
+  return [whole(tokens.prompt), tokens.completion === undefined ? '' : whole(tokens.completion)];
 }
 
 /** How long the mark of a shed job stays in Redis for its origin to read (poll, leave), ms. */

@@ -8,8 +8,9 @@ import type { RedisClient } from './redis-connection';
  * exporter reads the same numbers through BullMQ's `Queue`; docs/architecture.md, "Status model"):
  * `inFlight` = `LLEN active`, `queued` = `LLEN wait` + `ZCARD prioritized` (BullMQ's `wait +
  * prioritized`; waiting jobs are in `prioritized`, in the order of docs/architecture.md, "Clients,
- * priority and fair share"), the numbers admission decides on. Read-only; a provider with no keys
- * reads 0/0. One pipeline per shard tag.
+ * priority and fair share"), the numbers admission decides on; for a provider marked `tokened`,
+ * `tokensInFlight` = GET `tokens` (docs/architecture.md, "Token limits"). Read-only; a provider with
+ * no keys reads 0/0. One pipeline per shard tag.
  * @param prefix `queue.prefix` (no trailing `:`).
  * @throws the Redis error when any command fails (connection lost, wrong key type).
  */
@@ -26,21 +27,30 @@ export async function readLeaseCounts(
   await Promise.all(
     [...byTag.values()].map(async (group) => {
       const pipeline = redis.pipeline();
+      let expected = 0;
       for (const p of group) {
         pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'active'));
         pipeline.llen(keys.queueKey(p.shardTag, p.providerId, 'wait'));
         pipeline.zcard(keys.queueKey(p.shardTag, p.providerId, 'prioritized'));
+        if (p.tokened) pipeline.get(keys.queueKey(p.shardTag, p.providerId, 'tokens'));
+        expected += p.tokened ? 4 : 3;
       }
       const results = (await pipeline.exec()) ?? [];
       const numbers = results.map(([error, value], i) => {
         if (error) throw error;
+        // GET of a token count: a decimal string, or null when no lease ever held tokens.
+        if (value === null || typeof value === 'string') return Number(value ?? 0);
         if (typeof value !== 'number') throw new Error(`readLeaseCounts: reply ${i} is not a number`);
         return value;
       });
-      if (numbers.length !== group.length * 3) throw new Error('readLeaseCounts: the pipeline was aborted');
-      group.forEach((p, i) =>
-        out.set(p.providerId, { inFlight: numbers[3 * i], queued: numbers[3 * i + 1] + numbers[3 * i + 2] }),
-      );
+      if (numbers.length !== expected) throw new Error('readLeaseCounts: the pipeline was aborted');
+      let at = 0;
+      for (const p of group) {
+        const c: ProviderCounts = { inFlight: numbers[at], queued: numbers[at + 1] + numbers[at + 2] };
+        if (p.tokened) c.tokensInFlight = numbers[at + 3];
+        out.set(p.providerId, c);
+        at += p.tokened ? 4 : 3;
+      }
     }),
   );
   return new Map(providers.map((p) => [p.providerId, out.get(p.providerId)!]));

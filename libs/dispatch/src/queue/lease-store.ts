@@ -1,7 +1,13 @@
 import type { LuaScript, ScriptReply } from '../lua/script-loader';
-import { LeaseKeys } from './lease-keys';
 import { readClientCounts, readLeaseCounts } from './lease-counts';
-import { clientArgs, renewedClient, type JobClient, type RenewedLease } from './job-client';
+import {
+  clientArgs,
+  renewedClient,
+  tokenArgs,
+  type HeldLeaseFacts,
+  type JobClient,
+  type RenewedLease,
+} from './job-client';
 import type { AdmitResult, WaiterState } from './lease-replies';
 import {
   DEFAULT_POOL,
@@ -10,8 +16,10 @@ import {
   type ProviderCounts,
   type QueueProvider,
 } from './provider-queue';
-import { masterNodes, type RedisClient } from './redis-connection';
+import type { RedisClient } from './redis-connection';
+import { ReplicaRegistry } from './replica-registry';
 import { LEASE_SCRIPTS } from './scripts/lease-scripts';
+import { DEFAULT_COMPLETION_TOKENS, type TokenWeight } from './token-limit';
 
 export { readClientCounts, readLeaseCounts } from './lease-counts';
 export * from './job-client';
@@ -21,33 +29,36 @@ export * from './lease-replies';
 export interface StoredProvider {
   readonly providerId: string;
   readonly shardTag: string;
+  /** True when it has a token limit: its counts read its tokens in flight too (docs/architecture.md, "Token limits"). */
+  readonly tokened?: boolean;
 }
 
 /**
- * Every Redis command of the Redis `ProviderQueue` backend goes through this class (docs/architecture.md,
+ * Every Redis command of the Redis `ProviderQueue` backend goes through this class (its replica and
+ * server commands through its base, `ReplicaRegistry`) (docs/architecture.md,
  * "Lease protocol"): the Lua scripts of `scripts/` (`LEASE_SCRIPTS`), the one count reader, replica
  * liveness and the connection list. It holds no state of its own beyond the connection and the key layout.
  * Every method rejects with the Redis error (connection lost, command timeout) and never retries.
  */
-export class LeaseStore {
-  readonly keys: LeaseKeys;
-
+export class LeaseStore extends ReplicaRegistry {
   /**
    * @param client a connection with no offline queue (commands fail at once while Redis is down).
    * @param leaseTtlMs lifetime of a lease in Redis between renewals, in ms.
    */
   constructor(
-    private readonly client: RedisClient,
+    client: RedisClient,
     prefix: string,
     private readonly leaseTtlMs: number,
   ) {
-    this.keys = new LeaseKeys(prefix);
+    super(client, prefix);
   }
 
   /**
    * One admission decision for `candidates` (all of one shard tag) and the job's client: its place
    * in line, its caps, shedding (`scripts/admit.lua`; docs/architecture.md, "Clients, priority and
-   * fair share"). `owner` defaults to the anonymous client of the default pool.
+   * fair share"). `owner` defaults to the anonymous client of the default pool. `tokens`: the request's
+   * token weight, for candidates with a token limit (docs/architecture.md, "Token limits"); pass it
+   * only when one of them has one, so that a pool without token limits runs no token command.
    */
   async admit(
     shardTag: string,
@@ -55,6 +66,7 @@ export class LeaseStore {
     jobId: string,
     data: string,
     owner: JobClient = { pool: DEFAULT_POOL, client: DEFAULT_QUEUE_CLIENT },
+    tokens?: TokenWeight,
   ): Promise<AdmitResult> {
     const names = candidateIds.map((id) => this.keys.queueName(id));
     const { status, values } = await this.run(LEASE_SCRIPTS.admit, shardTag, [
@@ -63,6 +75,7 @@ export class LeaseStore {
       jobId,
       data,
       ...clientArgs(owner),
+      ...tokenArgs(tokens),
       String(names.length),
       ...names,
     ]);
@@ -74,13 +87,11 @@ export class LeaseStore {
    * Ends a lease and hands its slot on. Resolves true when the lease still existed. `held.solo`: the
    * lease was admitted for a solo client (`QueueClient.solo`), whose counts are not kept, so none is
    * read or ended; `held.confirmed`: the caller holds the lease (granted at once, or its grant
-   * confirmed), so it has no unconfirmed-grant entry to delete. Without them any lease is ended.
+   * confirmed), so it has no unconfirmed-grant entry to delete; `held.tokened`: its job had a token
+   * weight, so it may hold tokens to give back (read even for a solo lease). Without them any lease
+   * is ended, its tokens given back.
    */
-  async release(
-    p: StoredProvider,
-    jobId: string,
-    held: { readonly solo?: boolean; readonly confirmed?: boolean } = {},
-  ): Promise<boolean> {
+  async release(p: StoredProvider, jobId: string, held: HeldLeaseFacts = {}): Promise<boolean> {
     const { status } = await this.run(LEASE_SCRIPTS.release, p.shardTag, [
       this.keys.queueName(p.providerId),
       jobId,
@@ -88,8 +99,23 @@ export class LeaseStore {
       this.keys.grantChannelPrefix(),
       held.solo ? '1' : '0',
       held.confirmed ? '1' : '0',
+      held.tokened ? '1' : '',
     ]);
     return status === 'released';
+  }
+
+  /**
+   * Prefill is done for a lease (`scripts/prefill.lua`): its prompt tokens go back to its provider's
+   * token limit and waiters that now fit are granted. Resolves true when tokens were given back.
+   */
+  async prefill(p: StoredProvider, jobId: string): Promise<boolean> {
+    const { status } = await this.run(LEASE_SCRIPTS.prefill, p.shardTag, [
+      this.keys.queueName(p.providerId),
+      jobId,
+      String(this.leaseTtlMs),
+      this.keys.grantChannelPrefix(),
+    ]);
+    return status === 'prefilled';
   }
 
   /** Takes a waiting job out of its queue; tells when it was granted (use or release that lease) or shed meanwhile. */
@@ -109,7 +135,12 @@ export class LeaseStore {
    * grants. Resolves the job ids Redis no longer had (lost: the holder must stop using them).
    */
   async renew(shardTag: string, leases: readonly RenewedLease[], confirm: boolean): Promise<string[]> {
-    const args = leases.flatMap((l) => [this.keys.queueName(l.providerId), l.jobId, renewedClient(l.owner)]);
+    const args = leases.flatMap((l) => [
+      this.keys.queueName(l.providerId),
+      l.jobId,
+      renewedClient(l.owner),
+      l.tokens ? `${l.tokens.prompt}|${l.tokens.completion}` : '',
+    ]);
     const { values } = await this.run(LEASE_SCRIPTS.renew, shardTag, [
       String(this.leaseTtlMs),
       confirm ? '1' : '0',
@@ -184,6 +215,8 @@ export class LeaseStore {
       this.keys.queueName(p.providerId),
       String(p.maxConcurrency),
       String(p.maxQueued),
+      p.maxTokensInFlight === undefined ? '' : String(p.maxTokensInFlight),
+      String(p.defaultCompletionTokens ?? DEFAULT_COMPLETION_TOKENS),
     ]);
     const { status } = await this.run(LEASE_SCRIPTS.configure, shardTag, [
       String(this.leaseTtlMs),
@@ -213,85 +246,6 @@ export class LeaseStore {
    */
   counts(providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
     return readLeaseCounts(this.client, this.keys.prefix, providers);
-  }
-
-  /** Marks a replica alive for `ttlMs` and registers it for the sweep (two commands, one round trip). */
-  async refreshLiveness(replicaId: string, ttlMs: number): Promise<void> {
-    const results = await this.client
-      .multi()
-      .set(this.keys.livenessKey(replicaId), '1', 'PX', ttlMs)
-      .sadd(this.keys.replicasKey, replicaId)
-      .exec();
-    const failed = results?.find(([error]) => error);
-    if (failed) throw failed[0];
-  }
-
-  /** Unregisters a replica that closed cleanly. */
-  async forgetReplica(replicaId: string): Promise<void> {
-    await this.client.multi().del(this.keys.livenessKey(replicaId)).srem(this.keys.replicasKey, replicaId).exec();
-  }
-
-  /** Registered replicas (other than `self`) whose liveness key has expired. */
-  async expiredReplicas(self: string): Promise<string[]> {
-    const ids = (await this.client.smembers(this.keys.replicasKey)).filter((id) => id !== self);
-    if (ids.length === 0) return [];
-    const alive = await this.client.mget(ids.map((id) => this.keys.livenessKey(id)));
-    return ids.filter((_, i) => alive[i] === null);
-  }
-
-  /**
-   * Replica ids that still have a Redis connection (by connection name), from `CLIENT LIST`.
-   * A stalled process (SIGSTOP, a frozen VM) keeps its connections; a dead one does not.
-   * @throws when CLIENT is refused (e.g. an ACL): the caller then goes by liveness keys alone.
-   */
-  async connectedReplicas(): Promise<Set<string>> {
-    // On a cluster every replica connects to every master: one that still has a connection anywhere is alive.
-    const lists = await Promise.all(
-      masterNodes(this.client).map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'normal') as Promise<string>),
-    );
-    const marker = this.keys.connectionName('');
-    const out = new Set<string>();
-    for (const list of lists) {
-      for (const match of list.matchAll(/ name=(\S+)/g)) {
-        if (match[1].startsWith(marker)) out.add(match[1].slice(marker.length));
-      }
-    }
-    return out;
-  }
-
-  /** Drops a replica from the registry once its leftovers are swept. */
-  async unregister(replicaIds: readonly string[]): Promise<void> {
-    if (replicaIds.length > 0) await this.client.srem(this.keys.replicasKey, ...replicaIds);
-  }
-
-  /** `run_id` of the Redis server (of every master of a cluster, sorted), to detect a restart that lost state. */
-  async serverRunId(): Promise<string> {
-    const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
-    return infos
-      .map((info) => /run_id:(\w+)/.exec(info)?.[1] ?? '?')
-      .sort()
-      .join(',');
-  }
-
-  /**
-   * How long the Redis server has been up, in ms, rounded down to the second (`INFO server`
-   * `uptime_in_seconds`; the least of every master's on a cluster): a restart without persistence
-   * shows as a small uptime (docs/architecture.md, "Redis restarts").
-   */
-  async serverUptimeMs(): Promise<number> {
-    const infos = await Promise.all(masterNodes(this.client).map((node) => node.info('server')));
-    return Math.min(...infos.map((info) => Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? 0) * 1000));
-  }
-
-  /**
-   * `CONFIG GET <name>` on every master: one value per master ('' where unset).
-   * @throws the Redis error, e.g. `NOPERM` or `unknown command` where CONFIG is refused (managed Redis).
-   */
-  async serverConfig(name: string): Promise<string[]> {
-    const replies = await Promise.all(
-      masterNodes(this.client).map((node) => node.call('CONFIG', 'GET', name) as Promise<string[]>),
-    );
-    return replies.map((reply) => reply[1] ?? '');
   }
 
   /** Runs a lease script on the slot of `shardTag`: KEYS[1] `<base>:seq`, ARGV[1] the tag base, then `args`. */

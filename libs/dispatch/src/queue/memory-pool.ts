@@ -1,5 +1,6 @@
 import type { AdmissionError } from './admission-error';
 import type { QueueClient } from './provider-queue';
+import type { HeldTokens, TokenWeight } from './token-limit';
 
 /** A request of the memory backend waiting for a grant. */
 export interface MemoryWaiter {
@@ -15,7 +16,10 @@ export interface MemoryWaiter {
   providerId: string;
   /** Its client is at `max_in_flight`: kept aside in its order, no provider serves it now. */
   parked: boolean;
-  grant(providerId: string): void;
+  /** Its token weight (docs/architecture.md, "Token limits"); absent: none. */
+  readonly tokens?: TokenWeight;
+  /** Granted on `providerId`, holding `held` tokens there. */
+  grant(providerId: string, held: HeldTokens): void;
   fail(error: AdmissionError): void;
 }
 
@@ -49,6 +53,14 @@ export class MemoryPool {
   /** True when `client` holds its `max_in_flight` leases in this pool. */
   atCap(client: QueueClient): boolean {
     return client.maxInFlight !== undefined && this.load(client.id).inFlight >= client.maxInFlight;
+  }
+
+  /**
+   * True when a waiter in line (not parked) lists `providerId`: a provider with a token limit grants
+   * none at once past it (docs/architecture.md, "Token limits").
+   */
+  hasWaiterFor(providerId: string): boolean {
+    return this.waiters.some((w) => !w.parked && w.candidateIds.includes(providerId));
   }
 
   /** Waiters queued on `providerId` that a provider could serve now (not parked). */

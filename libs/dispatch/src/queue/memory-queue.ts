@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import type { AdmissionError } from './admission-error';
 import {
   clientAborted,
@@ -22,14 +21,8 @@ import {
   type QueueProvider,
 } from './provider-queue';
 import { ServiceRate } from './service-rate';
-
-interface ProviderState {
-  limits: QueueProvider;
-  pool: MemoryPool;
-  inFlight: number;
-  /** Left out of the last `configure`: takes no new requests, finishes the leases it holds. */
-  removed: boolean;
-}
+import { canTake, fits, NEVER_ABORTED, takeSlot, type ProviderState } from './memory-provider';
+import type { HeldTokens, TokenWeight } from './token-limit';
 
 /**
  * In-process `ProviderQueue` for a single gateway (the `memory` backend, docs/architecture.md
@@ -53,7 +46,7 @@ export class MemoryProviderQueue implements ProviderQueue {
       const state = this.providers.get(limits.providerId);
       const pool = this.pool(limits.pool ?? DEFAULT_POOL);
       if (state) Object.assign(state, { limits, pool, removed: false });
-      else this.providers.set(limits.providerId, { limits, pool, inFlight: 0, removed: false });
+      else this.providers.set(limits.providerId, { limits, pool, inFlight: 0, tokens: 0, removed: false });
     }
     for (const [id, state] of this.providers) {
       if (keep.has(id) || state.removed) continue;
@@ -74,10 +67,8 @@ export class MemoryProviderQueue implements ProviderQueue {
     const pool = this.pool(poolName);
     const best = this.providers.get(chooseProvider(usable, this.countMap())?.providerId ?? '');
     const parked = pool.atCap(client);
-    if (best && !parked && best.inFlight < best.limits.maxConcurrency) {
-      this.take(best, client);
-      return Promise.resolve(this.lease(best, client, Date.now()));
-    }
+    const taker = best && !parked ? this.takerAtOnce(best, usable, request.tokens) : undefined;
+    if (taker) return Promise.resolve(this.lease(taker, client, Date.now(), this.take(taker, client, request.tokens)));
     const full = (
       cause: FullCause,
       queued: number,
@@ -110,7 +101,9 @@ export class MemoryProviderQueue implements ProviderQueue {
     const out = new Map<string, ProviderCounts>();
     for (const id of ids) {
       const state = this.providers.get(id);
-      out.set(id, { inFlight: state?.inFlight ?? 0, queued: state?.pool.queuedOn(id) ?? 0 });
+      const c: ProviderCounts = { inFlight: state?.inFlight ?? 0, queued: state?.pool.queuedOn(id) ?? 0 };
+      if (state?.limits.maxTokensInFlight !== undefined) c.tokensInFlight = state.tokens;
+      out.set(id, c);
     }
     return out;
   }
@@ -155,10 +148,11 @@ export class MemoryProviderQueue implements ProviderQueue {
         seq: ++this.seq,
         providerId,
         parked,
-        grant: (granted) => {
+        ...(request.tokens ? { tokens: request.tokens } : {}),
+        grant: (granted, held) => {
           finish();
           const state = this.providers.get(granted);
-          if (state) resolve(this.lease(state, client, startedAt));
+          if (state) resolve(this.lease(state, client, startedAt, held));
         },
         fail: (error) => {
           finish();
@@ -197,12 +191,36 @@ export class MemoryProviderQueue implements ProviderQueue {
     return out;
   }
 
-  private take(state: ProviderState, client: QueueClient): void {
-    state.inFlight++;
-    state.pool.load(client.id).inFlight++;
+  /**
+   * The provider a new request takes a slot of at once, if any: `best` when it has a free slot and
+   * the request fits its token limit; when only the token limit stops it, the least-loaded other
+   * candidate that can take it. A provider with a token limit grants none at once while a waiter that
+   * lists it is in line, so a waiter that does not fit yet is never passed by newcomers
+   * (docs/architecture.md, "Token limits").
+   */
+  private takerAtOnce(
+    best: ProviderState,
+    usable: readonly QueueProvider[],
+    tokens: TokenWeight | undefined,
+  ): ProviderState | undefined {
+    if (best.inFlight >= best.limits.maxConcurrency) return undefined;
+    if (canTake(best, tokens)) return best;
+    const others: ProviderState[] = [];
+    for (const p of usable) {
+      const state = this.providers.get(p.providerId);
+      if (state && state !== best) others.push(state);
+    }
+    const load = (s: ProviderState) => (s.inFlight + s.pool.queuedOn(s.limits.providerId)) / s.limits.maxConcurrency;
+    return others.sort((a, b) => load(a) - load(b)).find((s) => canTake(s, tokens));
   }
 
-  private lease(state: ProviderState, client: QueueClient, startedAt: number): Lease {
+  /** Takes a slot (and, under a token limit, the request's tokens); returns the tokens held. */
+  private take(state: ProviderState, client: QueueClient, tokens: TokenWeight | undefined): HeldTokens {
+    state.pool.load(client.id).inFlight++;
+    return takeSlot(state, tokens);
+  }
+
+  private lease(state: ProviderState, client: QueueClient, startedAt: number, held: HeldTokens): Lease {
     let released = false;
     const grantedAt = Date.now();
     const providerId = state.limits.providerId;
@@ -210,18 +228,25 @@ export class MemoryProviderQueue implements ProviderQueue {
       providerId,
       queueWaitMs: grantedAt - startedAt,
       signal: NEVER_ABORTED,
+      prefillDone: async () => {
+        if (released || held.prompt === 0) return;
+        state.tokens -= held.prompt;
+        held.prompt = 0;
+        if (!state.removed) this.fillFreeSlots(state);
+      },
       release: async () => {
         if (released) return;
         released = true;
         this.rate.record(state.limits.pool ?? DEFAULT_POOL, Date.now() - grantedAt);
-        this.releaseSlot(state, client);
+        this.releaseSlot(state, client, held);
       },
     };
   }
 
-  /** Ends a lease: the provider's and the client's counts go down, a parked waiter of the client comes back, slots are handed on. */
-  private releaseSlot(state: ProviderState, client: QueueClient): void {
+  /** Ends a lease: the provider's and the client's counts (and its tokens) go down, a parked waiter of the client comes back, slots are handed on. */
+  private releaseSlot(state: ProviderState, client: QueueClient, held: HeldTokens): void {
     const { pool } = state;
+    state.tokens -= held.prompt + held.completion;
     state.inFlight--;
     pool.load(client.id).inFlight--;
     const unparked = pool.atCap(client) ? undefined : pool.unpark(client.id);
@@ -243,16 +268,20 @@ export class MemoryProviderQueue implements ProviderQueue {
     }
   }
 
-  /** Hands the free slots of `state` to the first waiters of its pool's order that list it (own queue and siblings alike). */
+  /**
+   * Hands the free slots of `state` to the first waiters of its pool's order that list it (own queue
+   * and siblings alike). Under a token limit, a first waiter whose weight does not fit stops the
+   * grants until tokens come back (docs/architecture.md, "Token limits"): it is never passed.
+   */
   private fillFreeSlots(state: ProviderState): void {
     const providerId = state.limits.providerId;
     while (state.inFlight < state.limits.maxConcurrency) {
       const waiter = state.pool.next(providerId);
-      if (!waiter) return;
+      if (!waiter || !fits(state, waiter.tokens)) return;
       state.pool.remove(waiter);
-      this.take(state, waiter.client);
+      const held = this.take(state, waiter.client, waiter.tokens);
       this.tags.granted(state.limits.pool ?? DEFAULT_POOL, waiter.client.band, waiter.start);
-      waiter.grant(providerId);
+      waiter.grant(providerId, held);
     }
   }
 
@@ -264,11 +293,3 @@ export class MemoryProviderQueue implements ProviderQueue {
     waiter.fail(noAvailableProvider(waiter.modelGroupKey));
   }
 }
-
-/**
- * One process holds its leases for sure: nothing can take them away, so this never aborts. Every
- * lease shares it and each request's fencing listener comes off at release, so more than Node's
- * default of 10 listeners at once is normal here, not a leak.
- */
-const NEVER_ABORTED = new AbortController().signal;
-setMaxListeners(0, NEVER_ABORTED);

@@ -1,6 +1,7 @@
 import { waitUntil } from '../testing/wait-until';
 import { AdmissionError } from './admission-error';
 import { describeFlowControlContract } from './flow-control.contract';
+import { describeTokenLimitsContract } from './token-limits.contract';
 
 export { waitUntil };
 import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
@@ -43,6 +44,7 @@ export function describeProviderQueueContract(
       await queue.close();
     });
     if (!opts.client) describeFlowControlContract(() => queue);
+    describeTokenLimitsContract(() => queue, opts.client);
 
     const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
       modelGroupKey: 'llama',

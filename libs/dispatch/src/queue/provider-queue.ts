@@ -1,4 +1,5 @@
 import { ANONYMOUS_CLIENT } from '@iop/validate';
+import type { TokenWeight } from './token-limit';
 
 /**
  * One provider of a pool as the queue sees it: its id and its limits (docs/architecture.md, "Usable pool providers").
@@ -20,6 +21,15 @@ export interface QueueProvider {
    * candidates of one request share it. @defaultValue `DEFAULT_POOL`, one pool for every provider
    */
   readonly pool?: string;
+  /**
+   * Tokens the provider may hold in flight at once across every replica (`max_tokens_in_flight`;
+   * docs/architecture.md, "Token limits"): a request is admitted only while its weight fits beside
+   * the tokens held, or alone when the provider holds none. Absent: no token limit (admission as
+   * without it, at no extra Redis command).
+   */
+  readonly maxTokensInFlight?: number;
+  /** Completion allowance of a request that names none (`default_completion_tokens`), tokens. @defaultValue 1024 */
+  readonly defaultCompletionTokens?: number;
 }
 
 /** The pool of a provider configured without one. */
@@ -69,6 +79,12 @@ export interface LeaseRequest {
   readonly maxWaitMs: number;
   /** Who the request is for: its band, weight and caps. @defaultValue {@link DEFAULT_QUEUE_CLIENT} */
   readonly client?: QueueClient;
+  /**
+   * The request's token weight (docs/architecture.md, "Token limits"): reserved on a provider with
+   * `maxTokensInFlight` at the grant, its prompt part given back by `Lease.prefillDone`, the rest at
+   * release. Ignored by providers without a token limit. Absent: the request weighs nothing.
+   */
+  readonly tokens?: TokenWeight;
 }
 
 /**
@@ -85,6 +101,12 @@ export interface Lease {
    * "Fencing"): the holder must stop its upstream call at once. Never aborts on the memory backend.
    */
   readonly signal: AbortSignal;
+  /**
+   * Prefill is done (the answer's first byte arrived): the prompt part of the request's token weight
+   * is given back to the provider's token limit and may admit a waiter (docs/architecture.md, "Token
+   * limits"). Idempotent, never throws, a no-op after `release` or where no tokens are held.
+   */
+  prefillDone(): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -98,10 +120,14 @@ export interface ClientCounts {
   readonly queued: number;
 }
 
-/** Live counts of one provider: `inFlight` leases held, `queued` requests waiting. */
+/**
+ * Live counts of one provider: `inFlight` leases held, `queued` requests waiting; `tokensInFlight`
+ * the tokens its leases hold, only for a provider with `maxTokensInFlight`.
+ */
 export interface ProviderCounts {
   inFlight: number;
   queued: number;
+  tokensInFlight?: number;
 }
 
 /**

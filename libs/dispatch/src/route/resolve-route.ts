@@ -93,9 +93,18 @@ function* providersListing(
 /** A usable pool provider as the queue takes it: its id and limits (`usablePoolProvider`). */
 function queueLimits(
   providerId: string,
-  use: { maxConcurrency: number; maxQueued: number },
-): Pick<QueueProvider, 'providerId' | 'maxConcurrency' | 'maxQueued'> {
-  return { providerId, maxConcurrency: use.maxConcurrency, maxQueued: use.maxQueued };
+  use: { maxConcurrency: number; maxQueued: number; maxTokensInFlight?: number; defaultCompletionTokens?: number },
+): Pick<
+  QueueProvider,
+  'providerId' | 'maxConcurrency' | 'maxQueued' | 'maxTokensInFlight' | 'defaultCompletionTokens'
+> {
+  const { maxConcurrency, maxQueued, maxTokensInFlight, defaultCompletionTokens } = use;
+  return {
+    providerId,
+    maxConcurrency,
+    maxQueued,
+    ...(maxTokensInFlight === undefined ? {} : { maxTokensInFlight, defaultCompletionTokens }),
+  };
 }
 
 /**

@@ -20,6 +20,10 @@ export interface PoolCandidate {
   maxConcurrency: number;
   /** Per-provider queue bound (provider override, else `queue.max_queued`). */
   maxQueued: number;
+  /** `max_tokens_in_flight` (docs/architecture.md, "Token limits"); absent: no token limit. */
+  maxTokensInFlight?: number;
+  /** `default_completion_tokens`, set with `maxTokensInFlight`. */
+  defaultCompletionTokens?: number;
 }
 
 /**

@@ -136,6 +136,35 @@ describe('buildSnapshot (resource-first)', () => {
     ]);
   });
 
+  it('shows max_tokens_in_flight and tokens_in_flight only for a provider with a token limit (null when not read)', () => {
+    const config = cfg([
+      {
+        id: 'gpu-a',
+        adapters: [http('vllm-0', 'vllm'), http('vllm-1', 'vllm')],
+        providers: [
+          {
+            id: 'p1',
+            category: 'vllm',
+            adapter: 'vllm-0',
+            models: ['m'],
+            max_concurrency: 2,
+            max_tokens_in_flight: 8000,
+          },
+          { id: 'p2', category: 'vllm', adapter: 'vllm-1', models: ['m'], max_concurrency: 3 },
+        ],
+      },
+    ]);
+    const s = buildSnapshot(
+      config,
+      counts({ p1: { inFlight: 1, queued: 0, tokensInFlight: 1200 }, p2: { inFlight: 0, queued: 0 } }),
+    );
+    expect(byId(s, 'p1')).toMatchObject({ max_tokens_in_flight: 8000, tokens_in_flight: 1200 });
+    expect(byId(s, 'p2')).not.toHaveProperty('max_tokens_in_flight');
+    expect(byId(s, 'p2')).not.toHaveProperty('tokens_in_flight');
+    const unread = buildSnapshot(config, counts({ p1: { inFlight: 1, queued: 0 } }));
+    expect(byId(unread, 'p1')).toMatchObject({ max_tokens_in_flight: 8000, tokens_in_flight: null });
+  });
+
   it('copies config_hash and config_loaded_at when given, and lists nodes in config order with their own source', () => {
     const loaded = parseConfigText(
       `

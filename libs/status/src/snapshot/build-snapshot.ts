@@ -117,6 +117,9 @@ function catalogEntry(
     max_concurrency: pool && provider.max_concurrency !== undefined ? provider.max_concurrency : null,
     in_flight: tracked ? tracked.inFlight : null,
     queued: tracked ? tracked.queued : null,
+    ...(pool && provider.max_tokens_in_flight !== undefined
+      ? { max_tokens_in_flight: provider.max_tokens_in_flight, tokens_in_flight: tracked?.tokensInFlight ?? null }
+      : {}),
     ...(detail
       ? {
           health: {

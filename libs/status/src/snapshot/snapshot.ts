@@ -40,6 +40,17 @@ export interface ResourceStatus {
    */
   queued: number | null;
   /**
+   * Present only for a pool provider with a token limit (README "Token-aware provider limits"): its
+   * `max_tokens_in_flight`.
+   */
+  max_tokens_in_flight?: number;
+  /**
+   * With `max_tokens_in_flight`: the tokens its leases hold now across every replica (estimated prompt
+   * tokens until the first byte, plus completion allowances); `null` when the counts source does not
+   * read them (the status exporter's BullMQ counts).
+   */
+  tokens_in_flight?: number | null;
+  /**
    * The provider's health as the gateway sees it (README "Provider health"), present for pool
    * providers with a health record: `state` `healthy`, `unhealthy` (probe or failing requests),
    * `half_open` (cooldown over, the next request is its trial), `trial` (a trial request is out) or

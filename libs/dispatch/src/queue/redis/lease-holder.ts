@@ -1,8 +1,9 @@
 import { leaseLost } from '../admission-errors';
 import type { QueueLogger } from './redis-queue-options';
-import { isSolo, type JobClient, type LeaseStore, type StoredProvider } from '../lease-store';
+import { isSolo, type HeldLeaseFacts, type JobClient, type LeaseStore, type StoredProvider } from '../lease-store';
 import type { ServiceRate } from '../service-rate';
 import type { Lease } from '../provider-queue';
+import type { HeldTokens } from '../token-limit';
 
 /** A lease this replica holds for one of its requests. */
 interface HeldLease {
@@ -10,6 +11,10 @@ interface HeldLease {
   readonly provider: StoredProvider;
   /** Its client in its pool: renewals name it, so a lease registered again counts for its client. */
   readonly owner: JobClient;
+  /** The tokens it holds on a provider with a token limit (docs/architecture.md, "Token limits"), if any. */
+  readonly tokens?: HeldTokens;
+  /** Its job had a token weight: its release reads and gives back the tokens Redis says it holds. */
+  readonly weighted: boolean;
   /** `performance.now()` when the last renewal that succeeded was sent (fencing runs on this monotonic clock). */
   renewedAt: number;
   readonly grantedAt: number;
@@ -61,25 +66,59 @@ export class LeaseHolder {
   /**
    * A granted job becomes a `Lease` for the caller. `renewedAt` is when the command that granted
    * or confirmed it was sent (`performance.now()`); `startedAt` when the request arrived (epoch ms);
-   * `owner` its client in its pool.
+   * `owner` its client in its pool; `tokens` what it holds of a token limit (`weighted`: its job had a
+   * token weight, whether or not the granting provider has a limit).
    */
-  hold(jobId: string, provider: StoredProvider, renewedAt: number, startedAt: number, owner: JobClient): Lease {
+  hold(
+    jobId: string,
+    provider: StoredProvider,
+    times: { readonly renewedAt: number; readonly startedAt: number },
+    owner: JobClient,
+    tokens: { readonly held?: HeldTokens; readonly weighted: boolean } = { weighted: false },
+  ): Lease {
     const controller = new AbortController();
     const grantedAt = performance.now();
-    const held: HeldLease = { jobId, provider, owner, renewedAt, grantedAt, controller, released: false };
+    const { renewedAt } = times;
+    const held: HeldLease = {
+      jobId,
+      provider,
+      owner,
+      ...(tokens.held ? { tokens: { ...tokens.held } } : {}),
+      weighted: tokens.weighted,
+      renewedAt,
+      grantedAt,
+      controller,
+      released: false,
+    };
     this.leases.set(jobId, held);
     return {
       providerId: provider.providerId,
-      queueWaitMs: Date.now() - startedAt,
+      queueWaitMs: Date.now() - times.startedAt,
       signal: controller.signal,
+      prefillDone: () => this.prefillDone(held),
       release: async () => {
         if (held.released) return;
         held.released = true;
         this.leases.delete(jobId);
         this.rate.record(owner.pool, performance.now() - grantedAt);
-        await this.release(jobId, provider, { solo: isSolo(owner.client), confirmed: true });
+        await this.release(jobId, provider, this.facts(held));
       },
     };
+  }
+
+  /**
+   * Gives the prompt part of a lease's tokens back (`LeaseStore.prefill`), once. Never throws: a
+   * command that fails leaves the tokens held until the release, which gives back what Redis holds.
+   */
+  private async prefillDone(held: HeldLease): Promise<void> {
+    if (held.released || !held.tokens || held.tokens.prompt === 0) return;
+    held.tokens.prompt = 0;
+    await this.store.prefill(held.provider, held.jobId).catch(() => undefined);
+  }
+
+  /** What the store is told of a lease this holder ends. */
+  private facts(held: HeldLease): HeldLeaseFacts {
+    return { solo: isSolo(held.owner.client), confirmed: true, tokened: held.weighted };
   }
 
   /**
@@ -87,11 +126,7 @@ export class LeaseHolder {
    * says what is known of a lease this holder held (`LeaseStore.release`): of the fleet's only client
    * (no count to read or end), confirmed (no unconfirmed-grant entry); none for a lease it never took.
    */
-  async release(
-    jobId: string,
-    provider: StoredProvider,
-    held: { readonly solo?: boolean; readonly confirmed?: boolean } = {},
-  ): Promise<void> {
+  async release(jobId: string, provider: StoredProvider, held: HeldLeaseFacts = {}): Promise<void> {
     try {
       await this.store.release(provider, jobId, held);
       this.leftovers.delete(jobId);
@@ -132,7 +167,12 @@ export class LeaseHolder {
       const lost = new Set(
         await this.store.renew(
           tag,
-          list.map((l) => ({ providerId: l.provider.providerId, jobId: l.jobId, owner: l.owner })),
+          list.map((l) => ({
+            providerId: l.provider.providerId,
+            jobId: l.jobId,
+            owner: l.owner,
+            ...(l.tokens ? { tokens: l.tokens } : {}),
+          })),
           false,
         ),
       );
@@ -165,7 +205,7 @@ export class LeaseHolder {
     const out: Promise<unknown>[] = [];
     for (const lease of this.leases.values()) {
       lease.released = true;
-      out.push(this.store.release(lease.provider, lease.jobId, { solo: isSolo(lease.owner.client), confirmed: true }));
+      out.push(this.store.release(lease.provider, lease.jobId, this.facts(lease)));
     }
     this.leases.clear();
     for (const [jobId, { shardTag, providerIds }] of this.leftovers)
@@ -188,6 +228,6 @@ export class LeaseHolder {
       `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
     );
     lease.controller.abort(leaseLost(lease.provider.providerId));
-    void this.release(lease.jobId, lease.provider, { solo: isSolo(lease.owner.client), confirmed: true });
+    void this.release(lease.jobId, lease.provider, this.facts(lease));
   }
 }

@@ -14,6 +14,7 @@ import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import { SHED_MESSAGE_SUFFIX, type JobClient, type LeaseStore } from '../lease-store';
 import { DEFAULT_POOL, type Lease, type LeaseRequest } from '../provider-queue';
 import type { ServiceRate } from '../service-rate';
+import { tokensOn, weightOf } from './lease-tokens';
 import type { ConnectionWatch } from './connection-watch';
 import type { LeaseHolder } from './lease-holder';
 import { LeaseWaiter, type LeaveReason } from './lease-waiter';
@@ -179,6 +180,7 @@ export class LeaseWaiters {
         jobId,
         data,
         owner,
+        weightOf(waiter.request, this.parts.slots),
       );
     } catch (e) {
       // The script may have run (queued or granted on any candidate): settle that job once Redis answers.
@@ -196,7 +198,11 @@ export class LeaseWaiters {
     // Still unconfigured after the limits were written again: nothing can take the request.
     if (result.kind === 'unconfigured') return waiter.fail(this.full(waiter, 'queues_full'));
     const provider = (waiter.provider = slots.at(result.providerId, tag));
-    if (result.kind === 'granted') waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt, owner));
+    const times = { renewedAt: sentAt, startedAt: waiter.startedAt };
+    if (result.kind === 'granted')
+      waiter.grant(() =>
+        holder.hold(jobId, provider, times, owner, tokensOn(waiter.request, this.parts.slots, provider.providerId)),
+      );
   }
 
   /** A grant for a queued waiter (message or poll): confirm it in Redis, then hand the lease over. */
@@ -205,9 +211,11 @@ export class LeaseWaiters {
     const { jobId } = waiter;
     const provider = slots.at(providerId, waiter.provider.shardTag);
     const sentAt = performance.now();
+    const tokens = tokensOn(waiter.request, this.parts.slots, providerId);
+    const renewed = { providerId, jobId, owner: this.ownerOf(waiter), ...(tokens.held ? { tokens: tokens.held } : {}) };
     let lost;
     try {
-      lost = await store.renew(provider.shardTag, [{ providerId, jobId, owner: this.ownerOf(waiter) }], true);
+      lost = await store.renew(provider.shardTag, [renewed], true);
     } catch (e) {
       // The confirmation may have run: nobody will renew that lease, so it is settled once Redis answers.
       holder.settleLater(jobId, waiter.candidates);
@@ -218,7 +226,8 @@ export class LeaseWaiters {
       waiter.fail(queueUnavailable('the granted lease was lost in Redis'));
       return;
     }
-    waiter.grant(() => holder.hold(jobId, provider, sentAt, waiter.startedAt, this.ownerOf(waiter)));
+    const times = { renewedAt: sentAt, startedAt: waiter.startedAt };
+    waiter.grant(() => holder.hold(jobId, provider, times, this.ownerOf(waiter), tokens));
   }
 
   /** Deadline, abort or outage: the job leaves its queue; a grant that raced it is used (deadline) or released. */

@@ -5,6 +5,8 @@ import type { QueueProvider } from '../provider-queue';
 /** A provider this replica was configured with. */
 export interface ProviderSlot extends StoredProvider {
   limits: QueueProvider;
+  /** It has a token limit (`limits.maxTokensInFlight`): its counts read its tokens in flight. */
+  tokened: boolean;
   /** Left out of the last `configure`: takes no new requests; its running leases end normally. */
   removed: boolean;
 }
@@ -30,11 +32,11 @@ export class ProviderSlots {
       }
       const shardTag = limits.shardTag ?? DEFAULT_SHARD_TAG;
       const slot = this.slots.get(limits.providerId);
+      const tokened = limits.maxTokensInFlight !== undefined;
       if (slot && slot.shardTag === shardTag) {
-        slot.limits = limits;
-        slot.removed = false;
+        Object.assign(slot, { limits, tokened, removed: false });
       } else {
-        this.slots.set(limits.providerId, { providerId: limits.providerId, shardTag, limits, removed: false });
+        this.slots.set(limits.providerId, { providerId: limits.providerId, shardTag, limits, tokened, removed: false });
       }
     }
     for (const [id, slot] of this.slots) if (!keep.has(id)) slot.removed = true;

@@ -56,6 +56,40 @@ describe('RedisProviderQueue after Redis restarts without persistence', () => {
     await granted?.release();
   }, 30_000);
 
+  it('registers a running lease again with the tokens it holds, and its prefill gives them back', async () => {
+    // docs/architecture.md, "Token limits": the tokens of a lease come back with the lease after a restart.
+    const limited: QueueProvider = { ...p, maxConcurrency: 4, maxTokensInFlight: 1000 };
+    const weighed = (prompt: number, completion: number): LeaseRequest => ({
+      modelGroupKey: 'llama',
+      candidates: [limited],
+      maxWaitMs: 15_000,
+      tokens: { prompt, completion },
+    });
+    const prefix = uniquePrefix('restart-tokens');
+    const older = make(prefix);
+    await older.configure([limited]);
+    const held = await older.acquireLease(weighed(700, 100));
+    await own.kill();
+    await own.start();
+    const fresh = make(prefix);
+    await fresh.configure([limited]);
+    let granted: Lease | undefined;
+    const waiting = fresh.acquireLease(weighed(400, 100)).then((l) => (granted = l));
+    await waitUntil(
+      async () => (await fresh.counts(['p'])).get('p')?.tokensInFlight === 800,
+      5000,
+      'the older replica to register its lease again with its 800 tokens',
+    );
+    // Past the barrier: 800 + 500 > 1000, so the fresh replica still waits.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(granted).toBeUndefined();
+    await held.prefillDone();
+    await waiting;
+    expect((await fresh.counts(['p'])).get('p')).toEqual({ inFlight: 2, queued: 0, tokensInFlight: 600 });
+    await Promise.all([held.release(), granted?.release()]);
+    expect((await fresh.counts(['p'])).get('p')?.tokensInFlight).toBe(0);
+  }, 30_000);
+
   it('a new deployment on a Redis up longer than the barrier grants at once', async () => {
     await waitUntil(
       async () => Number(/uptime_in_seconds:(\d+)/.exec(await infoServer(own.url))?.[1]) >= 3,

@@ -144,6 +144,7 @@ export class RedisProviderQueue implements ProviderQueue {
   async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
     const ids = providerIds ?? this.slots.activeIds();
     try {
+      // A provider with a token limit reads its tokens in flight too (`ProviderSlot.tokened`).
       return await this.store.counts(ids.map((id) => this.slots.at(id, DEFAULT_SHARD_TAG)));
     } catch (e) {
       throw queueUnavailable(e);

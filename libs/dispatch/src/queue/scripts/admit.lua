@@ -5,6 +5,10 @@
   queues the job (with its fair-share start tag) on the least loaded candidate whose queue has room,
   parks it when the client is at its cap, evicts the last waiter of a lower sheddable band when every
   queue is full, or answers full. A solo job (the fleet's only client, no caps) joins no client count.
+  Token limits (docs/architecture.md, "Token limits"): a candidate with `max_tokens` takes a job with
+  a weight at once only when no waiter that lists it is in line and the weight fits its tokens held
+  (or it holds none); when only that stops the least-loaded candidate, the least-loaded other one
+  that can take it does. A candidate without `max_tokens` costs no command more than before.
 
   KEYS[1]        seq             `<base>:seq`: not read, it routes the call to the tag's slot
   ARGV[1]        base            key prefix of the tag, `<prefix>:{<shardTag>}`
@@ -23,8 +27,10 @@
   ARGV[14]       shedMarkMs      how long an evicted job's mark stays for its origin to read, ms
   ARGV[15]       solo            '1': the fleet's only client, with no caps (flow control off): its
                                  counts are not kept and its tag is its finish tag alone; '' otherwise
-  ARGV[16]       n               number of candidates
-  ARGV[17..16+n] qnames          queue names of the candidates, in config order (ties go to the first)
+  ARGV[16]       tp              the request's prompt tokens (estimate), '' for no token weight
+  ARGV[17]       tq              its completion allowance in tokens, '' for each provider's default
+  ARGV[18]       n               number of candidates
+  ARGV[19..18+n] qnames          queue names of the candidates, in config order (ties go to the first)
 
   Reply: {'granted', qname} | {'queued', qname} | {'full', queued} | {'client_full', queued} |
   {'unconfigured', qname}; `queued`: waiting jobs of the candidates, or of the client in the pool
@@ -42,43 +48,78 @@
 --- @include "includes/park"
 --- @include "includes/drop-waiter"
 --- @include "includes/promote"
+--- @include "includes/tokens"
 
 local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
-local shedMarkMs, solo, n = tonumber(ARGV[14]), ARGV[15] == '1', tonumber(ARGV[16])
-local qnames = sliceArgs(ARGV, 17, 16 + n)
+local shedMarkMs, solo = tonumber(ARGV[14]), ARGV[15] == '1'
+local tp, tq, n = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
+local qnames = sliceArgs(ARGV, 19, 18 + n)
 
 local now = nowMs()
 local best, bestLoad, room, roomLoad
-local qs, mcs, acts = {}, {}, {}
+local qs, mcs, acts, loads, takes, tcs = {}, {}, {}, {}, {}, {}
 local queued = 0
 for i = 1, n do
   local q = base .. ':' .. qnames[i] .. ':'
-  local l = rcall('HMGET', q .. 'limits', 'max_concurrency', 'max_queued')
+  local l = rcall('HMGET', q .. 'limits', 'max_concurrency', 'max_queued', 'max_tokens', 'default_completion')
   if not l[1] then return {'unconfigured', qnames[i]} end
-  local mc, mq = tonumber(l[1]), tonumber(l[2])
+  local mc, mq, mt = tonumber(l[1]), tonumber(l[2]), tonumber(l[3] or '')
   local a, w = rcall('LLEN', q .. 'active'), rcall('ZCARD', q .. 'prioritized')
   local load = (a + w) / mc
   if best == nil or load < bestLoad then best, bestLoad = i, load end
   if w < mq and (room == nil or load < roomLoad) then room, roomLoad = i, load end
-  qs[i], mcs[i], acts[i] = q, mc, a
+  qs[i], mcs[i], acts[i], loads[i], takes[i] = q, mc, a, load, true
+  if mt and a < mc then
+    takes[i] = w == 0 and rcall('ZCARD', q .. 'wanted') == 0
+    if tp then
+      tcs[i] = completionOf(tq, tonumber(l[4] or '0'))
+      takes[i] = takes[i] and fitsTokens(tokensHeld(q), tp + tcs[i], mt)
+    end
+  end
   queued = queued + w
+end
+-- The candidate that takes the job at once: the least loaded, or, when only its token limit stops it,
+-- the least-loaded other one that can.
+local pick
+if acts[best] < mcs[best] then
+  if takes[best] then
+    pick = best
+  else
+    for i = 1, n do
+      if i ~= best and acts[i] < mcs[i] and takes[i] and (pick == nil or loads[i] < loads[pick]) then pick = i end
+    end
+  end
+end
+-- A lease's hash fields: `...` and its token weight, `tp`, `tq`, and `tc` when it holds tokens on a
+-- provider with a limit (a list, for writeJob's tail).
+local tokenFields = {}
+if tp then tokenFields = {'tp', tp, 'tq', tq} end
+local function leaseFields(...)
+  local out = {...}
+  for _, f in ipairs(tokenFields) do out[#out + 1] = f end
+  if tcs[pick] then out[#out + 1], out[#out + 2] = 'tc', tcs[pick] end
+  return out
 end
 
 local parked = false
-if acts[best] < mcs[best] and rcall('EXISTS', base .. ':barrier') == 0 then
+if pick ~= nil and rcall('EXISTS', base .. ':barrier') == 0 then
   -- A solo job's lease is marked so that no path that ends it takes it off a count it never joined.
   if solo then
-    writeJob(qs[best] .. jobId, data, now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
-    addLease(qs[best], jobId, now, ttl)
-    return {'granted', qnames[best]}
+    local fields = leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
+    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
+    addLease(qs[pick], jobId, now, ttl)
+    if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
+    return {'granted', qnames[pick]}
   end
   local held = countClient(base, 'a', pool, client, 1)
   if cap == '' or held <= tonumber(cap) then
-    writeJob(qs[best] .. jobId, data, now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
-    addLease(qs[best], jobId, now, ttl)
-    return {'granted', qnames[best]}
+    local fields = leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
+    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
+    addLease(qs[pick], jobId, now, ttl)
+    if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
+    return {'granted', qnames[pick]}
   end
   countClient(base, 'a', pool, client, -1)
   parked = true
@@ -118,6 +159,7 @@ local score = fmt(rank * PRIORITY_SPAN + st)
 local cands = nil
 if n > 1 then cands = table.concat(qnames, ',') end
 local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st)}
+for _, f in ipairs(tokenFields) do fields[#fields + 1] = f end
 if cands then fields[#fields + 1], fields[#fields + 2] = 'cands', cands end
 if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', 1 end
 writeJob(qs[target] .. jobId, data, now, rank, unpack(fields))

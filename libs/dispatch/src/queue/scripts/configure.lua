@@ -8,7 +8,8 @@
   ARGV[2]    ttlMs          lease lifetime of a grant made here, ms
   ARGV[3]    channelPrefix  grant channels, `<prefix>:grant:`
   ARGV[4]    barrierMs      lifetime of a barrier raised here, ms (0: none)
-  ARGV[5..]  limits         qname, max_concurrency, max_queued triples
+  ARGV[5..]  limits         qname, max_concurrency, max_queued, max_tokens, default_completion
+                            quintuples (max_tokens '' for no token limit; default_completion in tokens)
 
   Reply: {'configured'} every provider had limits | {'unconfigured'} some had none
 ]]
@@ -18,13 +19,14 @@
 --- @include "includes/promote"
 
 local base, ttl, channelPrefix, barrierMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local limits = groupArgs(ARGV, 5, 3)
+local limits = groupArgs(ARGV, 5, 5)
 
 local missing = false
 for _, l in ipairs(limits) do
   local q = base .. ':' .. l[1] .. ':'
   if rcall('EXISTS', q .. 'limits') == 0 then missing = true end
-  rcall('HSET', q .. 'limits', 'max_concurrency', l[2], 'max_queued', l[3])
+  rcall('HSET', q .. 'limits', 'max_concurrency', l[2], 'max_queued', l[3],
+    'max_tokens', l[4], 'default_completion', l[5])
 end
 if missing and barrierMs > 0 then rcall('SET', base .. ':barrier', '1', 'PX', barrierMs, 'NX') end
 local now = nowMs()

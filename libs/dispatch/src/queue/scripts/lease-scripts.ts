@@ -13,12 +13,14 @@ import park from './includes/park.lua';
 import promote from './includes/promote.lua';
 import queueJob from './includes/queue-job.lua';
 import rcall from './includes/rcall.lua';
+import tokens from './includes/tokens.lua';
 import unwant from './includes/unwant.lua';
 import writeJob from './includes/write-job.lua';
 import admit from './admit.lua';
 import configure from './configure.lua';
 import leave from './leave.lua';
 import poll from './poll.lua';
+import prefill from './prefill.lua';
 import release from './release.lua';
 import renew from './renew.lua';
 import settle from './settle.lua';
@@ -30,6 +32,7 @@ const SOURCES: LuaSources = {
   configure,
   leave,
   poll,
+  prefill,
   release,
   renew,
   settle,
@@ -48,6 +51,7 @@ const SOURCES: LuaSources = {
   'includes/promote': promote,
   'includes/queue-job': queueJob,
   'includes/rcall': rcall,
+  'includes/tokens': tokens,
   'includes/unwant': unwant,
   'includes/write-job': writeJob,
 };
@@ -76,6 +80,7 @@ export const LEASE_SCRIPTS = {
     statuses: ['granted', 'queued', 'full', 'client_full', 'unconfigured'],
   }),
   release: defineScript('release', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['released', 'gone'] }),
+  prefill: defineScript('prefill', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['prefilled', 'none'] }),
   leave: defineScript('leave', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['left', 'granted', 'shed', 'gone'] }),
   renew: defineScript('renew', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['renewed'] }),
   poll: defineScript('poll', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['polled'] }),

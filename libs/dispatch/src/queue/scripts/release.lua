@@ -12,6 +12,8 @@
   ARGV[6]  solo           '1': the lease is of a solo job (the fleet's only client): no client count to end
   ARGV[7]  confirmed      '1': the origin holds the lease, so it has no `granted` entry left to delete
                           (granted at once, or confirmed); '0' for a lease it never took over
+  ARGV[8]  tokened        '1': the lease's job had a token weight, so it may hold tokens (read and
+                          given back even for a solo job); '' otherwise
 
   Reply: {'released'} the lease existed | {'gone'} it had expired and been swept
 ]]
@@ -19,9 +21,9 @@
 --- @include "includes/promote"
 
 local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local solo, confirmed = ARGV[6] == '1', ARGV[7] == '1'
+local solo, confirmed, tokened = ARGV[6] == '1', ARGV[7] == '1', ARGV[8] == '1'
 
-local n, back = dropLease(base, qname, jobId, solo, confirmed)
+local n, back = dropLease(base, qname, jobId, solo, confirmed, tokened)
 promote(base, qname, nil, ttl, channelPrefix, n == 1)
 promoteAll(base, back, nil, ttl, channelPrefix)
 if n == 1 then return {'released'} end

@@ -7,3 +7,7 @@ local function addLease(q, jobId, now, ttl)
   rcall('LPUSH', q .. 'active', jobId)
   rcall('ZADD', q .. 'leases', now + ttl, jobId)
 end
+-- A lease of a provider with a token limit takes `tokens` (> 0) of it (docs/architecture.md, "Token limits").
+local function addTokens(q, tokens)
+  if tokens > 0 then rcall('INCRBY', q .. 'tokens', tokens) end
+end

@@ -6,21 +6,28 @@
   A lease of a solo job (the fleet's only client: field `solo`) joined no count; `solo` true says so
   before the hash is read (the caller knows it), and spares that read. `confirmed` true: the lease
   has no `granted` entry (its origin holds it: granted at once, or its grant confirmed).
+  The tokens the lease holds (`tp` + `tc`, docs/architecture.md, "Token limits") go back to the
+  provider's token count with it; `tokened` true says a solo lease may hold some (its job had a
+  weight), so its hash is read all the same (a solo job without a weight spares that read).
   Returns 1 when the lease was still in `leases`, else 0 (it had expired and been swept), and the
   queue names that may grant the job put back in line (nil when none).
 ]]
 --- @include "rcall"
 --- @include "client-counts"
 --- @include "park"
-local function dropLease(base, qname, jobId, solo, confirmed)
+local function dropLease(base, qname, jobId, solo, confirmed, tokened)
   local q = base .. ':' .. qname .. ':'
   local job = {}
-  if not solo then job = rcall('HMGET', q .. jobId, 'cl', 'pool', 'cap', 'solo') end
+  if not solo or tokened then job = rcall('HMGET', q .. jobId, 'cl', 'pool', 'cap', 'solo', 'tp', 'tc') end
   local n = rcall('ZREM', q .. 'leases', jobId)
   rcall('LREM', q .. 'active', 1, jobId)
   rcall('DEL', q .. jobId)
   if not confirmed then rcall('HDEL', base .. ':granted', jobId) end
-  if n == 0 or not job[1] or job[4] then return n, nil end
+  if n == 1 and job[6] then
+    local held = (tonumber(job[5]) or 0) + tonumber(job[6])
+    if held > 0 then rcall('DECRBY', q .. 'tokens', held) end
+  end
+  if n == 0 or solo or not job[1] or job[4] then return n, nil end
   local held = countClient(base, 'a', job[2], job[1], -1)
   if job[3] and job[3] ~= '' and held < tonumber(job[3]) then return n, unpark(base, job[2], job[1]) end
   return n, nil

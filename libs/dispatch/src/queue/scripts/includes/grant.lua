@@ -5,6 +5,8 @@
   {cands, cl, pool, cap, band, st, solo} (HMGET): its client's lease count goes up and its waiting
   count down, and the pool's virtual time of its band moves up to its start tag; none of it for a solo
   job (it joined no count, and the only client's tags need no virtual time: see fair-tags).
+  `tc`: on a provider with a token limit, the completion allowance the lease holds (nil otherwise):
+  written as the job's `tc`, and its `tp` + `tc` (job[8] is `tp`) added to the provider's tokens.
 ]]
 --- @include "rcall"
 --- @include "owner-of"
@@ -12,10 +14,15 @@
 --- @include "add-lease"
 --- @include "client-counts"
 --- @include "fair-tags"
-local function grant(base, qname, from, jobId, job, now, ttl, channelPrefix)
+local function grant(base, qname, from, jobId, job, now, ttl, channelPrefix, tc)
   local q = base .. ':' .. qname .. ':'
   if from ~= qname then rcall('RENAME', base .. ':' .. from .. ':' .. jobId, q .. jobId) end
-  rcall('HSET', q .. jobId, 'processedOn', now)
+  if tc then
+    rcall('HSET', q .. jobId, 'processedOn', now, 'tc', tc)
+    addTokens(q, (tonumber(job[8]) or 0) + tc)
+  else
+    rcall('HSET', q .. jobId, 'processedOn', now)
+  end
   addLease(q, jobId, now, ttl)
   if job[1] then unwant(base, job[1], from, jobId) end
   rcall('HSET', base .. ':granted', jobId, qname)

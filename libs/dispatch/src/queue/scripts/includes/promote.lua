@@ -6,15 +6,19 @@
   nothing while the barrier stands. `now` (Redis ms) is read when the first grant needs it if nil.
   `freed`: the caller just ended a lease of qname, so a slot is most likely free: the head of the own
   line is taken out at once rather than looked at first. Returns the number of grants.
+  Token limits (docs/architecture.md, "Token limits"): on a provider with `max_tokens`, a first waiter
+  whose weight does not fit the tokens held stops the grants, left in its place: no later waiter
+  passes it, and the next release or prefill of the provider tries again.
 ]]
 --- @include "rcall"
 --- @include "now-ms"
 --- @include "grant"
 --- @include "client-counts"
 --- @include "park"
+--- @include "tokens"
 local function promote(base, qname, now, ttl, channelPrefix, freed)
   local q = base .. ':' .. qname .. ':'
-  local mc, active
+  local mc, active, mt, dc, held
   local granted = 0
   while mc == nil or active < mc do
     -- With no sibling's waiter listing qname and a slot known (or, `freed`, most likely) free, the own
@@ -32,9 +36,11 @@ local function promote(base, qname, now, ttl, channelPrefix, freed)
     if mc == nil then
       local full = rcall('EXISTS', base .. ':barrier') == 1
       if not full then
-        mc = tonumber(rcall('HGET', q .. 'limits', 'max_concurrency') or '0')
+        local l = rcall('HMGET', q .. 'limits', 'max_concurrency', 'max_tokens', 'default_completion')
+        mc, mt, dc = tonumber(l[1] or '0'), tonumber(l[2] or ''), tonumber(l[3] or '0')
         active = rcall('LLEN', q .. 'active')
         full = active >= mc
+        if mt and not full then held = tokensHeld(q) end
       end
       if full then
         if popped then rcall('ZADD', q .. 'prioritized', own[2], own[1]) end
@@ -42,20 +48,33 @@ local function promote(base, qname, now, ttl, channelPrefix, freed)
       end
     end
     local from, jobId, score, inLine = qname, own[1], own[2], popped
-    if #own == 0 or (#want > 0 and tonumber(want[2]) < tonumber(own[2])) then
+    local wanted = #own == 0 or (#want > 0 and tonumber(want[2]) < tonumber(own[2]))
+    if wanted then
       local sep = string.find(want[1], '|', 1, true)
       from, jobId, score = string.sub(want[1], 1, sep - 1), string.sub(want[1], sep + 1), want[2]
       rcall('ZREM', q .. 'wanted', want[1])
     end
-    local job = rcall('HMGET', base .. ':' .. from .. ':' .. jobId, 'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo')
+    local job = rcall('HMGET', base .. ':' .. from .. ':' .. jobId,
+      'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo', 'tp', 'tq')
+    local capped = job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) >= tonumber(job[4])
+    local tc = nil
+    if mt and job[2] and job[8] and not capped then
+      tc = completionOf(job[9], dc)
+      if not fitsTokens(held, tonumber(job[8]) + tc, mt) then
+        if popped then rcall('ZADD', q .. 'prioritized', own[2], own[1]) end
+        if wanted then rcall('ZADD', q .. 'wanted', want[2], want[1]) end
+        break
+      end
+    end
     if inLine or rcall('ZREM', base .. ':' .. from .. ':prioritized', jobId) == 1 then
-      if job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) >= tonumber(job[4]) then
+      if capped then
         park(base, from, jobId, score, job[3], job[2], job[1])
       else
         now = now or nowMs()
-        grant(base, qname, from, jobId, job, now, ttl, channelPrefix)
+        grant(base, qname, from, jobId, job, now, ttl, channelPrefix, tc)
         active = active + 1
         granted = granted + 1
+        if tc then held = held + tonumber(job[8]) + tc end
       end
     end
   end

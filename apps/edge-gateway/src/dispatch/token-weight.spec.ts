@@ -1,0 +1,90 @@
+import type { DispatchBody } from './dispatcher-deps';
+import { estimateTokenWeight } from './token-weight';
+
+const body = (fields: Record<string, unknown>) => ({ model: 'm', ...fields }) as unknown as DispatchBody;
+/** ⌈bytes / 3⌉ of a text, as the estimate counts it. */
+const third = (text: string) => Math.ceil(Buffer.byteLength(text, 'utf8') / 3);
+
+describe('estimateTokenWeight (README "Token-aware provider limits")', () => {
+  it('chat: ⌈bytes/3⌉ of every string of the messages plus 4 per message, and max_tokens as the completion', () => {
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hello there, how are you?' },
+    ];
+    const strings = 'system' + 'Be brief.' + 'user' + 'Hello there, how are you?';
+    expect(estimateTokenWeight('chat', body({ messages, max_tokens: 100 }))).toEqual({
+      prompt: third(strings) + 8,
+      completion: 100,
+    });
+  });
+
+  it('chat: max_completion_tokens wins over max_tokens, times n choices; none leaves the completion to the provider', () => {
+    const messages = [{ role: 'user', content: 'x' }];
+    expect(
+      estimateTokenWeight('chat', body({ messages, max_tokens: 50, max_completion_tokens: 70, n: 3 })),
+    ).toMatchObject({
+      completion: 210,
+    });
+    expect(estimateTokenWeight('chat', body({ messages }))).not.toHaveProperty('completion');
+    expect(estimateTokenWeight('chat', body({ messages, max_tokens: -1 }))).not.toHaveProperty('completion');
+    expect(estimateTokenWeight('chat', body({ messages, max_tokens: 'lots' }))).not.toHaveProperty('completion');
+  });
+
+  it('counts UTF-8 bytes, so CJK text (3 bytes a character) is about a token a character', () => {
+    const text = '東京は日本の首都です';
+    expect(estimateTokenWeight('embeddings', body({ input: text }))).toEqual({ prompt: text.length, completion: 0 });
+  });
+
+  it('counts text parts and tool calls but not image, audio or file parts', () => {
+    const text = 'What is in this picture?';
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(300_000)}` } },
+          { type: 'input_audio', input_audio: { data: 'B'.repeat(90_000), format: 'wav' } },
+        ],
+      },
+    ];
+    expect(estimateTokenWeight('chat', body({ messages })).prompt).toBe(third('user' + 'text' + text) + 4);
+  });
+
+  it('Responses: input items, instructions and tools (as JSON), and max_output_tokens', () => {
+    const tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } }];
+    const weight = estimateTokenWeight(
+      'responses',
+      body({ input: 'Find the weather', instructions: 'Use tools.', tools, max_output_tokens: 300 }),
+    );
+    expect(weight).toEqual({
+      prompt: third('Find the weather' + 'Use tools.' + JSON.stringify(tools)) + 4,
+      completion: 300,
+    });
+  });
+
+  it('embeddings: a list of texts, or pre-tokenized input (one token a number), and no completion', () => {
+    expect(estimateTokenWeight('embeddings', body({ input: ['abc', 'def'] }))).toEqual({ prompt: 2, completion: 0 });
+    expect(
+      estimateTokenWeight(
+        'embeddings',
+        body({
+          input: [
+            [1, 2, 3],
+            [4, 5],
+          ],
+        }),
+      ),
+    ).toEqual({ prompt: 5, completion: 0 });
+  });
+
+  it('over-estimates English prose against its real token count (about 4 bytes a token)', () => {
+    // 45 words of plain English: cl100k and Llama 3 tokenizers give about 55 to 60 tokens.
+    const prose =
+      'The quick brown fox jumps over the lazy dog while the farmer watches from the porch. ' +
+      'Later that evening, the family gathers for dinner and talks about the harvest, the weather, ' +
+      'and the long road to the market in town.';
+    const { prompt } = estimateTokenWeight('embeddings', body({ input: prose }));
+    expect(prompt).toBeGreaterThanOrEqual(60);
+    expect(prompt).toBe(third(prose));
+  });
+});

@@ -1,0 +1,102 @@
+import type { TokenWeight } from '@iop/dispatch';
+import type { CompletionEndpoint, DispatchBody } from './dispatcher-deps';
+
+/**
+ * A request's token weight, estimated before admission (README "Token-aware provider limits";
+ * docs/architecture.md, "Token limits"). Pure, no tokenizer: it runs on every request to a provider
+ * with `max_tokens_in_flight`, before the queue, so it must cost microseconds, not a vocabulary load.
+ *
+ * **Prompt tokens** = ⌈B / 3⌉ + 4 per message or input item, where B is the UTF-8 bytes of every
+ * string the model reads: chat `messages` (contents, text parts, names, tool calls and their
+ * arguments), Responses `input` and `instructions`, `tools` (their JSON), embeddings `input`. A
+ * number in an `input` array (pre-tokenized input) counts as one token. The 4 per message stand for
+ * the chat template's role and separators.
+ *
+ * **Why bytes / 3**: BPE tokenizers of current models (cl100k/o200k, Llama 3, Qwen, Mistral) average
+ * about 4 bytes per token on English prose and 3.3 to 4 on source code, so B / 3 is an over-estimate
+ * there (by about a third on prose): the limit errs on the safe side. CJK text takes 3 UTF-8 bytes a
+ * character and about one token a character or less, so it is about right. It can under-estimate
+ * text that tokenizes unusually finely: long runs of digits, base64, random identifiers. Images,
+ * audio and files (`image_url`, `input_image`, `input_audio`, `file` parts) are not counted: their
+ * cost depends on the model's encoder, not on their bytes.
+ *
+ * **Completion allowance**: chat `max_completion_tokens`, else `max_tokens`, times `n` (choices);
+ * Responses `max_output_tokens`; embeddings 0; else absent, and the granting provider's
+ * `default_completion_tokens` applies (the queue fills it in). A value that is not a whole number
+ * ≥ 0 counts as absent.
+ */
+export function estimateTokenWeight(endpoint: CompletionEndpoint, body: DispatchBody): TokenWeight {
+  const fields = body as unknown as Record<string, unknown>;
+  const count = new TextCounter();
+  if (endpoint === 'embeddings') {
+    count.walk(fields.input);
+    return { prompt: count.tokens(), completion: 0 };
+  }
+  if (endpoint === 'chat') count.items(fields.messages);
+  else {
+    count.items(fields.input);
+    count.walk(fields.instructions);
+  }
+  if (fields.tools !== undefined) count.json(fields.tools);
+  const completion =
+    endpoint === 'chat'
+      ? times(wholeOrUndefined(fields.max_completion_tokens) ?? wholeOrUndefined(fields.max_tokens), fields.n)
+      : wholeOrUndefined(fields.max_output_tokens);
+  return { prompt: count.tokens(), ...(completion === undefined ? {} : { completion }) };
+}
+
+/** Bytes per token of the estimate: an over-estimate for English and code (see {@link estimateTokenWeight}). */
+export const BYTES_PER_TOKEN = 3;
+/** Tokens a chat template adds per message or input item (role, separators). */
+export const TOKENS_PER_MESSAGE = 4;
+
+/** Parts whose bytes are not text the model reads as tokens. */
+const NOT_TEXT = new Set(['image_url', 'input_image', 'input_audio', 'file', 'file_data', 'image']);
+
+/** Sums the UTF-8 bytes of the strings of a JSON value, and the tokens given as numbers. */
+class TextCounter {
+  private bytes = 0;
+  private direct = 0;
+
+  /** One message or input item each (a string input is one item), plus its text. */
+  items(value: unknown): void {
+    if (Array.isArray(value)) {
+      this.direct += TOKENS_PER_MESSAGE * value.length;
+      for (const item of value) this.walk(item);
+    } else if (value !== undefined && value !== null) {
+      this.direct += TOKENS_PER_MESSAGE;
+      this.walk(value);
+    }
+  }
+
+  /** Every string leaf (skipping image, audio and file parts); a number in an array is one token. */
+  walk(value: unknown, inArray = false): void {
+    if (typeof value === 'string') this.bytes += Buffer.byteLength(value, 'utf8');
+    else if (typeof value === 'number') this.direct += inArray ? 1 : 0;
+    else if (Array.isArray(value)) for (const v of value) this.walk(v, true);
+    else if (value !== null && typeof value === 'object') {
+      const part = value as Record<string, unknown>;
+      if (typeof part.type === 'string' && NOT_TEXT.has(part.type)) return;
+      for (const [key, v] of Object.entries(part)) if (!NOT_TEXT.has(key)) this.walk(v);
+    }
+  }
+
+  /** The whole value as JSON (tool definitions: names, descriptions and schemas are all read). */
+  json(value: unknown): void {
+    this.bytes += Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+  }
+
+  tokens(): number {
+    return Math.ceil(this.bytes / BYTES_PER_TOKEN) + this.direct;
+  }
+}
+
+function wholeOrUndefined(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+/** The allowance for `n` choices: each may run to the limit. */
+function times(completion: number | undefined, n: unknown): number | undefined {
+  const choices = wholeOrUndefined(n);
+  return completion === undefined || choices === undefined || choices < 1 ? completion : completion * choices;
+}

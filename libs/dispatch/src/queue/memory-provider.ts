@@ -1,0 +1,51 @@
+import { setMaxListeners } from 'node:events';
+import type { MemoryPool } from './memory-pool';
+import type { QueueProvider } from './provider-queue';
+import { fitsTokens, heldTokens, type HeldTokens, type TokenWeight } from './token-limit';
+
+/** One provider of the memory backend: its limits, its pool, its leases and the tokens they hold. */
+export interface ProviderState {
+  limits: QueueProvider;
+  pool: MemoryPool;
+  inFlight: number;
+  /** Tokens its leases hold (docs/architecture.md, "Token limits"); counted only under `maxTokensInFlight`. */
+  tokens: number;
+  /** Left out of the last `configure`: takes no new requests, finishes the leases it holds. */
+  removed: boolean;
+}
+
+/**
+ * True when a new request may take a slot of `state` at once: a free slot, and under a token limit
+ * no waiter in line for the provider (a waiter that does not fit yet is never passed) and a weight
+ * that fits (docs/architecture.md, "Token limits").
+ */
+export function canTake(state: ProviderState, tokens: TokenWeight | undefined): boolean {
+  const { maxConcurrency, maxTokensInFlight, providerId } = state.limits;
+  if (state.inFlight >= maxConcurrency) return false;
+  if (maxTokensInFlight === undefined) return true;
+  return !state.pool.hasWaiterFor(providerId) && fits(state, tokens);
+}
+
+/** True when a request of weight `tokens` fits the provider's token limit now (always without one, or without a weight). */
+export function fits(state: ProviderState, tokens: TokenWeight | undefined): boolean {
+  if (state.limits.maxTokensInFlight === undefined || !tokens) return true;
+  const held = heldTokens(tokens, state.limits);
+  return fitsTokens(state.tokens, held.prompt + held.completion, state.limits.maxTokensInFlight);
+}
+
+/** Takes a slot of `state` and, under a token limit, the request's tokens; returns the tokens held. */
+export function takeSlot(state: ProviderState, tokens: TokenWeight | undefined): HeldTokens {
+  state.inFlight++;
+  if (state.limits.maxTokensInFlight === undefined) return { prompt: 0, completion: 0 };
+  const held = heldTokens(tokens, state.limits);
+  state.tokens += held.prompt + held.completion;
+  return held;
+}
+
+/**
+ * One process holds its leases for sure: nothing can take them away, so this never aborts. Every
+ * lease shares it and each request's fencing listener comes off at release, so more than Node's
+ * default of 10 listeners at once is normal here, not a leak.
+ */
+export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+setMaxListeners(0, NEVER_ABORTED);

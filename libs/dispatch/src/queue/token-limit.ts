@@ -1,0 +1,54 @@
+import { DEFAULT_COMPLETION_TOKENS } from '@iop/validate';
+
+/**
+ * Token-aware provider limits (docs/architecture.md, "Token limits"; README "Token-aware provider
+ * limits"): the pure rule both backends decide on. The Redis backend's scripts run the same
+ * arithmetic (`includes/tokens.lua`, `grant.lua`, `prefill.lua`).
+ */
+
+/**
+ * A request's token weight as admission reserves it: `prompt` the estimated prompt tokens (released
+ * when the first byte of the answer arrives: prefill is done), `completion` the completion allowance
+ * the request asked for (`max_tokens`, `max_completion_tokens`, `max_output_tokens`; 0 for
+ * embeddings). `completion` absent: the granting provider's `defaultCompletionTokens`. Whole numbers ≥ 0.
+ */
+export interface TokenWeight {
+  readonly prompt: number;
+  readonly completion?: number;
+}
+
+/** The completion allowance of a provider that sets no `default_completion_tokens` (README "Token-aware provider limits"). */
+export { DEFAULT_COMPLETION_TOKENS };
+
+/** What a lease holds on a provider with a token limit: its prompt part (0 after prefill) and its completion part. */
+export interface HeldTokens {
+  prompt: number;
+  completion: number;
+}
+
+/**
+ * The tokens a request holds once granted on a provider with limit: its prompt estimate and its own
+ * completion allowance, else the provider's default. A request without a weight holds none.
+ */
+export function heldTokens(
+  weight: TokenWeight | undefined,
+  provider: { readonly defaultCompletionTokens?: number },
+): HeldTokens {
+  if (!weight) return { prompt: 0, completion: 0 };
+  const completion = weight.completion ?? provider.defaultCompletionTokens ?? DEFAULT_COMPLETION_TOKENS;
+  return { prompt: whole(weight.prompt), completion: whole(completion) };
+}
+
+/**
+ * True when a request of `weight` tokens fits a provider holding `inFlight` tokens under `limit`:
+ * `inFlight + weight ≤ limit`, or the provider holds no tokens at all (a request larger than the
+ * whole limit runs alone, never beside others past it). No limit (`undefined`): always.
+ */
+export function fitsTokens(inFlight: number, weight: number, limit: number | undefined): boolean {
+  return limit === undefined || inFlight === 0 || inFlight + weight <= limit;
+}
+
+/** A token count as the limit adds it: a finite number, rounded up, at least 0. */
+function whole(n: number): number {
+  return Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0;
+}

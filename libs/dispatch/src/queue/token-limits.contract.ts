@@ -1,0 +1,137 @@
+import { waitUntil } from '../testing/wait-until';
+import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
+import type { TokenWeight } from './token-limit';
+
+const limited = (providerId: string, maxTokensInFlight: number | undefined, maxConcurrency = 8): QueueProvider => ({
+  providerId,
+  maxConcurrency,
+  maxQueued: 100,
+  ...(maxTokensInFlight === undefined ? {} : { maxTokensInFlight }),
+});
+
+/**
+ * The token-limit scenarios of the `ProviderQueue` contract (docs/architecture.md, "Token limits"),
+ * run by `describeProviderQueueContract` on every backend: a request is admitted only while both
+ * `max_concurrency` and `max_tokens_in_flight` hold, one larger than the whole limit runs alone when
+ * the provider holds no tokens, `prefillDone` gives the prompt part back, release the rest, and a
+ * provider without a token limit decides as before.
+ */
+export function describeTokenLimitsContract(queueOf: () => ProviderQueue, client?: QueueClient): void {
+  describe('token limits', () => {
+    const pending: Promise<Lease>[] = [];
+    afterEach(async () => {
+      // Release is idempotent: whatever a test left granted is given back before the queue closes.
+      for (const r of await Promise.allSettled(pending.splice(0)))
+        if (r.status === 'fulfilled') await r.value.release();
+    });
+    const request = (candidates: QueueProvider[], tokens?: TokenWeight): LeaseRequest => ({
+      modelGroupKey: 'llama',
+      candidates,
+      maxWaitMs: 20_000,
+      ...(client ? { client } : {}),
+      ...(tokens ? { tokens } : {}),
+    });
+    const counts = async (id: string) => (await queueOf().counts([id])).get(id);
+    /** Starts a request and tracks whether it was granted (a wait that outlives the test is released at its end). */
+    const start = (candidates: QueueProvider[], tokens?: TokenWeight) => {
+      const state: { lease?: Lease } = {};
+      const granted = queueOf()
+        .acquireLease(request(candidates, tokens))
+        .then((lease) => (state.lease = lease));
+      pending.push(granted);
+      return { state, granted };
+    };
+
+    it('admits while both the slots and the tokens hold, and makes the next request wait when its tokens do not fit', async () => {
+      const p = limited('p', 1000);
+      await queueOf().configure([p]);
+      const a = await queueOf().acquireLease(request([p], { prompt: 300, completion: 100 }));
+      const b = await queueOf().acquireLease(request([p], { prompt: 400, completion: 100 }));
+      expect(await counts('p')).toEqual({ inFlight: 2, queued: 0, tokensInFlight: 900 });
+      const c = start([p], { prompt: 100, completion: 50 });
+      await waitUntil(async () => (await counts('p'))?.queued === 1, 5000, 'the third request to wait for tokens');
+      expect(c.state.lease).toBeUndefined();
+      await b.release();
+      await c.granted;
+      expect(c.state.lease?.providerId).toBe('p');
+      expect(await counts('p')).toEqual({ inFlight: 2, queued: 0, tokensInFlight: 550 });
+      await a.release();
+      await c.state.lease!.release();
+      await waitUntil(async () => (await counts('p'))?.tokensInFlight === 0, 5000, 'every token back');
+    });
+
+    it('runs a request larger than the whole limit alone when the provider holds no tokens, never beside others', async () => {
+      const p = limited('p', 1000);
+      await queueOf().configure([p]);
+      const small = await queueOf().acquireLease(request([p], { prompt: 10, completion: 10 }));
+      const big = start([p], { prompt: 1400, completion: 100 });
+      await waitUntil(async () => (await counts('p'))?.queued === 1, 5000, 'the large request to wait');
+      // A small newcomer that would fit does not pass the large request waiting ahead of it.
+      const later = start([p], { prompt: 10, completion: 10 });
+      await waitUntil(async () => (await counts('p'))?.queued === 2, 5000, 'the newcomer to queue behind it');
+      expect(big.state.lease).toBeUndefined();
+      await small.release();
+      await big.granted;
+      expect(await counts('p')).toEqual({ inFlight: 1, queued: 1, tokensInFlight: 1500 });
+      expect(later.state.lease).toBeUndefined();
+      await big.state.lease!.release();
+      await later.granted;
+      expect(await counts('p')).toEqual({ inFlight: 1, queued: 0, tokensInFlight: 20 });
+      await later.state.lease!.release();
+    });
+
+    it('gives the prompt part back at prefillDone (idempotent), admitting a waiter; release returns the rest', async () => {
+      const p = limited('p', 1000);
+      await queueOf().configure([p]);
+      const a = await queueOf().acquireLease(request([p], { prompt: 600, completion: 200 }));
+      const b = start([p], { prompt: 300, completion: 100 });
+      await waitUntil(async () => (await counts('p'))?.queued === 1, 5000, 'the second request to wait');
+      await a.prefillDone();
+      await b.granted;
+      expect(await counts('p')).toEqual({ inFlight: 2, queued: 0, tokensInFlight: 600 });
+      await a.prefillDone();
+      expect((await counts('p'))?.tokensInFlight).toBe(600);
+      await a.release();
+      await a.prefillDone();
+      expect(await counts('p')).toEqual({ inFlight: 1, queued: 0, tokensInFlight: 400 });
+      await b.state.lease!.release();
+      expect(await counts('p')).toEqual({ inFlight: 0, queued: 0, tokensInFlight: 0 });
+    });
+
+    it("reserves the provider's default completion allowance for a request that names none", async () => {
+      const p = { ...limited('p', 1000), defaultCompletionTokens: 250 };
+      await queueOf().configure([p]);
+      const a = await queueOf().acquireLease(request([p], { prompt: 100 }));
+      expect((await counts('p'))?.tokensInFlight).toBe(350);
+      await a.release();
+    });
+
+    it('grants at once on a sibling whose tokens fit when the least-loaded candidate has a slot but not the tokens', async () => {
+      const p = limited('p', 1000, 8);
+      const q = limited('q', 1000, 2);
+      await queueOf().configure([p, q]);
+      const a = await queueOf().acquireLease(request([p], { prompt: 900, completion: 0 }));
+      const onQ = await queueOf().acquireLease(request([q], { prompt: 10, completion: 0 }));
+      // p is the least loaded (1/8 against 1/2) but holds 900 of its 1000 tokens.
+      const b = await queueOf().acquireLease(request([p, q], { prompt: 500, completion: 0 }));
+      expect(b.providerId).toBe('q');
+      expect((await counts('q'))?.tokensInFlight).toBe(510);
+      await Promise.all([a.release(), b.release(), onQ.release()]);
+    });
+
+    it('decides as before on a provider without a token limit, whatever the weight', async () => {
+      const p = limited('p', undefined, 2);
+      await queueOf().configure([p]);
+      const a = await queueOf().acquireLease(request([p], { prompt: 10_000_000, completion: 10_000_000 }));
+      const b = await queueOf().acquireLease(request([p], { prompt: 10_000_000 }));
+      expect(await counts('p')).toEqual({ inFlight: 2, queued: 0 });
+      await a.prefillDone();
+      const c = start([p], { prompt: 1 });
+      await waitUntil(async () => (await counts('p'))?.queued === 1, 5000, 'the third request to wait for a slot');
+      await a.release();
+      await c.granted;
+      await Promise.all([b.release(), c.state.lease!.release()]);
+      expect(await counts('p')).toEqual({ inFlight: 0, queued: 0 });
+    });
+  });
+}
