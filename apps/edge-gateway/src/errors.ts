@@ -1,6 +1,9 @@
 import {
   ERROR_CATALOG,
+  boundedMessage,
   catalogMessage,
+  echoed,
+  echoedParam,
   resolveError,
   type ErrorCatalogEntry,
   type ErrorCode,
@@ -34,13 +37,14 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
   /** Seconds for the `Retry-After` header, when retrying can help (a catalog code's default when not given). */
   readonly retryAfterS?: number;
 
+  /** Client strings are bounded here whatever made `init` (`@iop/errors` `echoed.ts`): `param` and the message. */
   constructor(init: ApiErrorInit<C>) {
     const parts: ErrorParts = 'message' in init ? init : resolveError(init);
-    super(parts.message);
+    super(boundedMessage(parts.message));
     this.status = parts.status;
     this.code = parts.code;
     this.type = parts.type;
-    this.param = parts.param ?? null;
+    this.param = echoedParam(parts.param);
     this.retryAfterS = parts.retryAfterS;
   }
 
@@ -122,28 +126,25 @@ export const countsAgainstProvider = (err: unknown): err is UpstreamError =>
 /** True for an {@link UpstreamError} after which a pooled request may fail over (see `failsOver`). */
 export const failsOver = (err: unknown): err is UpstreamError => err instanceof UpstreamError && err.failsOver;
 
-/** 400 `invalid_request_error`: `problem` says what is wrong and how to fix it; `param` names the field. */
+/**
+ * 400 `invalid_request_error`: `problem` says what is wrong and how to fix it, each client string in
+ * it passed through {@link echoed}; `param` names the field (bounded by `ApiError`).
+ */
 export const invalidRequest = (problem: string, param: string | null = null) =>
   new ApiError({ code: 'invalid_request_error', fields: { problem }, param });
 /** 401 of `/v1` (`gateway.api_keys`). */
 export const invalidApiKey = () => new ApiError({ code: 'invalid_api_key', fields: { keys: 'gateway.api_keys' } });
-/** Longest client-sent string (a model id, a path) an error message echoes, in characters. */
-export const MAX_ECHOED_CHARS = 200;
-
 /**
- * A client-sent string as an error message echoes it: at most {@link MAX_ECHOED_CHARS} characters,
- * then `…(N more characters)`, so a 5000-character model id costs the answer no more than that.
+ * The one bound on client strings in errors (`@iop/errors`, README "Errors"): {@link echoed} cuts a
+ * client string an error message quotes to `MAX_ECHOED_CHARS` (200) characters; `ApiError` bounds
+ * every `param` the same way and every message to `MAX_MESSAGE_CHARS`.
  */
-export function echoed(text: string): string {
-  return text.length <= MAX_ECHOED_CHARS
-    ? text
-    : `${text.slice(0, MAX_ECHOED_CHARS)}…(${text.length - MAX_ECHOED_CHARS} more characters)`;
-}
+export { echoed, MAX_ECHOED_CHARS, MAX_MESSAGE_CHARS } from '@iop/errors';
 
-/** 404 `model_not_found`; the message echoes the model id cut to {@link MAX_ECHOED_CHARS}. */
+/** 404 `model_not_found`; the message echoes the model id cut by {@link echoed}. */
 export const modelNotFound = (model: string) =>
   new ApiError({ code: 'model_not_found', fields: { model: echoed(model) }, param: 'model' });
-/** 404 `not_found` for a path the gateway does not serve; the message echoes the path cut to {@link MAX_ECHOED_CHARS}. */
+/** 404 `not_found` for a path the gateway does not serve; the message echoes the path cut by {@link echoed}. */
 export const notFound = (method: string, path: string) =>
   new ApiError({
     code: 'not_found',

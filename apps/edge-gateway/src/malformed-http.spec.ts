@@ -5,7 +5,7 @@ import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 /**
  * README "Errors": requests Node's HTTP parser refuses before express runs (a bad request line, a
  * `Content-Length` one byte short followed by the extra byte, headers too large, a request that
- * does not arrive in time) get an OpenAI-shaped JSON error with the right status (400, 431, 408)
+ * does not arrive in time, an `Expect` other than `100-continue`) get an OpenAI-shaped JSON error with the right status (400, 431, 408, 417)
  * and an `x-request-id`, from the gateway's own HTTP server, on every route; never a bare
  * `400 Bad Request`, never a stack trace, and no upstream is called.
  */
@@ -65,6 +65,12 @@ describe("requests the gateway's HTTP parser refuses", () => {
       'request_header_fields_too_large',
     ],
     [
+      'an Expect header other than 100-continue (before the body is sent)',
+      [head('/v1/chat/completions', Buffer.byteLength(chat)).replace('Host: x\r\n', 'Host: x\r\nExpect: foo\r\n')],
+      417,
+      'expectation_failed',
+    ],
+    [
       'headers slower than gateway.header_timeout_ms',
       ['POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n'],
       408,
@@ -95,6 +101,22 @@ describe("requests the gateway's HTTP parser refuses", () => {
       expect(upstream.stats().total).toBe(0);
     },
   );
+
+  it("a 417 keeps the client's x-request-id and quotes at most 200 characters of the Expect header", async () => {
+    const expect8k = `x-${'e'.repeat(8000)}`;
+    const request = head('/v1/responses', 2).replace(
+      'Host: x\r\n',
+      `Host: x\r\nX-Request-Id: rid-417\r\nExpect: ${expect8k}\r\n`,
+    );
+    const answer = await rawExchange(gateway.url, [request]);
+    expect(answer.status).toBe(417);
+    expect(answer.headers['x-request-id']).toBe('rid-417');
+    expect(answer.headers.connection).toBe('close');
+    expect(Buffer.byteLength(answer.body)).toBeLessThan(1024);
+    expect((JSON.parse(answer.body) as { error: { message: string } }).error.message).toContain(
+      '(7802 more characters)',
+    );
+  });
 
   it('a well-formed request on the same server is still served', async () => {
     const request = head('/v1/chat/completions', Buffer.byteLength(chat)).replace(

@@ -6,6 +6,7 @@ import {
   type ErrorMessageArgs,
   type ErrorSpec,
 } from './error-catalog';
+import { boundedMessage, echoedFields, echoedParam } from './echoed';
 
 /** An error ready to answer: HTTP status, code, OpenAI `type`, message, `param` and `Retry-After` seconds. */
 export interface ErrorParts {
@@ -17,16 +18,20 @@ export interface ErrorParts {
   readonly retryAfterS?: number;
 }
 
-/** The parts of a catalog error: status and type of its code, message from its template, `Retry-After` the spec's or the code's default. */
+/**
+ * The parts of a catalog error: status and type of its code, message from its template, `Retry-After`
+ * the spec's or the code's default. Client strings are bounded here (`echoed.ts`): each string field
+ * but `problem` to `MAX_ECHOED_CHARS`, `param` likewise, the message to `MAX_MESSAGE_CHARS`.
+ */
 export function resolveError<C extends ErrorCode>(spec: ErrorSpec<C>): ErrorParts {
   const entry: ErrorCatalogEntry = ERROR_CATALOG[spec.code];
-  const args = (spec.fields === undefined ? [] : [spec.fields]) as ErrorMessageArgs<C>;
+  const args = (spec.fields === undefined ? [] : [echoedFields(spec.fields)]) as ErrorMessageArgs<C>;
   return {
     status: entry.status,
     code: spec.code,
     type: entry.type,
-    message: catalogMessage(spec.code, ...args),
-    param: spec.param ?? null,
+    message: boundedMessage(catalogMessage(spec.code, ...args)),
+    param: echoedParam(spec.param),
     retryAfterS: spec.retryAfterS ?? entry.retryAfterS,
   };
 }
@@ -39,7 +44,7 @@ export interface OpenAiErrorBody {
 /**
  * The answer for a catalog `code` with its `message` (from {@link catalogMessage}): its status, the
  * headers to set (`retry-after` when the code carries one; `retryAfterS` overrides the catalog's
- * default) and the OpenAI-shaped body. For apps that answer without the gateway's `ApiError` (the
+ * default) and the OpenAI-shaped body, its message and `param` bounded as {@link resolveError}'s. For apps that answer without the gateway's `ApiError` (the
  * status exporter).
  */
 export function catalogAnswer(
@@ -52,6 +57,6 @@ export function catalogAnswer(
   return {
     status: entry.status,
     headers: retryAfterS !== undefined ? { 'retry-after': String(retryAfterS) } : {},
-    body: { error: { message, type: entry.type, param: opts.param ?? null, code } },
+    body: { error: { message: boundedMessage(message), type: entry.type, param: echoedParam(opts.param), code } },
   };
 }

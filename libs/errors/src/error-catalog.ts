@@ -131,6 +131,12 @@ export const ERROR_CATALOG = {
     message: (f: { limitBytes: number }) =>
       `The request's headers are larger than the server reads (${f.limitBytes} bytes in all); the connection is closed.`,
   },
+  expectation_failed: {
+    status: 417,
+    type: 'invalid_request_error',
+    message: (f: { expect: string }) =>
+      `The server cannot meet the request's Expect header "${f.expect}" (RFC 9110, section 10.1.1); send no Expect header, or Expect: 100-continue. The connection is closed.`,
+  },
   unsupported_media_type: {
     status: 415,
     type: 'invalid_request_error',

@@ -11,3 +11,4 @@ export {
   isCatalogCode,
 } from './error-catalog';
 export { type ErrorParts, catalogAnswer, resolveError } from './error-answer';
+export { MAX_ECHOED_CHARS, MAX_MESSAGE_CHARS, echoed, echoedParam, boundedMessage, echoedFields } from './echoed';

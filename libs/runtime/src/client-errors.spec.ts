@@ -75,6 +75,12 @@ describe('requests Node refuses before the app runs get an OpenAI-shaped answer 
     ],
     ['headers slower than headersTimeout', ['GET / HTTP/1.1\r\nHost: x\r\n'], 408, 'request_timeout'],
     [
+      'an Expect other than 100-continue',
+      ['POST / HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n'],
+      417,
+      'expectation_failed',
+    ],
+    [
       'a body slower than requestTimeout',
       ['POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{"a"'],
       408,

@@ -1,6 +1,6 @@
-import { catalogAnswer, catalogMessage, type ErrorCode } from '@iop/errors';
+import { catalogAnswer, catalogMessage, echoed, type ErrorCode } from '@iop/errors';
 import { randomUUID } from 'node:crypto';
-import { maxHeaderSize, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
@@ -25,6 +25,8 @@ export interface ClientErrorOptions {
    * answer: a server that counts connections may close it first to make room.
    */
   onLinger?(socket: Socket): void;
+  /** The request id of a request answered `417` (default: a new UUID), e.g. the client's own `x-request-id` when kept. */
+  requestIdOf?(req: IncomingMessage): string;
 }
 
 /** After the answer, how long the server still reads and drops what the client sends before it cuts the connection, in ms. */
@@ -77,9 +79,10 @@ const answered = new WeakMap<Socket, number>();
  * after {@link CLIENT_ERROR_LINGER_MS} or {@link CLIENT_ERROR_LINGER_BYTES} more bytes (cutting it at
  * once with unread bytes would make the kernel reset it and lose the answer); `onLinger` hears of
  * it. Node's default answer (`server.on('clientError')` absent) is documented in the Node.js HTTP
- * reference.
+ * reference. An `Expect` other than `100-continue` is answered too ({@link answerExpectationFailed}).
  */
-export function answerClientErrors(server: Server, { logger, onLinger }: ClientErrorOptions = {}): void {
+export function answerClientErrors(server: Server, { logger, onLinger, requestIdOf }: ClientErrorOptions = {}): void {
+  answerExpectationFailed(server, logger, requestIdOf);
   server.on('clientError', (err: Error & { code?: unknown }, socket: Socket) => {
     const at = answered.get(socket);
     if (at !== undefined) {
@@ -112,6 +115,38 @@ export function answerClientErrors(server: Server, { logger, onLinger }: ClientE
     logger?.info(
       { request_id: requestId, status: answer.status, code, parser_error: String(err.code ?? 'unknown') },
       `malformed HTTP request answered ${answer.status} before the app ran`,
+    );
+  });
+}
+
+/**
+ * Answers `server`'s `checkExpectation` events, which Node emits for a request whose `Expect` header
+ * is not `100-continue` (Node.js HTTP reference; without a listener Node answers a bare `417` with no
+ * body): `417 expectation_failed` as an OpenAI-shaped body (README "Errors") quoting the header cut
+ * by `echoed`, with an `x-request-id` (`requestIdOf`, default a new UUID) and `Connection: close`,
+ * before the app runs and before the client sends its body (RFC 9110, section 10.1.1); logged at info.
+ */
+export function answerExpectationFailed(
+  server: Server,
+  logger?: ClientErrorLogger,
+  requestIdOf: (req: IncomingMessage) => string = () => randomUUID(),
+): void {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = requestIdOf(req);
+    const expect = echoed(String(req.headers.expect ?? ''));
+    const answer = catalogAnswer('expectation_failed', catalogMessage('expectation_failed', { expect }));
+    const body = JSON.stringify(answer.body);
+    res.writeHead(answer.status, {
+      ...answer.headers,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': requestId,
+      connection: 'close',
+    });
+    res.end(body);
+    logger?.info(
+      { request_id: requestId, status: answer.status, code: 'expectation_failed' },
+      `request with an unmet Expect header answered ${answer.status} before the app ran`,
     );
   });
 }

@@ -1,4 +1,9 @@
-export { answerClientErrors, type ClientErrorLogger, type ClientErrorOptions } from './client-errors';
+export {
+  answerClientErrors,
+  answerExpectationFailed,
+  type ClientErrorLogger,
+  type ClientErrorOptions,
+} from './client-errors';
 export { CloseList } from './close-list';
 export { type GatewayEnvironment, gatewayEnvironmentSchema, exporterEnvironmentSchema } from './environment';
 export { listen, listenOrStop } from './listen';

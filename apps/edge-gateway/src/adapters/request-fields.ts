@@ -1,4 +1,4 @@
-import { ApiError, invalidRequest } from '../errors';
+import { ApiError, echoed, invalidRequest } from '../errors';
 
 /** The OpenAI endpoints the gateway serves; each adapter has a field table per endpoint. */
 export type Endpoint = 'chat' | 'responses' | 'embeddings';
@@ -105,7 +105,7 @@ export function applyFieldTable<T extends Record<string, unknown>>(
       const other = body[rule.rename];
       if (other != null && !sameValue(other, value)) {
         throw invalidRequest(
-          `Send either ${field} or ${rule.rename}, not both with different values: ${adapterLabel} has only ${rule.rename}.`,
+          `Send either ${echoed(field)} or ${rule.rename}, not both with different values: ${adapterLabel} has only ${rule.rename}.`,
           field,
         );
       }
@@ -123,7 +123,7 @@ export function applyFieldTable<T extends Record<string, unknown>>(
 
 function refused(field: string, reason: string, adapterLabel: string, endpoint: Endpoint): ApiError {
   return invalidRequest(
-    `${field} is not supported on ${ENDPOINT_PATH[endpoint]} for this model: ${reason} (${adapterLabel}). Remove it and retry.`,
+    `${echoed(field)} is not supported on ${ENDPOINT_PATH[endpoint]} for this model: ${reason} (${adapterLabel}). Remove it and retry.`,
     field,
   );
 }

@@ -3,6 +3,7 @@ import type { EdgeConfig } from '@iop/validate';
 import type { Express } from 'express';
 import { createServer, type Server } from 'node:http';
 import { answerContinue, applyServerLimits, lingering, SERVER_OPTIONS } from '../http/access/server-limits';
+import { requestIdFrom } from '../http/request/request-id';
 
 /** How long idle keep-alive connections stay open, in ms: longer than the usual load balancer's 60 s idle timeout. */
 /** How often the drain closes the keep-alive connections that turned idle, in ms. */
@@ -14,7 +15,8 @@ const SHUTDOWN_ANSWER_MS = 200;
  * The gateway's HTTP server around `app`, not yet listening, with the connection cap and the
  * header and body times of README "Security" taken from `config().gateway` (`applyServerLimits`;
  * call it again on every reload), `Expect: 100-continue` answered against `max_body_bytes`, and
- * requests Node's parser refuses before the app runs answered as OpenAI errors (400, 408, 431; README
+ * requests Node's parser refuses before the app runs answered as OpenAI errors (400, 408, 431, and 417
+ * for an `Expect` other than `100-continue`; README
  * "Errors"), logged to `logger` with their request id; a connection that only lingers after such
  * an answer is the first a newcomer at the connection cap closes.
  */
@@ -22,7 +24,11 @@ export function createGatewayServer(app: Express, config: () => EdgeConfig, logg
   const server = createServer(SERVER_OPTIONS, app);
   applyServerLimits(server, config().gateway);
   answerContinue(server, () => config().gateway.max_body_bytes, app);
-  answerClientErrors(server, { logger, onLinger: (socket) => lingering(server, socket) });
+  answerClientErrors(server, {
+    logger,
+    onLinger: (socket) => lingering(server, socket),
+    requestIdOf: (req) => requestIdFrom(req.headers['x-request-id']),
+  });
   return server;
 }
 

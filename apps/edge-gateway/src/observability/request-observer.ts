@@ -3,14 +3,14 @@ import type { RequestHandler } from 'express';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './gateway-metrics';
-import { truncateForMessage } from '../http/request/body-gates';
+import { echoed } from '../errors';
 import { requestIdFrom, requestIdOf, requestLogger } from '../http/request/request-id';
 import { ensureTracing, flushOnClose, recordRequestSpans } from './tracing';
 
 /** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */
 export const MAX_LOGGED_CHARS = 256;
 /** A client-sent string as logged: at most {@link MAX_LOGGED_CHARS} characters, the rest counted. */
-const clip = (text: string) => truncateForMessage(text, MAX_LOGGED_CHARS);
+const clip = (text: string) => echoed(text, MAX_LOGGED_CHARS);
 
 /**
  * The one observer of a completion request: when its response closes it writes the access log

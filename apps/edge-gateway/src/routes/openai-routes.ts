@@ -3,8 +3,7 @@ import { Router, type IRouter, type RequestHandler } from 'express';
 import { dispatchCompletion } from '../dispatch/dispatch-completion';
 import type { CompletionEndpoint, DispatcherDeps } from '../dispatch/dispatcher-deps';
 import type { DispatchOutcome } from '../dispatch/outcome';
-import { invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
-import { truncateForMessage } from '../http/request/body-gates';
+import { echoed, invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { parseChatRequest, parseResponsesRequest } from '../http/request/request-schemas';
 import { parseEmbeddingsRequest } from '../http/request/embeddings-request';
 
@@ -83,7 +82,7 @@ export function openAiRoutes(deps: DispatcherDeps, startedAtS: number, gates: Op
       } catch {
         return next(
           invalidRequest(
-            `The path ${truncateForMessage(req.path, 200)} is not valid percent-encoding; write a model id as GET /v1/models/{id}, percent-encoding reserved characters.`,
+            `The path ${echoed(req.path)} is not valid percent-encoding; write a model id as GET /v1/models/{id}, percent-encoding reserved characters.`,
             'model',
           ),
         );

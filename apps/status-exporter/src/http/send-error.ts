@@ -8,15 +8,5 @@ export function sendError<C extends ErrorCode>(res: Response, spec: ErrorSpec<C>
   res.status(answer.status).json(answer.body);
 }
 
-/** Longest client-sent string (a path) an error message echoes, in characters. */
-export const MAX_ECHOED_CHARS = 200;
-
-/**
- * A client-sent string as an error message echoes it: at most {@link MAX_ECHOED_CHARS} characters,
- * then `…(N more characters)` (as the gateway's errors do).
- */
-export function echoed(text: string): string {
-  return text.length <= MAX_ECHOED_CHARS
-    ? text
-    : `${text.slice(0, MAX_ECHOED_CHARS)}…(${text.length - MAX_ECHOED_CHARS} more characters)`;
-}
+/** A client-sent string as an error message echoes it (`@iop/errors`: the one bound, as the gateway's errors). */
+export { echoed } from '@iop/errors';

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../errors';
+import { echoed, invalidRequest } from '../../errors';
 import type { ChatMessage } from '../adapter';
 
 const TEXT_PART_TYPES = new Set(['text', 'input_text', 'output_text']);
@@ -108,7 +108,7 @@ function messageText(message: ChatMessage, i: number): string {
     .map((part, j) => {
       if (TEXT_PART_TYPES.has(part.type) && typeof part.text === 'string') return part.text;
       throw invalidRequest(
-        `messages[${i}].content[${j}] has type "${part.type}"; this model is a command-line program and reads text only.`,
+        `messages[${i}].content[${j}] has type "${echoed(String(part.type))}"; this model is a command-line program and reads text only.`,
         `messages[${i}].content[${j}]`,
       );
     })

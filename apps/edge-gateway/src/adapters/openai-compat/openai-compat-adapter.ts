@@ -139,8 +139,8 @@ export class OpenAiCompatAdapter implements Adapter {
     trackUpstreamAnswer(ctx.signal, res.body);
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
-      const text = this.target.redactSecrets(await errorText(res, where, ctx.signal));
-      throw upstreamFailure(status, res.headers, text, where);
+      const text = await errorText(res, where, ctx.signal);
+      throw upstreamFailure(status, res.headers, text, where, this.target.redactForClient);
     }
     let codings: string[];
     try {

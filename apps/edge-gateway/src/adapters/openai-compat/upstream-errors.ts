@@ -55,14 +55,27 @@ export function parseRetryAfter(value: unknown, now = Date.now()): number | unde
   return Math.min(MAX_RETRY_AFTER_S, Math.max(0, Math.ceil(seconds)));
 }
 
-/** The error for a non-2xx answer, per the table of {@link OpenAiCompatAdapter}. */
+/**
+ * The error for a non-2xx answer, per the table of {@link OpenAiCompatAdapter}. `raw` is the start of
+ * its body as sent; `redact` makes a text fit for a client (`UpstreamTarget.redactForClient`): it is
+ * applied to the body for the log and to each field parsed from it (after parsing, so a secret
+ * quoted inside a JSON string is matched as the client would read it).
+ */
 export function upstreamFailure(
   status: number,
   headers: Dispatcher.ResponseData['headers'],
-  text: string,
+  raw: string,
   where: string,
+  redact: (text: string) => string,
 ): UpstreamError {
-  const parsed = parseErrorBody(text);
+  const text = redact(raw);
+  const fields = parseErrorBody(raw);
+  const parsed = {
+    message: fields.message === undefined ? undefined : redact(fields.message),
+    type: fields.type === undefined ? undefined : redact(fields.type),
+    code: fields.code === undefined ? undefined : redact(fields.code),
+    param: typeof fields.param === 'string' ? redact(fields.param) : fields.param,
+  };
   const detail = `${where} answered ${status}: ${text.slice(0, ERROR_BODY_BYTES)}`;
   if (status === 429) {
     const retryAfterS = parseRetryAfter(headers['retry-after']) ?? DEFAULT_RETRY_AFTER_S;
@@ -103,7 +116,7 @@ export function upstreamFailure(
         ? String(status)
         : `an unexpected status (${status})`;
   return upstreamError(`The upstream answered ${what}.`, {
-    detail: status >= 300 && status < 400 ? `${detail} location=${String(headers.location ?? '')}` : detail,
+    detail: status >= 300 && status < 400 ? `${detail} location=${redact(String(headers.location ?? ''))}` : detail,
   });
 }
 

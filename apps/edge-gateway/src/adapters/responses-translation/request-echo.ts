@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../errors';
+import { echoed, invalidRequest } from '../../errors';
 import type { ResponsesRequest } from '../adapter';
 import { isRecord } from './response-object';
 
@@ -71,7 +71,7 @@ export function readTextConfig(text: unknown): TextConfig {
   if (text.verbosity != null) {
     if (text.verbosity !== 'medium') {
       throw invalidRequest(
-        `text.verbosity ${JSON.stringify(text.verbosity)} is not supported for this model: it is reached through chat completions, which have no verbosity control. Remove it and retry.`,
+        `text.verbosity ${echoed(JSON.stringify(text.verbosity) ?? String(text.verbosity))} is not supported for this model: it is reached through chat completions, which have no verbosity control. Remove it and retry.`,
         'text.verbosity',
       );
     }
@@ -86,7 +86,7 @@ function readFormat(format: unknown): TextFormat {
   const { type } = format;
   if (typeof type !== 'string' || !FORMAT_TYPES.includes(type)) {
     throw invalidRequest(
-      `Invalid value for text.format.type: ${JSON.stringify(type)}. Supported values are: 'text', 'json_object', and 'json_schema'.`,
+      `Invalid value for text.format.type: ${echoed(JSON.stringify(type) ?? String(type))}. Supported values are: 'text', 'json_object', and 'json_schema'.`,
       'text.format.type',
     );
   }

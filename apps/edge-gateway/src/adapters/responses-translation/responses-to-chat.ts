@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../errors';
+import { echoed, invalidRequest } from '../../errors';
 import type { ChatMessage, ChatRequest, ResponsesRequest } from '../adapter';
 import { readTextConfig, responseFormatOf } from './request-echo';
 import { isRecord } from './response-object';
@@ -120,7 +120,7 @@ function itemToMessage(item: unknown, i: number): ChatMessage {
   if (!isRecord(item)) throw invalidRequest(`${param} must be a message object {role, content}.`, param);
   if (item.type !== undefined && item.type !== 'message') {
     throw invalidRequest(
-      `${param} has type "${String(item.type)}"; this model takes message items only (no function calls or item references).`,
+      `${param} has type "${echoed(String(item.type))}"; this model takes message items only (no function calls or item references).`,
       `${param}.type`,
     );
   }
@@ -146,7 +146,7 @@ function contentToText(content: unknown, param: string): string {
       }
       const type = isRecord(part) ? String(part.type) : typeof part;
       throw invalidRequest(
-        `${param}[${j}] has type "${type}"; this model takes text only (input_text or output_text parts).`,
+        `${param}[${j}] has type "${echoed(type)}"; this model takes text only (input_text or output_text parts).`,
         `${param}[${j}]`,
       );
     })

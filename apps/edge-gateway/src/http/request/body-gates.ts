@@ -3,25 +3,20 @@ import type { RequestHandler } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { ApiError, clientClosed, invalidRequest, requestTooLarge, tooManyValues } from '../../errors';
+import { ApiError, clientClosed, echoed, invalidRequest, requestTooLarge, tooManyValues } from '../../errors';
 import { JsonValueCounter } from './json-values';
 
 /** 415: a completion body must be JSON, declared as such (README "Security": no browser form or text/plain request reaches a model). */
 export const unsupportedMediaType = (got: string | undefined) =>
   new ApiError({
     code: 'unsupported_media_type',
-    fields: { contentType: got ? truncateForMessage(got, 100) : undefined },
+    fields: { contentType: got ? echoed(got) : undefined },
   });
 
 /** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
 function isJson(contentType: string | undefined): boolean {
   if (contentType === 'application/json') return true;
   return contentType !== undefined && contentType.split(';', 1)[0].trim().toLowerCase() === 'application/json';
-}
-
-/** A client-sent string quoted in a message or a log: at most `max` characters, the rest counted. */
-export function truncateForMessage(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length - max} more characters)`;
 }
 
 /**
@@ -67,7 +62,7 @@ function decoder(encoding: string): Transform | undefined {
       return createBrotliDecompress();
     default:
       throw invalidRequest(
-        `The request body's Content-Encoding "${truncateForMessage(encoding, 50)}" is not supported; send UTF-8 JSON, uncompressed or as gzip, deflate or br.`,
+        `The request body's Content-Encoding "${echoed(encoding)}" is not supported; send UTF-8 JSON, uncompressed or as gzip, deflate or br.`,
       );
   }
 }
@@ -92,11 +87,7 @@ export function readJsonBody(req: IncomingMessage, limit: number, maxValues: num
         ? undefined
         : /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      reject(
-        invalidRequest(
-          `The request body's charset "${truncateForMessage(charset, 50)}" is not supported; send UTF-8 JSON.`,
-        ),
-      );
+      reject(invalidRequest(`The request body's charset "${echoed(charset)}" is not supported; send UTF-8 JSON.`));
       return;
     }
     let decode: Transform | undefined;

@@ -1,3 +1,5 @@
+import { echoed } from '../../errors';
+
 /**
  * The deepest a request body may nest arrays and objects, counting the body object itself as
  * level 1 (`{"a": [1]}` is 2 levels deep). README "Errors": deeper bodies are a 400
@@ -62,7 +64,7 @@ export function findTooDeep(value: unknown, limit: number = MAX_BODY_DEPTH): Too
  * (`param`) and the limit, or the number out of range.
  */
 export function tooDeepMessage(found: TooDeep, limit: number = MAX_BODY_DEPTH): string {
-  const where = found.field === null ? '' : ` (in '${found.field}')`;
+  const where = found.field === null ? '' : ` (in '${echoed(found.field)}')`;
   return found.kind === 'number'
     ? `The request body holds a number too large for a 64-bit float${where}; it would reach the upstream as null.`
     : `The request body nests arrays or objects more than ${limit} levels deep${where}; the gateway accepts at most ${limit}.`;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { invalidRequest } from '../../errors';
+import { echoed, invalidRequest } from '../../errors';
 import type { ChatRequest, ResponsesRequest } from '../../adapters/adapter';
 import { firstErrorArray } from './first-error-array';
 import { findTooDeep, MAX_BODY_DEPTH, tooDeepMessage } from './json-depth';
@@ -89,10 +89,12 @@ export function parseWith<T>(schema: z.ZodType<T>, body: unknown, unionParam = '
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  const param =
+  // The path names the client's keys: bounded as every client string an error echoes.
+  const param = echoed(
     issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') ||
-    (issue.code === 'invalid_union' ? unionParam : '');
-  throw invalidRequest(`Invalid '${param}': ${issue.message}.`, param || null);
+      (issue.code === 'invalid_union' ? unionParam : ''),
+  );
+  throw invalidRequest(`Invalid '${param}': ${echoed(issue.message)}.`, param || null);
 }
 
 /**
