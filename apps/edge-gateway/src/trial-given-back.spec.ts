@@ -50,6 +50,7 @@ const CASES = (['chat', 'responses', 'embeddings'] as const).flatMap((endpoint) 
 const sabotage = { on: false };
 const faultyWhenSabotaged: AdapterFactory = (config) => {
   const real = createAdapter(config);
+  const embeddings = real.embeddings?.bind(real);
   const fail = async (): Promise<never> => {
     throw new RangeError('Maximum call stack size exceeded');
   };
@@ -57,7 +58,7 @@ const faultyWhenSabotaged: AdapterFactory = (config) => {
     type: real.type,
     chat: (req, ctx) => (sabotage.on ? fail() : real.chat(req, ctx)),
     responses: (req, ctx) => (sabotage.on ? fail() : real.responses(req, ctx)),
-    embeddings: (req, ctx) => (sabotage.on ? fail() : real.embeddings!(req, ctx)),
+    embeddings: (req, ctx) => (sabotage.on || !embeddings ? fail() : embeddings(req, ctx)),
     close: () => real.close(),
   };
 };
@@ -75,9 +76,10 @@ describe.each(['memory', 'redis'] as const)(
       upstream = await startFakeUpstream();
       if (backend === 'redis') {
         redis = await startRedis();
-        conn = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-        await new Promise((resolve, reject) => conn!.once('ready', resolve).once('error', reject));
-        health = new RedisHealthStore(conn, uniquePrefix('trial-back'), SETTINGS, () => 60_000);
+        const c = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+        conn = c;
+        await new Promise((resolve, reject) => c.once('ready', resolve).once('error', reject));
+        health = new RedisHealthStore(c, uniquePrefix('trial-back'), SETTINGS, () => 60_000);
       } else health = new MemoryHealthStore(SETTINGS);
       gateway = await startTestGateway(YAML, { UP: upstream.url }, undefined, {
         health,
