@@ -68,8 +68,9 @@ export function createApp(appDeps: AppDeps): Express {
       statusKeyAuth(() => deps.config().status.api_keys),
     ),
   );
-  // Unknown /v1 paths still ask for the key first, so the surface is not probed without one.
-  app.use('/v1', auth);
+  // Every other path (unknown, `//v1/...`, `/./v1/...`, `*`) asks for the client key first: without one
+  // the caller gets the 401 alone, never the 404 that lists the endpoints (README "Security").
+  app.use(auth);
   app.use((req, _res, next) => next(notFound(req.method, req.path)));
   app.use(errorMiddleware(deps.logger, () => deps.config().gateway.max_body_bytes));
   return app;

@@ -155,7 +155,8 @@ export function createExporterApp(deps: ExporterDeps, source: SnapshotSource = s
   }
   if (deps.board) app.use(BOARD_PATH, auth, deps.board);
   const served = deps.board ? `/status, /metrics, /healthz, / and ${BOARD_PATH}` : '/status, /metrics, /healthz and /';
-  app.use((req, res) => {
+  // Any other path asks for the status key first: without one, the 401 alone, never the list of what is served.
+  app.use(auth, (req, res) => {
     sendError(res, { code: 'not_found', fields: { method: req.method, path: echoed(req.path), served } });
   });
   return app;

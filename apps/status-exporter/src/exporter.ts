@@ -13,6 +13,7 @@ import {
   type QueueBackendChoice,
 } from '@iop/validate';
 import { createServer } from 'node:http';
+import { answerContinue } from './http/continue-gate';
 import type { Logger } from 'pino';
 import { createExporterApp, snapshotSource } from './exporter-app';
 import { PushLock } from './push/push-lock';
@@ -174,6 +175,8 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   const source = snapshotSource(deps);
   const app = createExporterApp(deps, source);
   const server = createServer(app);
+  // Unauthenticated callers get their 401 instead of `100 Continue` (README "Security").
+  answerContinue(server, () => current().status.api_keys, app);
   // README "Errors": requests Node's parser refuses get an OpenAI-shaped answer, as every other error.
   answerClientErrors(server, { logger });
   try {

@@ -2,6 +2,7 @@ import { answerClientErrors, type ClientErrorLogger, type CloseList } from '@iop
 import type { EdgeConfig } from '@iop/validate';
 import type { Express } from 'express';
 import { createServer, type Server } from 'node:http';
+import { refuseBeforeBody } from '../http/access/refuse-before-body';
 import { answerContinue, applyServerLimits, lingering, SERVER_OPTIONS } from '../http/access/server-limits';
 import { requestIdFrom } from '../http/request/request-id';
 
@@ -14,7 +15,8 @@ const SHUTDOWN_ANSWER_MS = 200;
 /**
  * The gateway's HTTP server around `app`, not yet listening, with the connection cap and the
  * header and body times of README "Security" taken from `config().gateway` (`applyServerLimits`;
- * call it again on every reload), `Expect: 100-continue` answered against `max_body_bytes`, and
+ * call it again on every reload), `Expect: 100-continue` answered only once the key is checked and
+ * the declared size is within `max_body_bytes` (`refuseBeforeBody`), and
  * requests Node's parser refuses before the app runs answered as OpenAI errors (400, 408, 431, and 417
  * for an `Expect` other than `100-continue`; README
  * "Errors"), logged to `logger` with their request id; a connection that only lingers after such
@@ -23,7 +25,7 @@ const SHUTDOWN_ANSWER_MS = 200;
 export function createGatewayServer(app: Express, config: () => EdgeConfig, logger?: ClientErrorLogger): Server {
   const server = createServer(SERVER_OPTIONS, app);
   applyServerLimits(server, config().gateway);
-  answerContinue(server, () => config().gateway.max_body_bytes, app);
+  answerContinue(server, refuseBeforeBody(config), app);
   answerClientErrors(server, {
     logger,
     onLinger: (socket) => lingering(server, socket),

@@ -5,7 +5,7 @@ import { acquireLease } from './acquire-lease';
 import type { AttemptSignals } from './attempt-signals';
 import { bookOutcome } from './book-outcome';
 import { callUpstream } from './call-upstream';
-import type { TrialPick } from './claim-trial';
+import { releaseUnsettledTrial, type TrialPick } from './claim-trial';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
 import { fenceLease } from './fence-lease';
@@ -29,7 +29,9 @@ export interface PoolPick extends TrialPick {
  * fails before any byte reached the client, in a way that fails over (unreachable, reset, 5xx, 429,
  * no first byte in time), is followed by one more on the candidates left, minus the provider that
  * failed and any now out of health; the first lease is released before the second is asked for,
- * so a retry never holds two slots.
+ * so a retry never holds two slots. A trial whose attempt booked nothing (the client's own error, the
+ * client gone, the queue's refusal, a failure of the gateway's) is given back before the request
+ * ends ({@link releaseUnsettledTrial}).
  * @throws ApiError 503 `no_available_provider` (or 429 when every provider backs off) when no
  *   candidate is left; the queue's refusal; the upstream's failure as the client may see it
  *   (`toClientError`); any other error as it was raised.
@@ -39,6 +41,23 @@ export async function callWithFailover(
   route: PoolRoute,
   pick: PoolPick,
   attempts: AttemptSignals,
+): Promise<void> {
+  // Whether the trial's attempt booked what the provider did (which ends the trial).
+  const trialBooked = { settled: false };
+  try {
+    await attemptWithFailover(req, route, pick, attempts, trialBooked);
+  } finally {
+    await releaseUnsettledTrial(req.deps.health, pick, trialBooked.settled);
+  }
+}
+
+/** The attempts of {@link callWithFailover}; sets `trialBooked.settled` once the trial's outcome is booked. */
+async function attemptWithFailover(
+  req: CompletionRequest,
+  route: PoolRoute,
+  pick: PoolPick,
+  attempts: AttemptSignals,
+  trialBooked: { settled: boolean },
 ): Promise<void> {
   const { deps, res, outcome, body, requestId } = req;
   let candidates: PoolCandidate[] = pick.candidates;
@@ -63,6 +82,8 @@ export async function callWithFailover(
         // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").
         void lease?.prefillDone();
         deps.firstBytes?.mark(providerId);
+        // A trial's first byte is booked (a success), so the trial is over.
+        if (trial && deps.health) trialBooked.settled = true;
         void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
       });
       logStreamEnd(req, providerId, result);
@@ -75,7 +96,8 @@ export async function callWithFailover(
         thrown instanceof FirstByteTimeout
           ? weighFirstByteTimeout(thrown, startedAt, deps.firstBytes?.lastFirstByte(providerId))
           : thrown;
-      await bookOutcome(deps.health, providerId, { at: 'failed', error: err });
+      const booked = await bookOutcome(deps.health, providerId, { at: 'failed', error: err });
+      if (candidate === pick.trial && booked) trialBooked.settled = true;
       const retry = failsOver(err) && tries === 0 && !res.headersSent && !attempts.clientGone;
       logUpstreamFailure(
         req,

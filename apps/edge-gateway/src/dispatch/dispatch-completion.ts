@@ -23,7 +23,7 @@ import { resolveCandidates } from './resolve-candidates';
  * 5. {@link claimTrial}: the request may be the trial of a half-open provider;
  * 6. {@link callWithFailover}: acquire a lease, call, book the outcome (`healthEventOf`, the one
  *    rule of what counts against a provider), release; once more on another candidate after a
- *    failure before the first byte.
+ *    failure before the first byte; a trial whose attempt booked nothing is given back.
  * The client's disconnect and the end of the drain abort the running attempt ({@link AttemptSignals}).
  * What reaches the client never names a URL, host or command line (`toClientError`); the log line
  * with the request id has them.
@@ -49,11 +49,11 @@ export async function dispatchCompletion(
       endpoint === 'responses' && deps.affinity
         ? await preferAffinity(deps.affinity, endpoint, body, carriers)
         : carriers;
-    const { candidates, trial } =
+    const trialPick =
       trialsDue && trialsDue.size > 0
         ? await claimTrial(deps.health, req.config, preferred, trialsDue)
-        : { candidates: preferred, trial: undefined };
-    await callWithFailover(req, route, { candidates, trial, bodies }, attempts);
+        : { candidates: preferred };
+    await callWithFailover(req, route, { ...trialPick, bodies }, attempts);
   } finally {
     attempts.close();
   }

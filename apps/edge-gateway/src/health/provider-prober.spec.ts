@@ -16,6 +16,7 @@ function recordingStore(): HealthStore & { booked: string[] } {
     recordRequest: async () => undefined,
     backOff: async () => undefined,
     claimTrial: async () => false,
+    releaseTrial: async () => undefined,
     unhealthy: () => new Set<string>(),
     trialsDue: () => new Set<string>(),
     views: () => new Map(),

@@ -36,9 +36,13 @@ export abstract class CachedHealthStore implements HealthStore {
     await this.apply(providerId, { kind: 'backoff', seconds, reason });
   }
 
-  async claimTrial(providerId: string, holdMs: number): Promise<boolean> {
+  async claimTrial(providerId: string, holdMs: number, claim?: string): Promise<boolean> {
     if (!this.cache.trialsDue(this.now()).has(providerId)) return false;
-    return this.apply(providerId, { kind: 'trial', holdMs });
+    return this.apply(providerId, { kind: 'trial', holdMs, claim });
+  }
+
+  async releaseTrial(providerId: string, claim: string): Promise<void> {
+    await this.apply(providerId, { kind: 'trial_release', claim });
   }
 
   unhealthy(): ReadonlySet<string> {

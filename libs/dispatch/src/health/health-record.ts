@@ -26,6 +26,8 @@ export interface ProviderHealth {
   retryAt?: number;
   /** Epoch ms until which a trial request is out (half-open): nobody else tries meanwhile. */
   trialUntil?: number;
+  /** The claim id of the trial request that is out, so only that request gives it back (`trial_release`). */
+  trialClaim?: string;
   /** Epoch ms until which the provider is backing off (an upstream 429's `Retry-After`). */
   backoffUntil?: number;
   /** Why it backs off. */
@@ -54,8 +56,14 @@ export type HealthEvent =
   | { kind: 'request'; ok: boolean; reason?: string }
   /** An upstream 429: the provider takes no request for `seconds`. */
   | { kind: 'backoff'; seconds: number; reason: string }
-  /** A request claims the trial of a half-open provider, holding it for `holdMs`. */
-  | { kind: 'trial'; holdMs: number };
+  /** A request claims the trial of a half-open provider, holding it for `holdMs`, under its own `claim` id. */
+  | { kind: 'trial'; holdMs: number; claim?: string }
+  /**
+   * The request holding trial `claim` ended without evidence about the provider (the client's own
+   * error, the client gone, a failure of the gateway's): the trial is given back, the provider is
+   * half-open again at once. Any other claim, or a trial already over, is left as it is.
+   */
+  | { kind: 'trial_release'; claim: string };
 
 /** The thresholds the transitions use; `cooldown_ms` defaults to 30000, `interval_ms` to 5000. */
 export type HealthThresholds = Pick<HealthSettings, 'unhealthy_after' | 'healthy_after'> & {
@@ -112,7 +120,10 @@ export interface HealthTransition {
  *   may claim the trial; a success brings it back, a failure starts another cooldown. A request that
  *   succeeds also ends a run of failed probes and brings back a provider its probe took out;
  * - a 429 backs it off until its `Retry-After` has passed, without touching its health; a 429 while
- *   no back-off runs notes when the back-off began (`backoffSince`), one that extends it does not.
+ *   no back-off runs notes when the back-off began (`backoffSince`), one that extends it does not. A
+ *   trial that got a 429 ends with the back-off: the next request may take the trial then;
+ * - a trial whose request ended without evidence about the provider is given back by its claim id
+ *   (`trial_release`): half-open again at once, not after the claim's `holdMs`.
  * @returns the next record, `changed` false when it equals `prev` (nothing to write), and the
  *   transition to log, if any.
  */
@@ -167,6 +178,7 @@ export function nextHealth(
           turn('healthy', undefined, undefined);
           delete next.retryAt;
           delete next.trialUntil;
+          delete next.trialClaim;
         }
       } else {
         next.requestFailures = prev.requestFailures + 1;
@@ -184,6 +196,7 @@ export function nextHealth(
           turn('unhealthy', 'requests', `trial request failed${why}`);
           next.retryAt = now + cooldown;
           delete next.trialUntil;
+          delete next.trialClaim;
         }
       }
       break;
@@ -195,11 +208,21 @@ export function nextHealth(
         next.backoffUntil = until;
         next.backoffReason = event.reason;
       }
+      // The trial was answered (429): it is over when the back-off is, not at the end of its hold.
+      if ((prev.trialUntil ?? 0) > now) next.trialUntil = Math.min(prev.trialUntil ?? until, until);
       break;
     }
     case 'trial':
       if (healthView(prev, now).state === 'half_open' && !((prev.trialUntil ?? 0) > now)) {
         next.trialUntil = now + event.holdMs;
+        if (event.claim !== undefined) next.trialClaim = event.claim;
+        else delete next.trialClaim;
+      }
+      break;
+    case 'trial_release':
+      if (prev.trialClaim === event.claim && (prev.trialUntil ?? 0) > now) {
+        delete next.trialUntil;
+        delete next.trialClaim;
       }
       break;
   }

@@ -150,6 +150,61 @@ export function describeHealthStoreContract(name: string, make: () => Promise<He
       }
     });
 
+    it('a trial given back by its own claim is half-open again at once (across replicas); another claim gives nothing back', async () => {
+      const { stores, transitions, cleanup } = await make();
+      const [a, b] = stores;
+      try {
+        for (let i = 0; i < 3; i++) await a.recordRequest('p', false, 'upstream_error');
+        await sleep(250);
+        await b.refresh(['p']);
+        expect(await a.claimTrial('p', 60_000, 'claim-1')).toBe(true);
+        await b.refresh(['p']);
+        expect(b.views().get('p')?.state).toBe('trial');
+        // Not the holder's claim: the trial stays out.
+        await b.releaseTrial('p', 'claim-2');
+        await a.refresh(['p']);
+        expect(a.views().get('p')?.state).toBe('trial');
+        expect(await b.claimTrial('p', 60_000, 'claim-2')).toBe(false);
+        // The holder gives it back: the next request, on either replica, may take it now, not in 60 s.
+        await a.releaseTrial('p', 'claim-1');
+        expect(a.views().get('p')?.state).toBe('half_open');
+        await b.refresh(['p']);
+        expect(b.trialsDue().has('p')).toBe(true);
+        expect(await b.claimTrial('p', 60_000, 'claim-3')).toBe(true);
+        // A release that comes late (the trial was taken again) leaves the new claim alone.
+        await a.releaseTrial('p', 'claim-1');
+        await a.refresh(['p']);
+        expect(a.views().get('p')?.state).toBe('trial');
+        await b.recordRequest('p', true);
+        // A release after the trial was booked changes nothing.
+        await b.releaseTrial('p', 'claim-3');
+        await a.refresh(['p']);
+        expect(a.unhealthy().has('p')).toBe(false);
+        expect([...transitions[0], ...transitions[1]].filter((t) => t.includes('half_open')).sort()).toEqual(
+          ['p: half_open → trial', 'p: half_open → trial', 'p: trial → half_open'].sort(),
+        );
+      } finally {
+        await cleanup();
+      }
+    });
+
+    it('a trial answered 429 is over when its back-off is, not at the end of its hold', async () => {
+      const { stores, cleanup } = await make();
+      const [store] = stores;
+      try {
+        for (let i = 0; i < 3; i++) await store.recordRequest('p', false);
+        await sleep(250);
+        expect(await store.claimTrial('p', 60_000, 'claim-1')).toBe(true);
+        await store.backOff('p', 0.2, 'upstream 429');
+        expect(store.views().get('p')?.state).toBe('trial');
+        expect(store.trialsDue().has('p')).toBe(false);
+        await sleep(250);
+        expect(store.trialsDue().has('p')).toBe(true);
+      } finally {
+        await cleanup();
+      }
+    });
+
     it('a probe that timed out while the provider was busy is no evidence; a refused one still is', async () => {
       const { stores, cleanup } = await make();
       const [store] = stores;

@@ -34,8 +34,17 @@ export interface HealthStore {
   recordRequest(providerId: string, ok: boolean, reason?: string): Promise<void>;
   /** Backs a provider off for `seconds` (an upstream 429). */
   backOff(providerId: string, seconds: number, reason: string): Promise<void>;
-  /** Claims the trial request of a half-open provider; true for the one caller that got it. */
-  claimTrial(providerId: string, holdMs: number): Promise<boolean>;
+  /**
+   * Claims the trial request of a half-open provider for `holdMs` (ms), under `claim` (an id unique
+   * to the request, for {@link releaseTrial}); true for the one caller that got it.
+   */
+  claimTrial(providerId: string, holdMs: number, claim?: string): Promise<boolean>;
+  /**
+   * Gives back the trial held under `claim` at once (README "Provider health"): its request ended
+   * without evidence about the provider, so the next request may take the trial. A no-op when that
+   * trial is over (booked, expired) or another claim holds it.
+   */
+  releaseTrial(providerId: string, claim: string): Promise<void>;
   /** Ids of the providers that are not candidates now: unhealthy, half-open, on trial, backing off (cached). */
   unhealthy(): ReadonlySet<string>;
   /** Ids of the half-open providers whose trial nobody holds (cached): a request may claim one. */

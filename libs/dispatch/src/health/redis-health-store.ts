@@ -123,7 +123,7 @@ export class RedisHealthStore extends CachedHealthStore {
         const version = this.versions.get(providerId) ?? '0';
         const { next, changed, transition } = nextHealth(prev, event, this.settings(), now);
         // Nothing to change in the record as last seen: no write (the common case of a request that succeeds).
-        if (!changed && (event.kind === 'request' || event.kind === 'trial')) return { wrote: false };
+        if (!changed && event.kind !== 'probe' && event.kind !== 'backoff') return { wrote: false };
         const ttl =
           this.ttlMs() + Math.max(0, ...[next.retryAt, next.trialUntil, next.backoffUntil].map((t) => (t ?? 0) - now));
         const { status, values } = await HEALTH_SCRIPTS.compareAndSet.run(

@@ -4,7 +4,7 @@ import { ApiError, invalidApiKey } from '../../errors';
 import { PRIORITY_HEADER, requestClient } from '../request/priority-header';
 
 /** Keeps one {@link KeySet} per configured list, rebuilt when a config refresh changes it. */
-function keySets(apiKeys: () => readonly string[]): () => KeySet {
+export function keySets(apiKeys: () => readonly string[]): () => KeySet {
   let current = new KeySet([]);
   return () => {
     const keys = apiKeys();
@@ -14,7 +14,7 @@ function keySets(apiKeys: () => readonly string[]): () => KeySet {
 }
 
 /** Keeps one {@link ClientKeys} per configured key lists, rebuilt when a config refresh changes them. */
-function clientKeysOf(gateway: () => ClientSettings): () => ClientKeys {
+export function clientKeysOf(gateway: () => ClientSettings): () => ClientKeys {
   let lists: ClientSettings = { api_keys: [], clients: [] };
   let current = new ClientKeys(lists);
   return () => {
@@ -28,7 +28,7 @@ function clientKeysOf(gateway: () => ClientSettings): () => ClientKeys {
 }
 
 /** The settings client auth reads: the flat keys and the named clients. */
-type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
+export type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
 
 /**
  * Client auth and identity (`gateway.api_keys`, `gateway.clients`; README "Security", "Clients,

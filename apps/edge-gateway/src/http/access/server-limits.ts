@@ -1,9 +1,9 @@
 import type { GatewaySettings } from '@iop/validate';
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { requestTooLarge } from '../../errors';
 import { requestIdFrom } from '../request/request-id';
 import { ConnectionSlots, type SlotLimits } from './connection-slots';
+import type { HeadRefusal } from './refuse-before-body';
 
 /**
  * How often the server looks for connections past their header or body time, in ms. Node's
@@ -100,25 +100,28 @@ export function lingerClose(req: IncomingMessage, res: ServerResponse): void {
 }
 
 /**
- * `Expect: 100-continue` (curl sends it for bodies over 1 MiB): a completion whose declared
- * `Content-Length` is over `gateway.max_body_bytes` gets its `413` instead of `100 Continue`, so
- * the client never sends the body; any other request is continued and served as usual.
+ * `Expect: 100-continue` (curl sends it for bodies over 1 MiB): a request refused from its head
+ * alone (`refuse`, `refuseBeforeBody`: a 401 when its key is missing or wrong for its path,
+ * checked first, then a completion whose declared `Content-Length` is over `gateway.max_body_bytes`,
+ * 413) gets that answer instead of `100 Continue`, with `Connection: close`, and its body is never
+ * read; any other request is continued and served as usual.
  */
 export function answerContinue(
   server: Server,
-  maxBodyBytes: () => number,
+  refuse: (req: IncomingMessage) => HeadRefusal | undefined,
   app: (req: IncomingMessage, res: ServerResponse) => void,
 ): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    const declared = Number(req.headers['content-length']);
-    if (req.method === 'POST' && Number.isFinite(declared) && declared > maxBodyBytes()) {
-      const error = requestTooLarge(maxBodyBytes());
+    const refusal = refuse(req);
+    if (refusal) {
+      const { error, challenge } = refusal;
       // Answered before the app runs, so the request id is given here (README "Errors": every answer carries one).
       const body = JSON.stringify(error.toBody());
       res.writeHead(error.status, {
         'content-type': 'application/json; charset=utf-8',
         'content-length': Buffer.byteLength(body),
         'x-request-id': requestIdFrom(req.headers['x-request-id']),
+        ...(challenge ? { 'www-authenticate': challenge } : {}),
         connection: 'close',
       });
       res.end(body);
