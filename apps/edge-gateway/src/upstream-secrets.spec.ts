@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
@@ -8,7 +8,8 @@ import { startTestGateway, type TestGateway } from './testing/gateway-harness';
  * upstream is. The upstream here quotes the request it got in every form a framework might: its
  * URL, its `Host`, its `Authorization` as sent, JSON-escaped with `\/`, percent-encoded, lowercased,
  * uppercased, the Basic credential decoded, and all its headers as JSON; in a JSON error body (400
- * and 422, the quote in `message`, `param` and `code`) and in a plain-text one.
+ * and 422, the quote in `message`, `param` and `code`), in a plain-text one, and inside a 200 answer (an
+ * error event ending a stream, a JSON `{"error": …}`).
  */
 
 const API_KEY = 'sk/SECRET+slash=key/0008';
@@ -46,8 +47,13 @@ function startEchoUpstream(): Promise<Server> {
         res.end('{"data":[]}');
         return;
       }
-      const model = String((JSON.parse(body) as { model?: unknown }).model);
+      const asked = JSON.parse(body) as { model?: unknown; stream?: unknown };
+      const model = String(asked.model);
       const said = quote(req);
+      if (model.endsWith('-inband')) {
+        answerInBand(res, req.url ?? '', asked.stream === true, said);
+        return;
+      }
       if (model.endsWith('-text')) {
         res.writeHead(400, { 'content-type': 'text/plain', 'x-echo-auth': req.headers.authorization ?? '' });
         res.end(said);
@@ -62,6 +68,30 @@ function startEchoUpstream(): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/**
+ * A 200 answer that reports an error inside it, quoting the request: a stream whose last event is
+ * the error (chat `{"error": …}` after a first chunk; Responses `error` after `response.created`),
+ * or a JSON body `{"error": …}`.
+ */
+function answerInBand(res: ServerResponse, url: string, stream: boolean, said: string): void {
+  const error = { message: said, type: 'invalid_request_error', param: null, code: 'bad_request' };
+  if (!stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  if (url.includes('/responses')) {
+    const created = { type: 'response.created', response: { id: 'resp_1', object: 'response', status: 'in_progress' } };
+    res.write(`event: response.created\ndata: ${JSON.stringify(created)}\n\n`);
+    res.end(`event: error\ndata: ${JSON.stringify({ ...error, type: 'error' })}\n\n`);
+    return;
+  }
+  const chunk = { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x' } }] };
+  res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  res.end(`data: ${JSON.stringify({ error })}\n\n`);
+}
+
 const ADAPTERS = [
   { id: 'vk', type: 'vllm', auth: 'key' },
   { id: 'vb', type: 'vllm', auth: 'basic' },
@@ -70,7 +100,7 @@ const ADAPTERS = [
   { id: 'ok', type: 'ollama', auth: 'key' },
   { id: 'ob', type: 'ollama', auth: 'basic' },
 ] as const;
-const KINDS = ['400', '422', 'text'] as const;
+const KINDS = ['400', '422', 'text', 'inband'] as const;
 
 function yaml(host: string): string {
   const adapters = ADAPTERS.map(({ id, type, auth }) => {

@@ -154,7 +154,13 @@ export class OpenAiCompatAdapter implements Adapter {
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('text/event-stream')) {
       const endpoint = path === '/responses' ? 'responses' : 'chat';
-      const events = wholeEvents(decoded, { endpoint, signal: ctx.signal, where, maxEventBytes: limit });
+      const events = wholeEvents(decoded, {
+        endpoint,
+        signal: ctx.signal,
+        where,
+        maxEventBytes: limit,
+        redact: this.target.redactForClient,
+      });
       return { kind: 'sse', status, body: events };
     }
     // A declared length is the encoded one: it bounds the answer only when nothing is to be decoded.
@@ -164,7 +170,9 @@ export class OpenAiCompatAdapter implements Adapter {
       throw tooLarge(limit, where, `declared content-length ${declared}`);
     }
     try {
-      return { kind: 'json', status, body: await readBytes(decoded, limit, where) };
+      const bytes = await readBytes(decoded, limit, where);
+      // An error reported inside a 2xx answer is passed on or read as the call's error: fit for a client first.
+      return { kind: 'json', status, body: redactErrorReport(bytes, this.target) };
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       if (err instanceof UpstreamError) throw err;
@@ -175,6 +183,18 @@ export class OpenAiCompatAdapter implements Adapter {
       throw upstreamError(problem, { detail: `${where}: ${messageOf(err)}` });
     }
   }
+}
+
+/** What every JSON error report holds: an answer without it is passed on unread. */
+const ERROR_KEY = '"error"';
+
+/**
+ * `bytes` (UTF-8 JSON) as they are when they hold no error report, else with what a client must
+ * not read of `target` taken out (`redactForClient`: secrets the gateway sent, the upstream's address).
+ */
+function redactErrorReport(bytes: Uint8Array, target: UpstreamTarget): Uint8Array {
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return view.includes(ERROR_KEY) ? Buffer.from(target.redactForClient(view.toString('utf8'))) : bytes;
 }
 
 /**

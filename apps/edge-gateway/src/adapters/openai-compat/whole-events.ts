@@ -34,7 +34,16 @@ export interface WholeEventsOptions {
   where: string;
   /** Most bytes one unfinished event may hold (`gateway.max_response_bytes`); more is a 502, not booked. */
   maxEventBytes: number;
+  /**
+   * Makes an upstream's text fit for a client (`UpstreamTarget.redactForClient`: no secret the gateway
+   * sent, no upstream address), applied to every chunk that may hold an error event before it is
+   * passed on or read as the stream's error. @defaultValue none
+   */
+  redact?: (text: string) => string;
 }
+
+/** Bytes every error event holds (`"error"`, `event: error`, `response.failed`): chunks without them are passed on unread. */
+const ERROR_HINTS = ['error', 'failed'];
 
 const NO_BYTES = Buffer.alloc(0);
 
@@ -69,7 +78,9 @@ export async function* wholeEvents(
   let failure: unknown;
   try {
     for await (const chunk of body) {
-      const whole = framer.push(chunk);
+      let whole = framer.push(chunk);
+      if (whole !== undefined && opts.redact && ERROR_HINTS.some((h) => whole!.includes(h)))
+        whole = Buffer.from(opts.redact(whole.toString('utf8')));
       if (framer.heldBytes > opts.maxEventBytes)
         throw tooLarge(opts.maxEventBytes, opts.where, `one stream event over ${opts.maxEventBytes} bytes`);
       if (whole !== undefined) {
