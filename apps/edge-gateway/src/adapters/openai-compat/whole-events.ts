@@ -78,9 +78,11 @@ export async function* wholeEvents(
   let failure: unknown;
   try {
     for await (const chunk of body) {
-      let whole = framer.push(chunk);
-      if (whole !== undefined && opts.redact && ERROR_HINTS.some((h) => whole!.includes(h)))
-        whole = Buffer.from(opts.redact(whole.toString('utf8')));
+      const pushed = framer.push(chunk);
+      const whole =
+        pushed !== undefined && opts.redact && ERROR_HINTS.some((h) => pushed.includes(h))
+          ? Buffer.from(opts.redact(pushed.toString('utf8')))
+          : pushed;
       if (framer.heldBytes > opts.maxEventBytes)
         throw tooLarge(opts.maxEventBytes, opts.where, `one stream event over ${opts.maxEventBytes} bytes`);
       if (whole !== undefined) {
