@@ -11,7 +11,7 @@ import { onePerTurn } from './parse-queue';
  * A body of at most this many decoded bytes and {@link SMALL_BODY_VALUES} values is parsed at once;
  * a larger one waits for its turn ({@link onePerTurn}). Below both it costs under ~1 ms to parse
  * and check even on a loaded host (~100 ns a value, ~1 GB/s of text), so a normal request gets no
- * extra turn of latency (README "Security", "costly bodies").
+ * extra turn of latency (README "Security", its costly-bodies row).
  */
 export const SMALL_BODY_BYTES = 64 * 1024;
 /** See {@link SMALL_BODY_BYTES}: values as `JsonValueCounter` weighs them. */
