@@ -1,7 +1,7 @@
 import { MemoryHealthStore } from '@iop/dispatch';
 import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
-import { MEMBER_WEIGHT } from './http/request/json-values';
+import { ARRAY_WEIGHT, MEMBER_WEIGHT, OBJECT_WEIGHT } from './http/request/json-values';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 /** A JSON array of `n` zeros, as text. */
@@ -82,13 +82,31 @@ describe('gateway.max_body_values: a body of too many JSON values is a 413 befor
     },
   );
 
-  it('the default fits the largest embeddings request OpenAI accepts: 2048 inputs, 300k token ids', async () => {
-    const batch = `[${new Array<string>(2048).fill(zeros(146)).join(',')}]`;
-    const res = await send(gateway, PATHS.embeddings, bodyOf('embeddings', 'llama', false, batch), 'gzip');
-    expect(res.status).toBe(200);
-    expect((JSON.parse(res.text) as { data: unknown[] }).data).toHaveLength(2048);
-    const flat = await send(gateway, PATHS.embeddings, bodyOf('embeddings', 'llama', false, zeros(300_000)), 'gzip');
+  it('the default fits the largest embeddings request OpenAI accepts: 2048 inputs, 300k token ids; and 2048 × 200', async () => {
+    for (const ids of [146, 200]) {
+      const batch = `[${new Array<string>(2048).fill(zeros(ids)).join(',')}]`;
+      const res = await send(gateway, PATHS.embeddings, bodyOf('embeddings', 'llama', false, batch), 'gzip');
+      expect(res.status).toBe(200);
+      expect((JSON.parse(res.text) as { data: unknown[] }).data).toHaveLength(2048);
+    }
+    const flat = await send(gateway, PATHS.embeddings, bodyOf('embeddings', 'llama', false, zeros(8192)), 'gzip');
     expect(flat.status).toBe(200);
+  });
+
+  it('embeddings of 450,000 one-letter inputs (1.8 KB of gzip) are a 400 naming the 2048-input limit, never forwarded', async () => {
+    upstream.reset();
+    const text = bodyOf('embeddings', 'llama', false, `[${new Array<string>(450_000).fill('"a"').join(',')}]`);
+    const res = await send(gateway, PATHS.embeddings, text, 'gzip');
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text)).toEqual({
+      error: {
+        message: expect.stringContaining('at most 2048 (OpenAI API reference'),
+        type: 'invalid_request_error',
+        param: 'input',
+        code: 'invalid_request_error',
+      },
+    });
+    expect(upstream.stats().total).toBe(0);
   });
 
   it('counts exactly at the bound: max_body_values values pass, one more is refused', async () => {
@@ -97,9 +115,9 @@ describe('gateway.max_body_values: a body of too many JSON values is a 413 befor
       UPSTREAM_KEY: 'k',
     });
     try {
-      // {"model":…,"stream":…,"input":[…]}: 1 + `{` + 2 commas + `[` + (n - 1) commas = n + 4, and
-      // each of the 3 members weighs MEMBER_WEIGHT.
-      const n = 1000 - 4 - 3 * (MEMBER_WEIGHT - 1);
+      // {"model":…,"stream":…,"input":[…]}: 1 + `{` + 2 commas + `[` + (n - 1) commas, and each of
+      // the 3 members weighs MEMBER_WEIGHT (its `:` the rest of it).
+      const n = 1000 - 2 - OBJECT_WEIGHT - ARRAY_WEIGHT - 3 * (MEMBER_WEIGHT - 1);
       const at = await send(small, PATHS.embeddings, bodyOf('embeddings', 'llama', false, zeros(n)), 'identity');
       expect(at.status).toBe(200);
       const over = await send(small, PATHS.embeddings, bodyOf('embeddings', 'llama', false, zeros(n + 1)), 'identity');

@@ -32,11 +32,12 @@ export const gatewaySchema = z.strictObject({
     .positive()
     .default(4 * 1024 * 1024),
   /**
-   * Most JSON values a request body may hold, counted on its decoded bytes before it is parsed
-   * (an array element counts 1, an object member 10); more is a 413. Parsing and checking a body
-   * costs CPU per value, not per byte (a 3 KB gzip body can hold a million), so this bounds what one
-   * request can cost. 500000 fits the largest embeddings request OpenAI accepts (2048 inputs, 300k
-   * token ids in all). @defaultValue 500000
+   * Most JSON values a request body may hold, counted on its decoded bytes before it is parsed and
+   * weighted by what building them costs (an array element 1, an object member 20, every array or
+   * object 8 more, empty or not); more is a 413. Parsing and checking a body costs CPU per value,
+   * not per byte (a 3 KB gzip body can hold a million), so this bounds what one request can cost:
+   * at 500000, ~15-90 ms whatever the shape. 500000 fits the largest embeddings request OpenAI
+   * accepts (2048 inputs, 300k token ids in all). @defaultValue 500000
    */
   max_body_values: z.number().int().positive().default(500_000),
   /** Bounds the time to the upstream's first byte, not a healthy stream. @defaultValue 120000 */

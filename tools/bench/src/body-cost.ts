@@ -67,15 +67,47 @@ const SHAPES: readonly Shape[] = [
       `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],"stop":[${repeat('""', 499_900)}]}`,
   },
   {
-    name: 'chat, metadata: 49,900 keys (under the bound, forwarded)',
+    name: 'chat, metadata: 24,900 keys (under the bound, forwarded)',
     path: '/v1/chat/completions',
     body: () =>
-      `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],"metadata":{${Array.from({ length: 49_900 }, (_, i) => `"k${i}":0`).join(',')}}}`,
+      `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],"metadata":{${Array.from({ length: 24_900 }, (_, i) => `"k${i}":0`).join(',')}}}`,
   },
   {
-    name: 'embeddings, 300k token ids (legit)',
+    name: 'embeddings, 36 × 8192 token ids (legit)',
     path: '/v1/embeddings',
-    body: () => `{"model":"${BENCH_MODEL}","input":[${repeat('1234', 300_000)}]}`,
+    body: () => `{"model":"${BENCH_MODEL}","input":[${repeat(`[${repeat('1234', 8192)}]`, 36)}]}`,
+  },
+  {
+    name: 'embeddings, 2048 × 200 token ids (legit)',
+    path: '/v1/embeddings',
+    body: () => `{"model":"${BENCH_MODEL}","input":[${repeat(`[${repeat('1234', 200)}]`, 2048)}]}`,
+  },
+  {
+    name: 'embeddings, 450k one-letter inputs (refused: 2048 inputs)',
+    path: '/v1/embeddings',
+    body: () => `{"model":"${BENCH_MODEL}","input":[${repeat('"a"', 450_000)}]}`,
+  },
+  {
+    name: 'chat, x: 245k {} (refused: values)',
+    path: '/v1/chat/completions',
+    body: () => `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],"x":[${repeat('{}', 245_000)}]}`,
+  },
+  {
+    name: 'chat, x: 55k {} (under the bound, forwarded)',
+    path: '/v1/chat/completions',
+    body: () => `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],"x":[${repeat('{}', 55_000)}]}`,
+  },
+  {
+    name: 'chat, 24,900 top-level keys (under the bound, forwarded)',
+    path: '/v1/chat/completions',
+    body: () =>
+      `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],${Array.from({ length: 24_900 }, (_, i) => `"k${i}":0`).join(',')}}`,
+  },
+  {
+    name: 'chat, x: 630 arrays 98 deep (under the bound; 400 too deep)',
+    path: '/v1/chat/completions',
+    body: () =>
+      `{"model":"${BENCH_MODEL}","messages":[{"role":"user","content":"x"}],"x":[${repeat(`${'['.repeat(98)}${']'.repeat(98)}`, 630)}]}`,
   },
   {
     name: 'embeddings, 2048 × 146 token ids (legit)',

@@ -12,11 +12,13 @@ export const chatMessages = [{ role: 'user', content: 'chaos' }];
 /** The mix of the load: chat and Responses, streamed or not, pooled (`pool`, `one`) and CLI (`echo`). */
 /**
  * A CPU-heavy client: bodies just under `gateway.max_body_values` (README "Security"). Embeddings of
- * token ids are the costliest body the gateway accepts; a chat body of as many values that are not
- * messages is refused at its first element, after the parse. Each costs the replica tens of ms, never more.
+ * token ids (58 inputs of 8192 ids, the most OpenAI allows per input) are the costliest body the
+ * gateway accepts; a chat body of as many values that are not messages is refused at its first
+ * element, after the parse. Each costs the replica tens of ms, never more.
  */
-const HEAVY_VALUES = 480_000;
+const HEAVY_VALUES = 58 * 8192;
 const heavyTokens = Array.from({ length: HEAVY_VALUES }, (_, i) => i % 50_000);
+const heavyInputs = Array.from({ length: 58 }, (_, i) => heavyTokens.slice(i * 8192, (i + 1) * 8192));
 
 const KINDS: Kind[] = [
   {
@@ -83,7 +85,7 @@ const KINDS: Kind[] = [
     weight: 1,
     path: '/v1/embeddings',
     stream: false,
-    body: () => ({ model: 'pool', input: [heavyTokens] }),
+    body: () => ({ model: 'pool', input: heavyInputs }),
   },
   {
     name: 'heavy chat (refused)',

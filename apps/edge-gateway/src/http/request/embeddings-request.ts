@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { EmbeddingsRequest } from '../../adapters/adapter';
+import { invalidRequest } from '../../errors';
 import { firstErrorArray } from './first-error-array';
 import { modelField, parseWith } from './request-schemas';
 
@@ -38,9 +39,55 @@ const embeddingsRequestSchema = z.looseObject({
 });
 
 /**
+ * Most inputs one embeddings request may hold (OpenAI API reference, "Create embeddings": an array
+ * input holds at most 2048 items). The answer holds one vector per input, so this bounds it.
+ */
+export const MAX_EMBEDDINGS_INPUTS = 2048;
+/** Most token ids one embeddings input may hold (OpenAI API reference: each input at most 8192 tokens). */
+export const MAX_INPUT_TOKEN_IDS = 8192;
+
+/**
+ * Refuses an embeddings `input` past OpenAI's limits before the schema walks it (README
+ * "Embeddings"): more than {@link MAX_EMBEDDINGS_INPUTS} inputs, or an input of more than
+ * {@link MAX_INPUT_TOKEN_IDS} token ids. A flat array whose first item is a number is one input of
+ * token ids; any other array is a list of inputs. Costs O(1) for the count and O(inputs) for the
+ * token arrays; values of the wrong type are left to the schema.
+ * @throws ApiError 400 `invalid_request_error`, `param` `input` (the count, or a flat token array)
+ *   or `input[i]` (the first list of token ids that is too long).
+ */
+function checkInputLimits(input: unknown): void {
+  if (!Array.isArray(input)) return;
+  if (typeof input[0] === 'number') {
+    if (input.length > MAX_INPUT_TOKEN_IDS) throw tooManyTokens(input.length, 'input');
+    return;
+  }
+  if (input.length > MAX_EMBEDDINGS_INPUTS) {
+    throw invalidRequest(
+      `Invalid 'input': ${input.length} inputs; an embeddings request holds at most ${MAX_EMBEDDINGS_INPUTS} (OpenAI API reference: an array input must be ${MAX_EMBEDDINGS_INPUTS} dimensions or less). Send the rest in further requests.`,
+      'input',
+    );
+  }
+  for (let i = 0; i < input.length; i++) {
+    const item: unknown = input[i];
+    if (Array.isArray(item) && item.length > MAX_INPUT_TOKEN_IDS) throw tooManyTokens(item.length, `input[${i}]`);
+  }
+}
+
+/** The 400 for one input of `count` token ids, past {@link MAX_INPUT_TOKEN_IDS}. */
+const tooManyTokens = (count: number, param: string) =>
+  invalidRequest(
+    `Invalid '${param}': ${count} token ids; an embeddings input holds at most ${MAX_INPUT_TOKEN_IDS} (OpenAI API reference: each input must not exceed ${MAX_INPUT_TOKEN_IDS} tokens).`,
+    param,
+  );
+
+/**
  * Checks a parsed `POST /v1/embeddings` body: a JSON object nested at most `MAX_BODY_DEPTH` levels,
- * with `model`, `input` and (when present) `encoding_format` and `dimensions` of the right shape.
+ * with `model`, `input` (at most {@link MAX_EMBEDDINGS_INPUTS} inputs, each of at most
+ * {@link MAX_INPUT_TOKEN_IDS} token ids) and (when present) `encoding_format` and `dimensions` of
+ * the right shape.
  * @throws ApiError 400 `invalid_request_error` naming the first bad parameter.
  */
-export const parseEmbeddingsRequest = (body: unknown): EmbeddingsRequest =>
-  parseWith(embeddingsRequestSchema, body, 'input');
+export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
+  if (body !== null && typeof body === 'object') checkInputLimits((body as { input?: unknown }).input);
+  return parseWith(embeddingsRequestSchema, body, 'input');
+}

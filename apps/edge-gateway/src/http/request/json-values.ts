@@ -5,30 +5,41 @@ const OPEN_ARRAY = 0x5b;
 const OPEN_OBJECT = 0x7b;
 const COLON = 0x3a;
 
-/**
- * What one object member weighs in the count, in values. V8 builds, walks and serialises an object
- * of many keys at 40-100× the cost of as many array elements (past ~1,000 keys an object becomes a
- * hash table): measured on the gateway's path, 300k keys cost ~500 ms where 600k zeros cost ~25 ms.
- * No OpenAI request has more than a few thousand members (tool and response schemas), many have
- * large arrays (embeddings token ids).
+/*
+ * The weights below are what V8 spends to build each kind of value with `JSON.parse` and write it
+ * again with `JSON.stringify`, in elements of an array of small numbers (`[0,0,…]`, ~40-100 ns
+ * each), measured at the default bound on the shapes a body can repeat (docs/architecture.md,
+ * "Costly bodies"): an array, empty or not, costs 3-15 elements (`[[],…]`, `[[0],…]`, arrays nested
+ * 98 deep); an object 8-16 (`[{},…]`); an object member 5-30, the most when every key is new (each
+ * new key builds a hidden class; an object past ~1,000 keys becomes a hash table). Each weight is
+ * about the highest cost seen, so the costliest shape at the bound costs about what the same count
+ * of `[0,0,…]` elements costs, never 10-100× more.
  */
-export const MEMBER_WEIGHT = 10;
+
+/** What one array weighs in the count, in values, whether empty or not; its first element included. */
+export const ARRAY_WEIGHT = 8;
+/** What one object weighs in the count, in values, whether empty or not; its first member's separator included. */
+export const OBJECT_WEIGHT = 8;
+/** What one object member weighs in the count, in values (its key and its slot in the object). */
+export const MEMBER_WEIGHT = 20;
 
 /**
- * Counts the JSON values of a body as its decoded bytes arrive, before anything parses it (README
- * "Security", `gateway.max_body_values`): what `JSON.parse`, the request schemas and every later step
- * spend on a body grows with its number of values, not its bytes (a 3 KB gzip body can inflate to
- * a million `0,`), so the count is bounded before that work is done.
+ * Counts the JSON values of a body as its decoded bytes arrive, weighted by what building them
+ * costs, before anything parses it (README "Security", `gateway.max_body_values`): what
+ * `JSON.parse`, the request schemas and every later step spend on a body grows with its values, not
+ * its bytes (a 3 KB gzip body can inflate to a million `0,` or `{},`), so the count is bounded
+ * before that work is done.
  *
- * The count is 1 (the body) + every `[` and `{` + every `,` outside strings (each container's first
- * element or member and each one after a comma), and an object member weighs {@link MEMBER_WEIGHT}
- * (its `:` adds the rest). It is an upper bound of the array elements plus `MEMBER_WEIGHT` × the
- * object members of any valid JSON text (an empty `[]` or `{}` counts one too many) and costs one
- * pass over the bytes: strings are skipped with `Buffer.indexOf`, so a body of long texts costs
- * little more than its copy. Invalid JSON is counted all the same; `JSON.parse` refuses it afterwards.
+ * The count is 1 (the body) + 1 for every `,` outside strings + {@link ARRAY_WEIGHT} for every `[`
+ * + {@link OBJECT_WEIGHT} for every `{` + `MEMBER_WEIGHT - 1` for every `:` (a member's `,` or its
+ * object's `{` adds the rest). For any valid JSON text it lies between `elements + MEMBER_WEIGHT ×
+ * members + (ARRAY_WEIGHT - 1) × arrays + (OBJECT_WEIGHT - 1) × objects` and that + the containers
+ * + 1, where `elements` are the array elements. One pass over the bytes: strings are skipped with
+ * `Buffer.indexOf`, so a body of long texts costs little more than its copy. Invalid JSON is counted
+ * all the same; `JSON.parse` refuses it afterwards.
  */
 export class JsonValueCounter {
-  /** Values counted so far. */
+  /** Values counted so far (weighted). */
   count = 1;
   private inString = false;
   /** The previous chunk ended inside a string on a backslash: the next byte is escaped. */
@@ -66,8 +77,14 @@ export class JsonValueCounter {
       }
       const byte = chunk[i++];
       if (byte === QUOTE) this.inString = true;
-      else if (byte === COMMA || byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+      else if (byte === COMMA) {
         if (++this.count > limit) return false;
+      } else if (byte === OPEN_ARRAY) {
+        this.count += ARRAY_WEIGHT;
+        if (this.count > limit) return false;
+      } else if (byte === OPEN_OBJECT) {
+        this.count += OBJECT_WEIGHT;
+        if (this.count > limit) return false;
       } else if (byte === COLON) {
         this.count += MEMBER_WEIGHT - 1;
         if (this.count > limit) return false;
