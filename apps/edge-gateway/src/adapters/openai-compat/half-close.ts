@@ -11,10 +11,11 @@ import { buildConnector } from 'undici';
  * it, and a busy server can read the next caller's request in the same event-loop turn as the close
  * (the meter of the chaos suite saw 3 calls at once at a limit of 2 behind a 100 ms settle delay).
  * Here the socket is closed by halves instead: the gateway sends its FIN, keeps reading (and drops)
- * what the server still writes, and closes the socket only when the server closes its own side —
- * uvicorn (vLLM), Node and Go servers do that as they read the client's close — or after
- * `closeWaitMs`. The call's lease is released after that ({@link upstreamClosing}), so the next
- * call never reaches the server before the server has seen this one end.
+ * what the server still writes, and closes the socket only when the server closes its own side
+ * (uvicorn, and so vLLM, and Node servers do that as they read the client's close; Go servers, and
+ * so Ollama, once the handler has stopped) or after `closeWaitMs`. The call's lease is released after
+ * that ({@link upstreamClosing}), so the next call never reaches the server before the server has
+ * seen this one end.
  */
 
 /** The close of each socket being closed by halves: resolves once the socket is closed. */
