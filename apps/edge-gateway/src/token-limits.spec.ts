@@ -1,9 +1,8 @@
-import { MemoryProviderQueue, RedisProviderQueue, type ProviderQueue } from '@iop/dispatch';
+import { MemoryProviderQueue, RedisProviderQueue, estimateTokenWeight, type ProviderQueue } from '@iop/dispatch';
 import { startRedis, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream, type JournalCall } from '@iop/fake-upstream';
 import pino from 'pino';
 import type { DispatchBody } from './dispatch/dispatcher-deps';
-import { estimateTokenWeight } from './dispatch/token-weight';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 // docs/architecture.md "Token limits": a provider's max_tokens_in_flight holds at the upstream, measured from the

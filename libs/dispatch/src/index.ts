@@ -13,6 +13,7 @@ export type {
 } from './queue/provider-queue';
 export { MemoryProviderQueue } from './queue/memory-queue';
 export type { TokenWeight } from './queue/token-limit';
+export { BYTES_PER_TOKEN, TOKENS_PER_MESSAGE, estimateTokenWeight, type WeighedEndpoint } from './route/token-weight';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';
 export type { HealthStore, ProbeDetail } from './health/health-store';

@@ -1,6 +1,7 @@
 import {
   AdmissionError,
   entersQueue,
+  estimateTokenWeight,
   type Lease,
   type PoolCandidate,
   type Route,
@@ -10,7 +11,6 @@ import { ApiError } from '../errors';
 import { admissionToApiError } from '../http/answer/admission-errors';
 import { requestLogger } from '../http/request/request-id';
 import type { CompletionRequest } from './completion-request';
-import { estimateTokenWeight } from './token-weight';
 
 /**
  * Takes a lease on one of `offered` when the admission rule says so (`entersQueue`,

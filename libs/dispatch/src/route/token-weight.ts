@@ -1,5 +1,7 @@
-import type { TokenWeight } from '@iop/dispatch';
-import type { CompletionEndpoint, DispatchBody } from './dispatcher-deps';
+import type { TokenWeight } from '../queue/token-limit';
+
+/** The OpenAI endpoint of a request whose weight is estimated: Chat Completions, Responses or Embeddings. */
+export type WeighedEndpoint = 'chat' | 'responses' | 'embeddings';
 
 /**
  * A request's token weight, estimated before admission (README "Token-aware provider limits";
@@ -25,8 +27,8 @@ import type { CompletionEndpoint, DispatchBody } from './dispatcher-deps';
  * `default_completion_tokens` applies (the queue fills it in). A value that is not a whole number
  * ≥ 0 counts as absent.
  */
-export function estimateTokenWeight(endpoint: CompletionEndpoint, body: DispatchBody): TokenWeight {
-  const fields = body as unknown as Record<string, unknown>;
+export function estimateTokenWeight(endpoint: WeighedEndpoint, body: object): TokenWeight {
+  const fields = body as Record<string, unknown>;
   const count = new TextCounter();
   if (endpoint === 'embeddings') {
     count.walk(fields.input);

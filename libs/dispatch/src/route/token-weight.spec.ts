@@ -1,7 +1,6 @@
-import type { DispatchBody } from './dispatcher-deps';
 import { estimateTokenWeight } from './token-weight';
 
-const body = (fields: Record<string, unknown>) => ({ model: 'm', ...fields }) as unknown as DispatchBody;
+const body = (fields: Record<string, unknown>) => ({ model: 'm', ...fields });
 /** ⌈bytes / 3⌉ of a text, as the estimate counts it. */
 const third = (text: string) => Math.ceil(Buffer.byteLength(text, 'utf8') / 3);
 
