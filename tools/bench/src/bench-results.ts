@@ -7,6 +7,8 @@ import type { FlowOptions } from './flow-config';
 import type { FlowResults } from './flow-judging';
 import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
+import type { SCENARIOS } from './command-line';
+import type { TokenEstimateResults } from './token-estimate';
 
 /** The knobs of one benchmark run (`--quick` and the flags of `main.ts`). */
 export interface BenchOptions {
@@ -26,7 +28,7 @@ export interface BenchOptions {
   /** Streams held open at once for the RSS scenario. */
   openStreams: number;
   targets: TargetId[];
-  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission' | 'redis-cost' | 'flow'>;
+  scenarios: Array<(typeof SCENARIOS)[number]>;
   /** Requests, connections and idle window of the Redis-cost scenario. */
   redisCost: RedisCostOptions;
   /** Length, replicas and call time of the flow-control scenario. */
@@ -155,6 +157,8 @@ export interface BenchResults {
   redisCost?: RedisCostResults;
   /** Shares and priority inversions of a mixed run with clients (README "Clients, priority and fair share"). */
   flow?: FlowResults;
+  /** Scenario `token-estimate`: the token-weight estimate against real tokenizers. */
+  tokenEstimate?: TokenEstimateResults;
   checks: TargetCheck[];
   profile?: { reason: string; concurrency: number; seconds: number; summary?: ProfileSummary; error?: string };
 }

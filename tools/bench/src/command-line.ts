@@ -12,7 +12,7 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost,flow (default all); e.g. --scenarios redis-cost runs that one alone
+  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost,flow,token-estimate (default all); e.g. --scenarios redis-cost runs that one alone
                         (targets are launched only for throughput and streaming)
   --cost-requests N     redis-cost: pooled requests per measured round (default 2000; --quick 500)
   --cost-concurrency LIST  redis-cost: connections of the uncontended runs, one run each (default 1,16)
@@ -26,7 +26,15 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --upstream-main FILE  a built fake upstream other than dist/tools/fake-upstream/main.js`;
 
 /** Every scenario, in run order. */
-export const SCENARIOS = ['throughput', 'streaming', 'rss', 'admission', 'redis-cost', 'flow'] as const;
+export const SCENARIOS = [
+  'throughput',
+  'streaming',
+  'rss',
+  'admission',
+  'redis-cost',
+  'flow',
+  'token-estimate',
+] as const;
 
 /** Parsed command line: the run's options, and where files are when not in their default places. */
 export interface CommandLine {

@@ -23,6 +23,7 @@ import { evaluateTargets, renderMarkdown } from './report';
 import { runRedisCost } from './redis-cost';
 import { emptyFlow } from './flow-judging';
 import { runFlow } from './flow-scenario';
+import { runTokenEstimate } from './token-estimate';
 import { smokeTest } from './smoke-test';
 import { parseCommandLine, USAGE, type CommandLine } from './command-line';
 import { runProfile, runRss, runStreaming, runThroughput, warmUp } from './scenarios';
@@ -206,6 +207,13 @@ async function main(): Promise<number> {
       } catch (err) {
         log(`flow: ${firstLine(err)}`);
         results.flow = emptyFlow(opts.flow, firstLine(err));
+      }
+    }
+    if (opts.scenarios.includes('token-estimate')) {
+      try {
+        results.tokenEstimate = runTokenEstimate(root, log);
+      } catch (err) {
+        log(`token-estimate: ${firstLine(err)}`);
       }
     }
     results.checks = evaluateTargets(results);

@@ -3,6 +3,7 @@ import type { TargetId } from './bench-targets';
 import type { ProfileSummary } from './cpu-profile';
 import { flowChecks, flowSection } from './flow-report';
 import { redisCostChecks, redisCostSection } from './redis-cost-report';
+import { tokenEstimateSection } from './token-estimate-report';
 import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
@@ -444,6 +445,12 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('## Flow control: shares and priority inversions (scenario `flow`)');
     out.push('');
     out.push(flowSection(results.flow));
+  }
+  if (results.tokenEstimate) {
+    out.push('');
+    out.push('## Token-weight estimate against real tokenizers (scenario `token-estimate`)');
+    out.push('');
+    out.push(tokenEstimateSection(results.tokenEstimate));
   }
   if (results.profile) {
     out.push('');
