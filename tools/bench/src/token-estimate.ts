@@ -108,10 +108,8 @@ function microseconds(fn: () => unknown, reps: number, warm = 3): number {
  */
 export function runTokenEstimate(root: string, log: (line: string) => void): TokenEstimateResults {
   const t0 = performance.now();
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const o200k = (require('gpt-tokenizer/model/gpt-4o') as { encodeChat: EncodeChat }).encodeChat;
   const vocabularyLoadMs = performance.now() - t0;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const cl100k = (require('gpt-tokenizer/model/gpt-4') as { encodeChat: EncodeChat }).encodeChat;
   const out: TokenEstimateSample[] = [];
   for (const { name, kind, text } of samples(root)) {
