@@ -69,6 +69,8 @@ export interface LaunchOptions {
   maxConcurrency?: number;
   /** Configure `gateway.clients` (`BenchGatewayConfig.clients`); loads send the clients' keys in turn (`rotatingHeaders`). */
   clients?: boolean;
+  /** With `clients`: give each client token budgets (`BenchGatewayConfig.budgets`). */
+  budgets?: boolean;
 }
 
 /**
@@ -233,6 +235,7 @@ export class TargetLauncher {
         prefix: 'prefix' in queue ? queue.prefix : undefined,
         maxConcurrency: opts.maxConcurrency,
         clients: opts.clients,
+        budgets: opts.budgets,
       }),
     );
     const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];

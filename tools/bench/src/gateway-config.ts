@@ -26,7 +26,16 @@ export interface BenchGatewayConfig {
    * share"): the {@link BENCH_CLIENTS}, each with a band, a weight and both caps. @defaultValue false
    */
   clients?: boolean;
+  /**
+   * With `clients`: each client also has `tokens_per_minute` and `tokens_per_day` ({@link BENCH_BUDGETS}),
+   * far above what the bench sends, so every request reserves and reconciles tokens and none is refused
+   * (docs/architecture.md, "Token budgets"). @defaultValue false
+   */
+  budgets?: boolean;
 }
+
+/** Token budgets of each bench client when `budgets` is on: never reached by a bench run. */
+export const BENCH_BUDGETS = { tokensPerMinute: 1_000_000_000, tokensPerDay: 100_000_000_000 } as const;
 
 /**
  * The clients of a gateway with flow control on: two in band 1 whose weights are 3 and 1, one in band
@@ -51,10 +60,13 @@ export function clientHeaders(): Record<string, string>[] {
  */
 export function benchGatewayYaml(cfg: BenchGatewayConfig): string {
   const mc = cfg.maxConcurrency ?? BENCH_MAX_CONCURRENCY;
+  const budgets = cfg.budgets
+    ? `, tokens_per_minute: ${BENCH_BUDGETS.tokensPerMinute}, tokens_per_day: ${BENCH_BUDGETS.tokensPerDay}`
+    : '';
   const clients = cfg.clients
     ? `  clients:\n${BENCH_CLIENTS.map(
         (c) =>
-          `    - { id: ${c.id}, keys: [${c.key}], priority: ${c.priority}, weight: ${c.weight}, max_in_flight: ${mc}, max_queued: ${BENCH_MAX_CONCURRENCY} }\n`,
+          `    - { id: ${c.id}, keys: [${c.key}], priority: ${c.priority}, weight: ${c.weight}, max_in_flight: ${mc}, max_queued: ${BENCH_MAX_CONCURRENCY}${budgets} }\n`,
       ).join('')}`
     : '';
   return `version: 1

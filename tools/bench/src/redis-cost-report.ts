@@ -11,6 +11,8 @@ export const REDIS_LIMITS = {
   cpuMsPerRequest: 0.15,
   /** Redis CPU per pooled request with clients, bands and fair share configured, ms. */
   cpuMsPerRequestWithClients: 0.1,
+  /** Redis CPU per pooled request with clients that have token budgets, ms (docs/architecture.md, "Token budgets"). */
+  cpuMsPerRequestWithBudgets: 0.12,
   /** Flow control off costs no more than before flow control: commands per pooled request then (README "Benchmarks"). */
   pooledCommandsBeforeFlowControl: 20.01,
   /** The same per queued request. */
@@ -108,6 +110,23 @@ export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck
       4,
       ' ms',
     ),
+    limitCheck(
+      cost,
+      `Redis backend, token budgets on (the same clients with tokens_per_minute and tokens_per_day): ≤ ${L.commandsPerRequest} Redis commands per pooled request`,
+      'pooled-budgets',
+      commands,
+      L.commandsPerRequest,
+      2,
+    ),
+    limitCheck(
+      cost,
+      `Redis backend, token budgets on: ≤ ${L.cpuMsPerRequestWithBudgets} ms of Redis CPU per pooled request`,
+      'pooled-budgets',
+      cpu,
+      L.cpuMsPerRequestWithBudgets,
+      4,
+      ' ms',
+    ),
     {
       goal: `Redis backend: an idle replica ≤ ${L.idleReplicaCommandsPerS} Redis commands/s`,
       measured: idle.length
@@ -190,7 +209,7 @@ export function redisCostSection(cost: RedisCostResults): string {
       `Per replica set: ${o.warmupRequests} warm-up requests, ${o.idleSeconds} s without traffic, then ${o.rounds} round(s) of ${o.requests} pooled ` +
       `non-streamed Chat Completions; \`INFO commandstats\` and \`INFO cpu\` read around each window (the reader's own INFO calls left out). ` +
       `pooled: max_concurrency 2000 at c=${o.concurrency.join(', ')} (nothing waits); contended: a fresh set with max_concurrency ${o.contendedMaxConcurrency} ` +
-      `at c=${o.contendedConcurrency} (most requests queue); -clients: the same with gateway.clients configured (flow control on). Connections round-robin over the replicas. ` +
+      `at c=${o.contendedConcurrency} (most requests queue); -clients: the same with gateway.clients configured (flow control on); pooled-budgets: pooled with those clients, each with tokens_per_minute and tokens_per_day far above the load (every request reserves and reconciles its tokens). Connections round-robin over the replicas. ` +
       `Load average ${cost.loadAvg[0].toFixed(2)} when this section started, ${cost.loadAvg[1].toFixed(2)} when it ended.`,
   );
   if (cost.error) out.push('', `failed: ${cost.error}`);

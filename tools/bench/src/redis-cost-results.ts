@@ -50,9 +50,11 @@ export interface RedisCostRound {
  * A run's kind: `pooled` (nothing waits) or `contended` (most requests queue), each with flow control
  * off (no `gateway.clients`: one client) or, `-clients`, on (`BENCH_CLIENTS`: three clients in two
  * bands with weights, `max_in_flight` and `max_queued`, whose keys the requests take in turn;
- * docs/architecture.md, "Clients, priority and fair share").
+ * docs/architecture.md, "Clients, priority and fair share"); `pooled-budgets`: the same clients, each
+ * also with `tokens_per_minute` and `tokens_per_day` far above the load, so every request reserves
+ * and reconciles its tokens and none is refused (docs/architecture.md, "Token budgets").
  */
-export type RedisCostVariant = 'pooled' | 'contended' | 'pooled-clients' | 'contended-clients';
+export type RedisCostVariant = 'pooled' | 'contended' | 'pooled-clients' | 'contended-clients' | 'pooled-budgets';
 
 /** True for the runs where most requests queue. */
 export const isContended = (v: RedisCostVariant) => v === 'contended' || v === 'contended-clients';

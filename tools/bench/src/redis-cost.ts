@@ -26,7 +26,8 @@ const REPLICA_SETS = [1, 3] as const;
  * background: liveness, sweep, health probes), then `rounds` × `requests` pooled non-streamed
  * requests at `concurrency`; then a fresh set whose provider has `contendedMaxConcurrency` slots
  * under `contendedConcurrency` connections, so most requests queue. Both again with
- * `gateway.clients` configured (`-clients`: flow control on). `INFO commandstats` and `INFO cpu` are
+ * `gateway.clients` configured (`-clients`: flow control on), and pooled once more with token budgets
+ * on those clients (`pooled-budgets`). `INFO commandstats` and `INFO cpu` are
  * read around every window.
  */
 export async function runRedisCost(
@@ -46,11 +47,11 @@ export async function runRedisCost(
   try {
     await reader.connect();
     results.redisVersion = await reader.version();
-    for (const variant of ['pooled', 'contended', 'pooled-clients', 'contended-clients'] as const) {
+    for (const variant of ['pooled', 'contended', 'pooled-clients', 'contended-clients', 'pooled-budgets'] as const) {
       for (const replicas of REPLICA_SETS) {
         const idle = results.idle.find((r) => r.replicas === replicas);
         // A queued request is compared with a pooled one (of the same client setting) at the highest load measured.
-        const base = variant.endsWith('-clients') ? 'pooled-clients' : 'pooled';
+        const base = variant === 'pooled' || variant === 'contended' ? 'pooled' : 'pooled-clients';
         const pooled = results.runs
           .filter((r) => r.variant === base && r.replicas === replicas && r.netCommandsPerRequest.n > 0)
           .at(-1);
@@ -107,7 +108,8 @@ async function measureSet(
       tag: ` (cost, ${variant})`,
       redisUrl,
       maxConcurrency,
-      clients: variant.endsWith('-clients'),
+      clients: variant !== 'pooled' && variant !== 'contended',
+      budgets: variant === 'pooled-budgets',
     });
     const t = target;
     const load = (connections: number, amount: number) =>
