@@ -26,6 +26,9 @@ module.exports = {
     '^@iop/fake-upstream$': path.join(root, 'tools/fake-upstream/src/index.ts'),
   },
   testMatch: ['**/*.spec.ts'],
+  // One scratch TMPDIR per run, removed at its end (tools/jest/temp-dir-setup.js).
+  globalSetup: path.join(root, 'tools/jest/temp-dir-setup.js'),
+  globalTeardown: path.join(root, 'tools/jest/temp-dir-teardown.js'),
   // Multi-process and Redis tests start real servers; each waits on events with its own deadline.
   testTimeout: 30000,
 };
