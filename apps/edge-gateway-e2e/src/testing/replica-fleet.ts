@@ -71,7 +71,10 @@ export interface ReplicaFleet {
   replicas: GatewayProcess[];
   /** The config file every replica runs. */
   configFile: string;
-  /** Cluster-wide counts straight from Redis (what the exporter reads); every pool provider when `ids` is omitted. */
+  /**
+   * Cluster-wide counts straight from Redis (what the exporter reads, plus `tokensInFlight` for a provider with
+   * `max_tokens_in_flight`); every pool provider when `ids` is omitted.
+   */
   counts(ids?: string[]): Promise<Map<string, ProviderCounts>>;
   /**
    * Replica ids registered in Redis (`<prefix>:{replicas}:all`) and, of those, the ones whose
@@ -118,12 +121,21 @@ export async function startReplicaFleet(
     : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   reader.on('error', () => undefined);
   const defaultIds = queueProviders(config).map((p) => p.providerId);
+  // Providers with `max_tokens_in_flight` read their tokens too, as the gateway's own counts do.
+  const tokened = new Set(
+    queueProviders(config).flatMap((p) => (p.maxTokensInFlight !== undefined ? [p.providerId] : [])),
+  );
   return {
     prefix,
     replicas,
     configFile,
     // The shard tag of each provider comes from the config, as the gateway and the exporter compute it.
-    counts: (ids = defaultIds) => readLeaseCounts(reader, prefix, leaseAddresses(config, ids)),
+    counts: (ids = defaultIds) =>
+      readLeaseCounts(
+        reader,
+        prefix,
+        leaseAddresses(config, ids).map((a) => ({ ...a, tokened: tokened.has(a.providerId) })),
+      ),
     liveness: async () => {
       const registered = (await reader.smembers(keys.replicasKey)).sort();
       const values = registered.length > 0 ? await reader.mget(registered.map((id) => keys.livenessKey(id))) : [];
@@ -158,17 +170,23 @@ export function thaw(replica: GatewayProcess): void {
   replica.child.kill('SIGCONT');
 }
 
-/** `in_flight` and `queued` of providers as one replica's `GET /status` reports them (its queue's `counts()`). */
+/**
+ * `in_flight` and `queued` of providers as one replica's `GET /status` reports them (its queue's `counts()`),
+ * and `tokens_in_flight` as `tokensInFlight` for a provider with `max_tokens_in_flight`.
+ */
 export async function statusCounts(url: string, ids: readonly string[]): Promise<Map<string, ProviderCounts>> {
   const snapshot = (await (await fetch(`${url}/status`)).json()) as {
-    nodes: { resources: { id: string; in_flight: number | null; queued: number | null }[] }[];
+    nodes: {
+      resources: { id: string; in_flight: number | null; queued: number | null; tokens_in_flight?: number | null }[];
+    }[];
   };
   const resources = snapshot.nodes.flatMap((n) => n.resources);
   return new Map(
     ids.map((id) => {
       const r = resources.find((x) => x.id === id);
       if (!r || r.in_flight === null || r.queued === null) throw new Error(`GET ${url}/status has no counts for ${id}`);
-      return [id, { inFlight: r.in_flight, queued: r.queued }];
+      const tokens = typeof r.tokens_in_flight === 'number' ? { tokensInFlight: r.tokens_in_flight } : {};
+      return [id, { inFlight: r.in_flight, queued: r.queued, ...tokens }];
     }),
   );
 }
