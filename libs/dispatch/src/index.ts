@@ -13,6 +13,8 @@ export type {
 } from './queue/provider-queue';
 export { MemoryProviderQueue } from './queue/memory-queue';
 export type { TokenWeight } from './queue/token-limit';
+export { BUDGET_WINDOW_MS } from './queue/token-budget';
+export type { BudgetStanding, BudgetWindow, ClientBudgetWindow, TokenBudgets, UsedTokens } from './queue/token-budget';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';
 export type { HealthStore, ProbeDetail } from './health/health-store';

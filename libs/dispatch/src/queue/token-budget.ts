@@ -1,0 +1,63 @@
+/**
+ * Per-client token budgets (docs/architecture.md, "Token budgets"; README "Token budgets"): the
+ * shapes both `ProviderQueue` backends share. A budget is a number of tokens per sliding window
+ * (a minute, a day), fleet-wide; admission reserves a request's estimated weight in every window of
+ * its client in the same atomic step as the lease, and release reconciles the reservation with the
+ * tokens the call used. Windows run on Redis time (`TIME`) with the Redis backend, on the process
+ * clock with the memory backend.
+ */
+
+/** The windows a client's budget can set: a sliding minute (60,000 ms) and a sliding day (86,400,000 ms). */
+export type BudgetWindow = 'minute' | 'day';
+
+/** Length of each window, ms. */
+export const BUDGET_WINDOW_MS: Readonly<Record<BudgetWindow, number>> = { minute: 60_000, day: 86_400_000 };
+
+/**
+ * A client's token budgets (`gateway.clients[].tokens_per_minute`, `tokens_per_day`): whole numbers
+ * ≥ 1 of tokens per window; an absent window is not limited. Both absent: the client has no budget,
+ * and admission does no budget work for it.
+ */
+export interface TokenBudgets {
+  readonly perMinute?: number;
+  readonly perDay?: number;
+}
+
+/**
+ * Where a client stands in its tightest window right after a decision, as the answer headers show it
+ * (`x-ratelimit-limit-tokens`, `x-ratelimit-remaining-tokens`, `x-ratelimit-reset-tokens`, named as
+ * the OpenAI API names them): `limitTokens` the window's budget, `remainingTokens` ≥ 0 what it can
+ * still reserve, `resetMs` ≥ 0 the time until the window holds nothing of what is charged now.
+ */
+export interface BudgetStanding {
+  readonly window: BudgetWindow;
+  readonly limitTokens: number;
+  readonly remainingTokens: number;
+  readonly resetMs: number;
+}
+
+/**
+ * The tokens a call used, as the gateway knows them when it releases the lease: `reported` true when
+ * the upstream's `usage` gave them (prompt + completion), false when the gateway estimated them for a
+ * call cut short (prompt estimate + what was relayed). Release charges this instead of the
+ * reservation. Whole numbers ≥ 0.
+ */
+export interface UsedTokens {
+  readonly tokens: number;
+  readonly reported: boolean;
+}
+
+/**
+ * One window of one client's budget, fleet-wide (`ProviderQueue.clientBudgets`): `reservedTokens`
+ * held by requests not yet reconciled (waiting or in flight), `usedTokens` charged by finished ones,
+ * `remainingTokens` = max(0, limit − reserved − used), `resetMs` as in {@link BudgetStanding}.
+ */
+export interface ClientBudgetWindow {
+  readonly clientId: string;
+  readonly window: BudgetWindow;
+  readonly limitTokens: number;
+  readonly reservedTokens: number;
+  readonly usedTokens: number;
+  readonly remainingTokens: number;
+  readonly resetMs: number;
+}
