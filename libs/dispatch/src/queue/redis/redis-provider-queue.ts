@@ -7,8 +7,10 @@ import type {
   LeaseRequest,
   ProviderCounts,
   ProviderQueue,
+  QueueClient,
   QueueProvider,
 } from '../provider-queue';
+import type { ClientBudgetWindow } from '../token-budget';
 import { connectRedis, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
@@ -157,6 +159,11 @@ export class RedisProviderQueue implements ProviderQueue {
     } catch (e) {
       throw queueUnavailable(e);
     }
+  }
+
+  /** Not built yet on this backend (the Redis side of token budgets follows): reads nothing. */
+  async clientBudgets(_clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]> {
+    return [];
   }
 
   /** Leases this replica holds right now. */
