@@ -13,7 +13,8 @@ export type {
 } from './queue/provider-queue';
 export { MemoryProviderQueue } from './queue/memory-queue';
 export type { TokenWeight } from './queue/token-limit';
-export { BUDGET_WINDOW_MS } from './queue/token-budget';
+export { BUDGET_BUCKET_MS, BUDGET_WINDOW_MS, budgetWindows } from './queue/token-budget';
+export { budgetWeight } from './queue/budget-weight';
 export type { BudgetStanding, BudgetWindow, ClientBudgetWindow, TokenBudgets, UsedTokens } from './queue/token-budget';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';

@@ -61,9 +61,11 @@ export interface QueueClient {
   readonly solo?: boolean;
   /**
    * The client's token budgets (docs/architecture.md, "Token budgets"): admission reserves the
-   * request's weight (`LeaseRequest.tokens`: prompt + completion, an absent completion counted as
-   * the largest `defaultCompletionTokens` of the candidates) in each window when it arrives, or refuses with `rate_limit_exceeded`
-   * (429, `retryAfterS` the time until the window can hold it). Absent: no budget work at all.
+   * request's weight (`LeaseRequest.tokens`: prompt + completion, an absent completion counted as the
+   * largest `defaultCompletionTokens` of the candidates, else `DEFAULT_COMPLETION_TOKENS`;
+   * `budgetWeight`) in each window when it arrives, granted or queued, or refuses with
+   * `rate_limit_exceeded` (429, `retryAfterS` ⌈s⌉ until the window can hold it; none when the weight
+   * is over a whole window's budget: it never can). Absent: no budget work at all.
    */
   readonly tokenBudgets?: TokenBudgets;
 }
@@ -117,13 +119,16 @@ export interface Lease {
   prefillDone(): Promise<void>;
   /**
    * The client's tightest budget window right after this request's reservation (headers
-   * `x-ratelimit-*-tokens`); absent when the client has no token budget.
+   * `x-ratelimit-*-tokens`): lowest remaining, on a tie the later reset; for a request that waited,
+   * the standing at its arrival. Absent when the client has no token budget.
    */
   readonly budget?: BudgetStanding;
   /**
    * Ends the lease. `used`: the tokens the call used, charged to the client's budget in place of
-   * the reservation (over- or under-estimates are settled here); absent, the reservation is charged
-   * as it stands. Ignored when the client has no budget.
+   * the reservation (over- or under-estimates are settled here, in the buckets of the request's
+   * admission that still count); absent, the reservation is charged as it stands. Ignored when the
+   * client has no budget, and after the lease ended (released, or fenced: a fenced lease was charged
+   * its reservation as it stood) (docs/architecture.md, "Token budgets").
    */
   release(used?: UsedTokens): Promise<void>;
 }

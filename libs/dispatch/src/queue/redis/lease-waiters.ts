@@ -89,8 +89,9 @@ export class LeaseWaiters {
     if (waiter) {
       waiter.step(() => this.confirm(waiter, providerId), jobId);
     } else if (!this.parts.holder.knows(jobId) && !this.parts.isClosed()) {
-      // A grant nobody waits for any more (the waiter settled on a Redis error): give the slot back.
-      void this.parts.holder.release(jobId, this.parts.slots.at(providerId, DEFAULT_SHARD_TAG));
+      // A grant nobody waits for any more (the waiter settled on a Redis error): give the slot back,
+      // and its budget reservation whole (nothing was used).
+      void this.parts.holder.release(jobId, this.parts.slots.at(providerId, DEFAULT_SHARD_TAG), { used: 0 });
     }
   }
 
@@ -251,7 +252,7 @@ export class LeaseWaiters {
     }
     if (outcome.kind === 'granted') {
       if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
-      await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag));
+      await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag), { used: 0 });
     }
     waiter.fail(outcome.kind === 'shed' ? this.full(waiter, 'shed') : error);
   }
