@@ -14,6 +14,9 @@ export type {
 export { MemoryProviderQueue } from './queue/memory-queue';
 export type { TokenWeight } from './queue/token-limit';
 export { BYTES_PER_TOKEN, TOKENS_PER_MESSAGE, estimateTokenWeight, type WeighedEndpoint } from './route/token-weight';
+export { BUDGET_BUCKET_MS, BUDGET_WINDOW_MS, budgetWindows } from './queue/token-budget';
+export { budgetWeight } from './queue/budget-weight';
+export type { BudgetStanding, BudgetWindow, ClientBudgetWindow, TokenBudgets, UsedTokens } from './queue/token-budget';
 export type { HealthEvent, HealthTransition } from './health/health-record';
 export type { HealthView } from './health/health-view';
 export type { HealthStore, ProbeDetail } from './health/health-store';

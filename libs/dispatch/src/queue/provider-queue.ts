@@ -1,5 +1,6 @@
 import { ANONYMOUS_CLIENT } from '@iop/validate';
 import type { TokenWeight } from './token-limit';
+import type { BudgetStanding, ClientBudgetWindow, TokenBudgets, UsedTokens } from './token-budget';
 
 /**
  * One provider of a pool as the queue sees it: its id and its limits (docs/architecture.md, "Usable pool providers").
@@ -58,6 +59,15 @@ export interface QueueClient {
    * that). Ignored when a cap is set. The memory backend decides the same without it.
    */
   readonly solo?: boolean;
+  /**
+   * The client's token budgets (docs/architecture.md, "Token budgets"): admission reserves the
+   * request's weight (`LeaseRequest.tokens`: prompt + completion, an absent completion counted as the
+   * largest `defaultCompletionTokens` of the candidates, else `DEFAULT_COMPLETION_TOKENS`;
+   * `budgetWeight`) in each window when it arrives, granted or queued, or refuses with
+   * `rate_limit_exceeded` (429, `retryAfterS` ⌈s⌉ until the window can hold it; none when the weight
+   * is over a whole window's budget: it never can). Absent: no budget work at all.
+   */
+  readonly tokenBudgets?: TokenBudgets;
 }
 
 /** The client of a request that names none: the anonymous client (band 0, weight 1, no caps). */
@@ -107,7 +117,20 @@ export interface Lease {
    * limits"). Idempotent, never throws, a no-op after `release` or where no tokens are held.
    */
   prefillDone(): Promise<void>;
-  release(): Promise<void>;
+  /**
+   * The client's tightest budget window right after this request's reservation (headers
+   * `x-ratelimit-*-tokens`): lowest remaining, on a tie the later reset; for a request that waited,
+   * the standing at its arrival. Absent when the client has no token budget.
+   */
+  readonly budget?: BudgetStanding;
+  /**
+   * Ends the lease. `used`: the tokens the call used, charged to the client's budget in place of
+   * the reservation (over- or under-estimates are settled here, in the buckets of the request's
+   * admission that still count); absent, the reservation is charged as it stands. Ignored when the
+   * client has no budget, and after the lease ended (released, or fenced: a fenced lease was charged
+   * its reservation as it stood) (docs/architecture.md, "Token budgets").
+   */
+  release(used?: UsedTokens): Promise<void>;
 }
 
 /** Live counts of one client in one pool (docs/architecture.md, "Clients, priority and fair share"). */
@@ -157,6 +180,11 @@ export interface ProviderQueue {
    * waiting may be left out.
    */
   clientCounts(): Promise<ClientCounts[]>;
+  /**
+   * Every budget window of every client with a token budget among `clients` (exact across replicas
+   * for redis), for `/status` and metrics (docs/architecture.md, "Token budgets").
+   */
+  clientBudgets(clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]>;
   /** True when the backend can admit now (Redis reachable for redis); feeds `/readyz`. */
   isReady(): Promise<boolean>;
   /** Stops admitting, fails this process's waiting requests, releases nothing it does not own, closes connections and timers. */

@@ -8,6 +8,7 @@ const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {
   queue_timeout: 'queue_timeout',
   queue_unavailable: 'queue_unavailable',
   no_available_provider: 'no_available_provider',
+  rate_limit_exceeded: 'rate_limit_exceeded',
   client_aborted: 'client_closed',
 };
 

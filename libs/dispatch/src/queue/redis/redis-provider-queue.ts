@@ -7,11 +7,14 @@ import type {
   LeaseRequest,
   ProviderCounts,
   ProviderQueue,
+  QueueClient,
   QueueProvider,
 } from '../provider-queue';
+import type { ClientBudgetWindow } from '../token-budget';
 import { connectRedis, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
+import { readClientBudgets } from './lease-budget';
 import { LeaseHolder } from './lease-holder';
 import { LeaseWaiters } from './lease-waiters';
 import { ProviderSlots } from './provider-slots';
@@ -157,6 +160,13 @@ export class RedisProviderQueue implements ProviderQueue {
     } catch (e) {
       throw queueUnavailable(e);
     }
+  }
+
+  /** Every window of the budgeted clients among `clients`, on Redis time (`readClientBudgets`). */
+  clientBudgets(clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]> {
+    return readClientBudgets(this.store, [...this.slots.byTag().keys()], clients).catch((e: unknown) => {
+      throw queueUnavailable(e);
+    });
   }
 
   /** Leases this replica holds right now. */
