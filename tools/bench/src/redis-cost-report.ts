@@ -112,14 +112,6 @@ export function redisCostChecks(cost: RedisCostResults | undefined): TargetCheck
     ),
     limitCheck(
       cost,
-      `Redis backend, token budgets on (the same clients with tokens_per_minute and tokens_per_day): ≤ ${L.commandsPerRequest} Redis commands per pooled request`,
-      'pooled-budgets',
-      commands,
-      L.commandsPerRequest,
-      2,
-    ),
-    limitCheck(
-      cost,
       `Redis backend, token budgets on: ≤ ${L.cpuMsPerRequestWithBudgets} ms of Redis CPU per pooled request`,
       'pooled-budgets',
       cpu,
