@@ -9,7 +9,7 @@
  * - `client_aborted`: the caller's AbortSignal fired while waiting; nothing is left queued.
  */
 export type AdmissionErrorCode =
-  'queue_full' | 'queue_timeout' | 'queue_unavailable' | 'no_available_provider' | 'client_aborted';
+  'queue_full' | 'queue_timeout' | 'queue_unavailable' | 'no_available_provider' | 'client_aborted' | 'rate_limit_exceeded';
 
 /** A queue's refusal: a code above, the catalog's message and `Retry-After` for it. */
 export class AdmissionError extends Error {

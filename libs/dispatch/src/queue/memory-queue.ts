@@ -1,3 +1,4 @@
+import type { ClientBudgetWindow } from './token-budget';
 import type { AdmissionError } from './admission-error';
 import {
   clientAborted,
@@ -106,6 +107,11 @@ export class MemoryProviderQueue implements ProviderQueue {
       out.set(id, c);
     }
     return out;
+  }
+
+  /** Placeholder until the token budget core lands: no budgets known. */
+  async clientBudgets(): Promise<ClientBudgetWindow[]> {
+    return [];
   }
 
   async clientCounts(): Promise<ClientCounts[]> {

@@ -1,3 +1,4 @@
+import type { ClientBudgetWindow } from '../token-budget';
 import { clientAborted, noAvailableProvider, queueUnavailable, queueClosing } from '../admission-errors';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from '../lease-keys';
 import { LeaseStore } from '../lease-store';
@@ -149,6 +150,11 @@ export class RedisProviderQueue implements ProviderQueue {
     } catch (e) {
       throw queueUnavailable(e);
     }
+  }
+
+  /** Placeholder until the token budget core lands: no budgets known. */
+  async clientBudgets(): Promise<ClientBudgetWindow[]> {
+    return [];
   }
 
   async clientCounts(): Promise<ClientCounts[]> {
