@@ -42,10 +42,12 @@ export function tightestWindow(windows: readonly ClientBudgetWindow[]): BudgetSt
     )
       best = w;
   }
-  return best && {
-    window: best.window,
-    limitTokens: best.limitTokens,
-    remainingTokens: best.remainingTokens,
-    resetMs: best.resetMs,
-  };
+  return (
+    best && {
+      window: best.window,
+      limitTokens: best.limitTokens,
+      remainingTokens: best.remainingTokens,
+      resetMs: best.resetMs,
+    }
+  );
 }

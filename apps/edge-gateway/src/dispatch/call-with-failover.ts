@@ -86,14 +86,21 @@ async function attemptWithFailover(
       const trial = candidate === pick.trial;
       const sent = pick.bodies.get(candidate.adapter.type) ?? body;
       startedAt = performance.now();
-      const result = await callUpstream(req, sent, { ...candidate, resourceId: providerId }, attempt, () => {
-        // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").
-        void lease?.prefillDone();
-        deps.firstBytes?.mark(providerId);
-        // A trial's first byte is booked (a success), so the trial is over.
-        if (trial && deps.health) trialBooked.settled = true;
-        void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
-      }, meter);
+      const result = await callUpstream(
+        req,
+        sent,
+        { ...candidate, resourceId: providerId },
+        attempt,
+        () => {
+          // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").
+          void lease?.prefillDone();
+          deps.firstBytes?.mark(providerId);
+          // A trial's first byte is booked (a success), so the trial is over.
+          if (trial && deps.health) trialBooked.settled = true;
+          void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
+        },
+        meter,
+      );
       logStreamEnd(req, providerId, result);
       void bookOutcome(deps.health, providerId, { at: 'ended', trial, result });
       return;
