@@ -91,7 +91,7 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     text.replace(/chatcmpl-fake-\d+/g, 'ID').replace(/"created":\d+/g, '"created":0');
   const chat = (extra: object = {}) => ({
     model: 'm',
-    messages: [{ role: 'user', content: 'how many tokens is this?' }],
+    messages: [{ role: 'user' as const, content: 'how many tokens is this?' }],
     ...extra,
   });
 
