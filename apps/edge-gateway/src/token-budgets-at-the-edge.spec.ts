@@ -192,7 +192,10 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     expect((await post('/chat/completions', 'k-tiny', big)).status).toBe(200);
     const refused = await post('/chat/completions', 'k-tiny', big);
     expect(refused.status).toBe(429);
-    expect((await refused.json()).error).toMatchObject({ code: 'rate_limit_exceeded', type: 'rate_limit_error' });
+    expect(((await refused.json()) as { error: unknown }).error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      type: 'rate_limit_error',
+    });
     expect(refused.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(refused.headers.get('x-ratelimit-limit-tokens')).toBe('300');
     expect(refused.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
