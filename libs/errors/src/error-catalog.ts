@@ -1,3 +1,5 @@
+import { rateLimitMessage } from './rate-limit-message';
+
 /**
  * One entry of {@link ERROR_CATALOG}: how an error code is answered. `message` is the code's message
  * template: a function of the named fields that code needs (none for a fixed text), so TypeScript checks
@@ -153,12 +155,7 @@ export const ERROR_CATALOG = {
     status: 429,
     type: 'rate_limit_error',
     retryAfterS: 1,
-    message: (f: { model?: string; retryAfterS: number } | { cliAdapter: string; running: number; waiting: number }) =>
-      'cliAdapter' in f
-        ? `The CLI model is busy: ${f.running} runs are going and ${f.waiting} requests wait (max_concurrency and max_waiting of adapter "${f.cliAdapter}"). Retry later.`
-        : f.model === undefined
-          ? `The upstream is rate limiting requests; retry after ${f.retryAfterS} s.`
-          : `Every provider of model "${f.model}" is rate limited by its upstream; retry after ${f.retryAfterS} s.`,
+    message: rateLimitMessage,
   },
   client_closed: {
     status: 499,

@@ -12,3 +12,4 @@ export {
 } from './error-catalog';
 export { type ErrorParts, catalogAnswer, resolveError } from './error-answer';
 export { MAX_ECHOED_CHARS, MAX_MESSAGE_CHARS, echoed, echoedParam, boundedMessage, echoedFields } from './echoed';
+export { type RateLimitFields, type TokenBudgetFields, delayWords } from './rate-limit-message';

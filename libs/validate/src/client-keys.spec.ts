@@ -1,10 +1,12 @@
-import { ANONYMOUS_CLIENT, ClientKeys, soleClient } from './client-keys';
+import { ANONYMOUS_CLIENT, ClientKeys, anyTokenBudget, soleClient } from './client-keys';
 
 const gateway = {
   api_keys: ['flat-1', 'flat-2'],
   clients: [
     { id: 'chat', keys: ['chat-a', 'chat-b'], priority: 10, weight: 3, max_in_flight: 4 },
     { id: 'batch', keys: ['batch-a'], priority: -1, weight: 1, max_queued: 50 },
+    { id: 'metered', keys: ['metered-a'], priority: 0, weight: 1, tokens_per_minute: 1000, tokens_per_day: 50000 },
+    { id: 'daily', keys: ['daily-a'], priority: 0, weight: 1, tokens_per_day: 7000 },
   ],
 };
 
@@ -15,6 +17,19 @@ describe('ClientKeys', () => {
     expect(keys.resolve('chat-a')).toEqual({ id: 'chat', priority: 10, weight: 3, maxInFlight: 4 });
     expect(keys.resolve('chat-b')).toBe(keys.resolve('chat-a'));
     expect(keys.resolve('batch-a')).toEqual({ id: 'batch', priority: -1, weight: 1, maxQueued: 50 });
+  });
+
+  it('maps tokens_per_minute and tokens_per_day to tokenBudgets, only the windows that are set', () => {
+    expect(keys.resolve('metered-a')).toEqual({
+      id: 'metered',
+      priority: 0,
+      weight: 1,
+      tokenBudgets: { perMinute: 1000, perDay: 50000 },
+    });
+    expect(keys.resolve('daily-a')?.tokenBudgets).toEqual({ perDay: 7000 });
+    expect(keys.resolve('chat-a')?.tokenBudgets).toBeUndefined();
+    expect(anyTokenBudget(gateway)).toBe(true);
+    expect(anyTokenBudget({ clients: gateway.clients.slice(0, 2) })).toBe(false);
   });
 
   it('makes each flat api_keys entry a client of default settings named by its place in the list', () => {
@@ -30,7 +45,7 @@ describe('ClientKeys', () => {
   });
 
   it('lists the configured clients, named ones first', () => {
-    expect(keys.clients.map((c) => c.id)).toEqual(['chat', 'batch', 'api_keys[0]', 'api_keys[1]']);
+    expect(keys.clients.map((c) => c.id)).toEqual(['chat', 'batch', 'metered', 'daily', 'api_keys[0]', 'api_keys[1]']);
     expect(keys.open).toBe(false);
   });
 

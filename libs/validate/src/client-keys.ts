@@ -4,7 +4,9 @@ import type { GatewaySettings } from './schema';
 /**
  * A client as the gateway knows it at run time (docs/architecture.md, "Clients, priority and fair
  * share"): never its keys. `priority` is its band (-1000..1000), `weight` its share inside the band
- * (1..100); `maxInFlight` and `maxQueued` are per pool, absent = no cap.
+ * (1..100); `maxInFlight` and `maxQueued` are per pool, absent = no cap. `tokenBudgets` are its
+ * `tokens_per_minute` / `tokens_per_day` (docs/architecture.md, "Token budgets"; the shape of
+ * `QueueClient.tokenBudgets` in `@iop/dispatch`), absent when it sets neither.
  */
 export interface FlowClient {
   readonly id: string;
@@ -12,6 +14,7 @@ export interface FlowClient {
   readonly weight: number;
   readonly maxInFlight?: number;
   readonly maxQueued?: number;
+  readonly tokenBudgets?: { readonly perMinute?: number; readonly perDay?: number };
 }
 
 /** The client of every request when no key is configured at all. */
@@ -37,6 +40,7 @@ export function configuredClients(gateway: Pick<GatewaySettings, 'api_keys' | 'c
       weight: c.weight,
       ...(c.max_in_flight !== undefined ? { maxInFlight: c.max_in_flight } : {}),
       ...(c.max_queued !== undefined ? { maxQueued: c.max_queued } : {}),
+      ...tokenBudgetsOf(c),
     },
     keys: c.keys,
   }));
@@ -45,6 +49,26 @@ export function configuredClients(gateway: Pick<GatewaySettings, 'api_keys' | 'c
     keys: [key],
   }));
   return [...named, ...flat];
+}
+
+/** `tokenBudgets` of a configured client: its windows that are set, or nothing when it sets neither. */
+function tokenBudgetsOf(c: { tokens_per_minute?: number; tokens_per_day?: number }): Pick<FlowClient, 'tokenBudgets'> {
+  if (c.tokens_per_minute === undefined && c.tokens_per_day === undefined) return {};
+  return {
+    tokenBudgets: {
+      ...(c.tokens_per_minute !== undefined ? { perMinute: c.tokens_per_minute } : {}),
+      ...(c.tokens_per_day !== undefined ? { perDay: c.tokens_per_day } : {}),
+    },
+  };
+}
+
+/**
+ * True when any configured client has a token budget (docs/architecture.md, "Token budgets"): then
+ * every pool provider shares one Redis Cluster hash tag, so one script sees a client's budget
+ * whatever pool its request is for. Pure.
+ */
+export function anyTokenBudget(gateway: Pick<GatewaySettings, 'clients'>): boolean {
+  return gateway.clients.some((c) => c.tokens_per_minute !== undefined || c.tokens_per_day !== undefined);
 }
 
 /**

@@ -92,9 +92,40 @@ describe('gateway.clients', () => {
       'set max_in_flight to 1 or more, or remove it for no cap.',
     ],
     ['max_queued: -1', 'max_queued', 'must be at least 0', 'set max_queued to 0 or more, or remove it for no cap.'],
+    [
+      'tokens_per_minute: 0',
+      'tokens_per_minute',
+      'must be at least 1',
+      'write tokens_per_minute as a whole number of tokens, 1 or more (e.g. tokens_per_minute: 100000), or remove it for no budget.',
+    ],
+    [
+      'tokens_per_day: 2.5',
+      'tokens_per_day',
+      'expected an integer, got a fractional number',
+      'write tokens_per_day as a whole number of tokens, 1 or more (e.g. tokens_per_day: 100000), or remove it for no budget.',
+    ],
+    [
+      'tokens_per_minute: "lots"',
+      'tokens_per_minute',
+      'expected a number, got a string',
+      'write tokens_per_minute as a whole number of tokens, 1 or more (e.g. tokens_per_minute: 100000), or remove it for no budget.',
+    ],
   ])('refuses %s with the range in the fix', (setting, key, message, fix) => {
     expect(problems(`  clients:\n    - { id: chat, keys: [k1], ${setting} }`)).toEqual([
       expect.objectContaining({ path: `gateway.clients[0].${key}`, line: 4, message, fix }),
+    ]);
+  });
+
+  it('accepts token budgets per minute and per day on a client, on the memory backend too', () => {
+    const result = parseConfigText(
+      file(`  clients:
+    - { id: chat, keys: [k1], tokens_per_minute: 10000, tokens_per_day: 1000000 }
+    - { id: batch, keys: [k2], tokens_per_day: 5000 }`),
+      {},
+    );
+    expect(result.ok && result.config.gateway.clients.map((c) => [c.tokens_per_minute, c.tokens_per_day])).toEqual([
+      [10000, 1000000],
+      [undefined, 5000],
     ]);
   });
 

@@ -20,6 +20,12 @@ const intIn = (min: number, max: number, what: string) => {
   return z.number({ error: fix }).int(fix).min(min, fix).max(max, fix);
 };
 
+/** A token budget: a whole number of tokens ≥ 1, optional; every issue's fix names the setting. */
+const tokenBudget = (what: string) => {
+  const fix = `write ${what} as a whole number of tokens, 1 or more (e.g. ${what}: 100000), or remove it for no budget`;
+  return z.number({ error: fix }).int(fix).min(1, fix).max(Number.MAX_SAFE_INTEGER, fix).optional();
+};
+
 /** One entry of `gateway.clients`: an identity for one or more keys, with its band, weight and caps. */
 export const clientSchema = z.strictObject({
   /** The client's name in logs, `/status` and the `client` label of metrics; never a key. */
@@ -34,6 +40,14 @@ export const clientSchema = z.strictObject({
   max_in_flight: z.number().int().positive('set max_in_flight to 1 or more, or remove it for no cap').optional(),
   /** Requests the client may have waiting in one pool, across every replica; over it `429 queue_full`. */
   max_queued: z.number().int().nonnegative('set max_queued to 0 or more, or remove it for no cap').optional(),
+  /**
+   * Tokens (estimated prompt + completion allowance, settled with the tokens used at release) the
+   * client may use in any sliding minute, fleet-wide; over it `429 rate_limit_exceeded`
+   * (docs/architecture.md, "Token budgets"). Absent: no per-minute budget.
+   */
+  tokens_per_minute: tokenBudget('tokens_per_minute'),
+  /** The same over a sliding day (86,400 s). Absent: no per-day budget. */
+  tokens_per_day: tokenBudget('tokens_per_day'),
 });
 
 export type ClientConfig = z.output<typeof clientSchema>;

@@ -40,6 +40,13 @@ export {
 } from './listen-address';
 export { KeySet, presentedKey } from './api-keys';
 export { MIN_PRIORITY, MAX_PRIORITY } from './client-schema';
-export { type FlowClient, ANONYMOUS_CLIENT, ClientKeys, configuredClients, soleClient } from './client-keys';
+export {
+  type FlowClient,
+  ANONYMOUS_CLIENT,
+  ClientKeys,
+  anyTokenBudget,
+  configuredClients,
+  soleClient,
+} from './client-keys';
 export { providerPools } from './provider-pools';
 export { type LibLogger, silentLibLogger, consoleLibLogger } from './lib-logger';

@@ -6,10 +6,18 @@
  * - `queue_timeout` (503): no lease within `max_wait_ms`; the waiting job was removed;
  * - `queue_unavailable` (503): the queue backend (Redis) cannot be reached, a held lease was lost, or the queue is closing;
  * - `no_available_provider` (503): the pool has no usable candidate (all disabled, invalid or removed);
+ * - `rate_limit_exceeded` (429): the client's token budget cannot hold the request now (`retryAfterS`:
+ *   until it can), or ever (its weight is over the whole budget: no `retryAfterS`) (docs/architecture.md,
+ *   "Token budgets");
  * - `client_aborted`: the caller's AbortSignal fired while waiting; nothing is left queued.
  */
 export type AdmissionErrorCode =
-  'queue_full' | 'queue_timeout' | 'queue_unavailable' | 'no_available_provider' | 'client_aborted' | 'rate_limit_exceeded';
+  | 'queue_full'
+  | 'queue_timeout'
+  | 'queue_unavailable'
+  | 'no_available_provider'
+  | 'rate_limit_exceeded'
+  | 'client_aborted';
 
 /** A queue's refusal: a code above, the catalog's message and `Retry-After` for it. */
 export class AdmissionError extends Error {

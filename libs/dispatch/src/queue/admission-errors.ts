@@ -2,13 +2,14 @@ import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs, type QueueFu
 import { AdmissionError, type AdmissionErrorCode } from './admission-error';
 import type { QueueClient } from './provider-queue';
 import { servingSlots, type ServiceRate } from './service-rate';
+import type { BudgetWindow } from './token-budget';
 
 /**
  * The refusals of both `ProviderQueue` backends, made in this one module so the memory and the Redis
  * backend answer the same situation with the same words (docs/architecture.md, "Errors"). Each message
  * and `Retry-After` is the catalog's (`ERROR_CATALOG`, `@iop/errors`) for the code.
  */
-function refusal<C extends Exclude<AdmissionErrorCode, 'client_aborted'>>(
+function refusal<C extends Exclude<AdmissionErrorCode, 'client_aborted' | 'rate_limit_exceeded'>>(
   code: C,
   ...fields: ErrorMessageArgs<C>
 ): AdmissionError {
@@ -86,6 +87,35 @@ export function queueClosing(): AdmissionError {
 /** `no_available_provider`: no candidate of `model` is configured (all disabled, invalid or removed). */
 export function noAvailableProvider(model: string): AdmissionError {
   return refusal('no_available_provider', { model });
+}
+
+/**
+ * `rate_limit_exceeded`: the `window` of `client`'s token budget (`limit` tokens) holds `used` tokens
+ * (charged and reserved) and cannot hold the request's `requested` tokens before `retryMs` ms have
+ * passed (docs/architecture.md, "Token budgets"). `retryAfterS` = ⌈retryMs / 1000⌉, at least 1.
+ */
+export function budgetExceeded(
+  client: string,
+  window: BudgetWindow,
+  counts: { limit: number; used: number; requested: number; retryMs: number },
+): AdmissionError {
+  const { limit, used, requested, retryMs } = counts;
+  const message = catalogMessage('rate_limit_exceeded', { budget: window, client, limit, used, requested, retryMs });
+  return new AdmissionError('rate_limit_exceeded', message, Math.max(1, Math.ceil(retryMs / 1000)));
+}
+
+/**
+ * `rate_limit_exceeded`: the request's `requested` tokens are more than the whole `limit` of `client`'s
+ * `window`, so it can never be admitted. No `retryAfterS`: retrying the same request cannot help
+ * (docs/architecture.md, "Token budgets").
+ */
+export function budgetTooLarge(
+  client: string,
+  window: BudgetWindow,
+  counts: { limit: number; requested: number },
+): AdmissionError {
+  const fields = { budget: window, client, limit: counts.limit, requested: counts.requested, tooLarge: true } as const;
+  return new AdmissionError('rate_limit_exceeded', catalogMessage('rate_limit_exceeded', fields));
 }
 
 /** `client_aborted`: the caller's signal fired while the request waited (answered `client_closed`, 499). */

@@ -26,6 +26,30 @@ export function canTake(state: ProviderState, tokens: TokenWeight | undefined): 
   return !state.pool.hasWaiterFor(providerId) && fits(state, tokens);
 }
 
+/**
+ * The provider a new request takes a slot of at once, if any: `best` when it has a free slot and
+ * the request fits its token limit; when only the token limit stops it, the least-loaded other
+ * candidate that can take it. A provider with a token limit grants none at once while a waiter that
+ * lists it is in line, so a waiter that does not fit yet is never passed by newcomers
+ * (docs/architecture.md, "Token limits").
+ */
+export function takerAtOnce(
+  best: ProviderState,
+  usable: readonly QueueProvider[],
+  tokens: TokenWeight | undefined,
+  providers: ReadonlyMap<string, ProviderState>,
+): ProviderState | undefined {
+  if (best.inFlight >= best.limits.maxConcurrency) return undefined;
+  if (canTake(best, tokens)) return best;
+  const others: ProviderState[] = [];
+  for (const p of usable) {
+    const state = providers.get(p.providerId);
+    if (state && state !== best) others.push(state);
+  }
+  const load = (s: ProviderState) => (s.inFlight + s.pool.queuedOn(s.limits.providerId)) / s.limits.maxConcurrency;
+  return others.sort((a, b) => load(a) - load(b)).find((s) => canTake(s, tokens));
+}
+
 /** True when a request of weight `tokens` fits the provider's token limit now (always without one, or without a weight). */
 export function fits(state: ProviderState, tokens: TokenWeight | undefined): boolean {
   if (state.limits.maxTokensInFlight === undefined || !tokens) return true;

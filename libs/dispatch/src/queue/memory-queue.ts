@@ -1,14 +1,14 @@
-import type { ClientBudgetWindow } from './token-budget';
-import type { AdmissionError } from './admission-error';
 import {
+  budgetExceeded,
+  budgetTooLarge,
   clientAborted,
   noAvailableProvider,
   queueClosing,
   queueFullFor,
-  queueTimeout,
   type FullCause,
 } from './admission-errors';
-import { clientOf, FairTags, orderScore } from './fair-order';
+import { clientOf, FairTags } from './fair-order';
+import { waitForLease } from './memory-waiter';
 import { MemoryPool, type MemoryWaiter } from './memory-pool';
 import {
   chooseProvider,
@@ -22,8 +22,23 @@ import {
   type QueueProvider,
 } from './provider-queue';
 import { ServiceRate } from './service-rate';
-import { canTake, fits, NEVER_ABORTED, takeSlot, type ProviderState } from './memory-provider';
+import { fits, NEVER_ABORTED, takerAtOnce, takeSlot, type ProviderState } from './memory-provider';
 import type { HeldTokens, TokenWeight } from './token-limit';
+import { BudgetLedger, type BudgetReservation } from './budget-ledger';
+import { budgetWeight } from './budget-weight';
+import { budgetWindows, type BudgetStanding, type ClientBudgetWindow, type UsedTokens } from './token-budget';
+
+/** A request's reservation in its client's token budget and the standing it left (docs/architecture.md, "Token budgets"). */
+interface HeldBudget {
+  readonly reservation: BudgetReservation;
+  readonly standing: BudgetStanding;
+}
+
+/** Options of the memory backend. */
+export interface MemoryQueueOptions {
+  /** The clock of the token budget windows, epoch ms (tests may run it faster). @defaultValue `Date.now` */
+  readonly now?: () => number;
+}
 
 /**
  * In-process `ProviderQueue` for a single gateway (the `memory` backend, docs/architecture.md
@@ -31,6 +46,8 @@ import type { HeldTokens, TokenWeight } from './token-limit';
  * release, so a free slot never coexists with a waiter that could take it. Waiters of a pool are served
  * in one order (`MemoryPool`): band, fair-share tag (`FairTags`), arrival; a client at `max_in_flight`
  * is parked, one over `max_queued` refused, and a sheddable waiter gives its place to a higher band.
+ * A client's token budget (docs/architecture.md, "Token budgets") is decided and reserved in the same
+ * synchronous step as the lease or the place in line (`BudgetLedger`, on the process clock).
  */
 export class MemoryProviderQueue implements ProviderQueue {
   readonly backend = 'memory' as const;
@@ -38,8 +55,13 @@ export class MemoryProviderQueue implements ProviderQueue {
   private readonly pools = new Map<string, MemoryPool>();
   private readonly tags = new FairTags();
   private readonly rate = new ServiceRate();
+  private readonly budgets: BudgetLedger;
   private seq = 0;
   private closed = false;
+
+  constructor(options: MemoryQueueOptions = {}) {
+    this.budgets = new BudgetLedger(options.now);
+  }
 
   async configure(providers: readonly QueueProvider[]): Promise<void> {
     const keep = new Set(providers.map((p) => p.providerId));
@@ -64,17 +86,27 @@ export class MemoryProviderQueue implements ProviderQueue {
     const usable = this.usable(request.candidates.map((c) => c.providerId));
     if (usable.length === 0) return Promise.reject(noAvailableProvider(request.modelGroupKey));
     const client = clientOf(request);
+    let budget: HeldBudget | undefined;
+    if (budgetWindows(client.tokenBudgets).length > 0) {
+      const requested = budgetWeight(request);
+      const d = this.budgets.admit(client, requested);
+      if (d.kind === 'too_large') return Promise.reject(budgetTooLarge(client.id, d.window, { ...d, requested }));
+      if (d.kind === 'exceeded') return Promise.reject(budgetExceeded(client.id, d.window, { ...d, requested }));
+      budget = d;
+    }
     const poolName = usable[0].pool ?? DEFAULT_POOL;
     const pool = this.pool(poolName);
     const best = this.providers.get(chooseProvider(usable, this.countMap())?.providerId ?? '');
     const parked = pool.atCap(client);
-    const taker = best && !parked ? this.takerAtOnce(best, usable, request.tokens) : undefined;
-    if (taker) return Promise.resolve(this.lease(taker, client, Date.now(), this.take(taker, client, request.tokens)));
-    const full = (
-      cause: FullCause,
-      queued: number,
-      who = { model: request.modelGroupKey, client, candidates: usable },
-    ) => queueFullFor(cause, who, poolName, this.rate, queued);
+    const taker = best && !parked ? takerAtOnce(best, usable, request.tokens, this.providers) : undefined;
+    if (taker)
+      return Promise.resolve(this.lease(taker, client, Date.now(), this.take(taker, client, request.tokens), budget));
+    const full = (cause: FullCause, queued: number) => {
+      const who = { model: request.modelGroupKey, client, candidates: usable };
+      // Refused after all: the reservation comes back whole.
+      if (budget) this.budgets.giveBack(budget.reservation);
+      return queueFullFor(cause, who, poolName, this.rate, queued);
+    };
     const load = pool.load(client.id);
     if (client.maxQueued !== undefined && load.queued >= client.maxQueued)
       return Promise.reject(full('client_queued', load.queued));
@@ -91,10 +123,16 @@ export class MemoryProviderQueue implements ProviderQueue {
       if (!victim || victim.client.band >= 0 || victim.client.band >= client.band)
         return Promise.reject(full('queues_full', ahead));
       this.dropWaiter(pool, victim);
-      victim.fail(full('shed', ahead, { model: victim.modelGroupKey, client: victim.client, candidates: usable }));
+      const shed = { model: victim.modelGroupKey, client: victim.client, candidates: usable };
+      victim.fail(queueFullFor('shed', shed, poolName, this.rate, ahead));
       target = this.providers.get(victim.providerId)?.limits;
     }
-    return this.wait(request, client, pool, target?.providerId ?? ids[0], parked, this.tags.arrive(poolName, client));
+    const start = this.tags.arrive(poolName, client);
+    return this.wait(request, client, pool, { providerId: target?.providerId ?? ids[0], parked, start }, budget);
+  }
+
+  async clientBudgets(clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]> {
+    return this.budgets.windows(clients);
   }
 
   async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
@@ -107,11 +145,6 @@ export class MemoryProviderQueue implements ProviderQueue {
       out.set(id, c);
     }
     return out;
-  }
-
-  /** Placeholder until the token budget core lands: no budgets known. */
-  async clientBudgets(): Promise<ClientBudgetWindow[]> {
-    return [];
   }
 
   async clientCounts(): Promise<ClientCounts[]> {
@@ -129,50 +162,24 @@ export class MemoryProviderQueue implements ProviderQueue {
     for (const pool of this.pools.values()) for (const waiter of pool.drain()) waiter.fail(queueClosing());
   }
 
-  /** Queues a request (on `providerId`, or parked) and resolves at its grant. */
+  /**
+   * Queues a request (on `place.providerId`, or parked, with SFQ start tag `place.start`) and resolves
+   * at its grant; a waiter that fails (leaves, is shed or dropped) gives its budget reservation back.
+   */
   private wait(
     request: LeaseRequest,
     client: QueueClient,
     pool: MemoryPool,
-    providerId: string,
-    parked: boolean,
-    start: number,
+    place: { providerId: string; parked: boolean; start: number },
+    budget: HeldBudget | undefined,
   ): Promise<Lease> {
-    return new Promise<Lease>((resolve, reject) => {
-      const startedAt = Date.now();
-      const finish = () => {
-        clearTimeout(timer);
-        request.signal?.removeEventListener('abort', onAbort);
-      };
-      const waiter: MemoryWaiter = {
-        modelGroupKey: request.modelGroupKey,
-        candidateIds: request.candidates.map((c) => c.providerId),
-        client,
-        startedAt,
-        start,
-        score: orderScore(client.band, start),
-        seq: ++this.seq,
-        providerId,
-        parked,
-        ...(request.tokens ? { tokens: request.tokens } : {}),
-        grant: (granted, held) => {
-          finish();
-          const state = this.providers.get(granted);
-          if (state) resolve(this.lease(state, client, startedAt, held));
-        },
-        fail: (error) => {
-          finish();
-          reject(error);
-        },
-      };
-      const leave = (error: AdmissionError) => {
-        this.dropWaiter(pool, waiter);
-        waiter.fail(error);
-      };
-      const onAbort = () => leave(clientAborted());
-      const timer = setTimeout(() => leave(queueTimeout(request.modelGroupKey, request.maxWaitMs)), request.maxWaitMs);
-      request.signal?.addEventListener('abort', onAbort, { once: true });
-      pool.add(waiter);
+    return waitForLease(request, { ...place, client, seq: ++this.seq }, (w) => pool.add(w), {
+      lease: (granted, held, startedAt) => {
+        const state = this.providers.get(granted);
+        return state && this.lease(state, client, startedAt, held, budget);
+      },
+      drop: (waiter) => this.dropWaiter(pool, waiter),
+      failed: () => budget && this.budgets.giveBack(budget.reservation),
     });
   }
 
@@ -197,36 +204,19 @@ export class MemoryProviderQueue implements ProviderQueue {
     return out;
   }
 
-  /**
-   * The provider a new request takes a slot of at once, if any: `best` when it has a free slot and
-   * the request fits its token limit; when only the token limit stops it, the least-loaded other
-   * candidate that can take it. A provider with a token limit grants none at once while a waiter that
-   * lists it is in line, so a waiter that does not fit yet is never passed by newcomers
-   * (docs/architecture.md, "Token limits").
-   */
-  private takerAtOnce(
-    best: ProviderState,
-    usable: readonly QueueProvider[],
-    tokens: TokenWeight | undefined,
-  ): ProviderState | undefined {
-    if (best.inFlight >= best.limits.maxConcurrency) return undefined;
-    if (canTake(best, tokens)) return best;
-    const others: ProviderState[] = [];
-    for (const p of usable) {
-      const state = this.providers.get(p.providerId);
-      if (state && state !== best) others.push(state);
-    }
-    const load = (s: ProviderState) => (s.inFlight + s.pool.queuedOn(s.limits.providerId)) / s.limits.maxConcurrency;
-    return others.sort((a, b) => load(a) - load(b)).find((s) => canTake(s, tokens));
-  }
-
   /** Takes a slot (and, under a token limit, the request's tokens); returns the tokens held. */
   private take(state: ProviderState, client: QueueClient, tokens: TokenWeight | undefined): HeldTokens {
     state.pool.load(client.id).inFlight++;
     return takeSlot(state, tokens);
   }
 
-  private lease(state: ProviderState, client: QueueClient, startedAt: number, held: HeldTokens): Lease {
+  private lease(
+    state: ProviderState,
+    client: QueueClient,
+    startedAt: number,
+    held: HeldTokens,
+    budget: HeldBudget | undefined,
+  ): Lease {
     let released = false;
     const grantedAt = Date.now();
     const providerId = state.limits.providerId;
@@ -234,15 +224,17 @@ export class MemoryProviderQueue implements ProviderQueue {
       providerId,
       queueWaitMs: grantedAt - startedAt,
       signal: NEVER_ABORTED,
+      ...(budget ? { budget: budget.standing } : {}),
       prefillDone: async () => {
         if (released || held.prompt === 0) return;
         state.tokens -= held.prompt;
         held.prompt = 0;
         if (!state.removed) this.fillFreeSlots(state);
       },
-      release: async () => {
+      release: async (used?: UsedTokens) => {
         if (released) return;
         released = true;
+        if (budget) this.budgets.settle(budget.reservation, used?.tokens);
         this.rate.record(state.limits.pool ?? DEFAULT_POOL, Date.now() - grantedAt);
         this.releaseSlot(state, client, held);
       },

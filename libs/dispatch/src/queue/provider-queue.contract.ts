@@ -2,6 +2,7 @@ import { waitUntil } from '../testing/wait-until';
 import { AdmissionError } from './admission-error';
 import { describeFlowControlContract } from './flow-control.contract';
 import { describeTokenLimitsContract } from './token-limits.contract';
+import { describeTokenBudgetsContract } from './token-budgets.contract';
 
 export { waitUntil };
 import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
@@ -45,6 +46,7 @@ export function describeProviderQueueContract(
     });
     if (!opts.client) describeFlowControlContract(() => queue);
     describeTokenLimitsContract(() => queue, opts.client);
+    describeTokenBudgetsContract(() => queue, { solo: opts.client?.solo === true });
 
     const request = (candidates: QueueProvider[], extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
       modelGroupKey: 'llama',

@@ -61,3 +61,26 @@ export interface ClientBudgetWindow {
   readonly remainingTokens: number;
   readonly resetMs: number;
 }
+
+/**
+ * Bucket length of each window, ms (docs/architecture.md, "Token budgets"): a window is kept as
+ * buckets of charges (1 s for the minute, 1 min for the day); a bucket counts until it lies wholly
+ * outside the window, so a charge counts for at least the window's length and at most one bucket
+ * more. The Lua scripts use the same numbers (`includes/budget.lua`).
+ */
+export const BUDGET_BUCKET_MS: Readonly<Record<BudgetWindow, number>> = { minute: 1000, day: 60_000 };
+
+/**
+ * How many buckets, from the oldest, the `Retry-After` of a refusal looks at (docs/architecture.md,
+ * "Token budgets"): the whole minute window; the first hour of the day window (past that, the hint
+ * is the time until the last bucket looked at leaves: a lower bound).
+ */
+export const BUDGET_RETRY_SCAN = 61;
+
+/** The windows a budget sets, in order (minute, then day), with their limits. */
+export function budgetWindows(budgets: TokenBudgets | undefined): [BudgetWindow, number][] {
+  const out: [BudgetWindow, number][] = [];
+  if (budgets?.perMinute !== undefined) out.push(['minute', budgets.perMinute]);
+  if (budgets?.perDay !== undefined) out.push(['day', budgets.perDay]);
+  return out;
+}

@@ -169,10 +169,11 @@ describe('entersQueue (the admission rule)', () => {
 });
 
 describe('poolShardTags: Redis Cluster hash tags of provider pools', () => {
-  const cfg = (cluster: boolean) =>
+  const cfg = (cluster: boolean, budgets = false) =>
     edgeConfigSchema.parse({
       version: 1,
       queue: { cluster },
+      ...(budgets ? { gateway: { clients: [{ id: 'metered', keys: ['k'], tokens_per_minute: 1000 }] } } : {}),
       nodes: [
         {
           id: 'n',
@@ -210,6 +211,27 @@ describe('poolShardTags: Redis Cluster hash tags of provider pools', () => {
       'pool.solo',
     ]);
     expect(queueProviders(cfg(false)).map((p) => p.shardTag)).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  it('gives every pool provider one tag when a client has a token budget, keeping its pool', () => {
+    expect(Object.fromEntries(poolShardTags(cfg(true, true)))).toEqual({
+      zeta: 'pools',
+      beta: 'pools',
+      gamma: 'pools',
+      solo: 'pools',
+    });
+    expect(queueProviders(cfg(true, true)).map((p) => [p.shardTag, p.pool])).toEqual([
+      ['pools', 'pool.beta'],
+      ['pools', 'pool.beta'],
+      ['pools', 'pool.beta'],
+      ['pools', 'pool.solo'],
+    ]);
+    expect(queueProviders(cfg(false, true)).map((p) => p.shardTag)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('names every queue provider its pool, with or without a cluster (fair share and client caps are per pool)', () => {

@@ -1,6 +1,7 @@
 import { DEFAULT_SHARD_TAG } from '../queue/lease-keys';
 import type { StoredProvider } from '../queue/lease-store';
 import {
+  anyTokenBudget,
   isPoolCategory,
   modelNames,
   providerPools,
@@ -130,6 +131,7 @@ export function listModels(config: EdgeConfig): string[] {
  */
 export function queueProviders(config: EdgeConfig): QueueProvider[] {
   const pools = providerPools(config);
+  const tags = poolShardTags(config);
   const out: QueueProvider[] = [];
   for (const node of config.nodes) {
     for (const provider of node.providers) {
@@ -138,8 +140,9 @@ export function queueProviders(config: EdgeConfig): QueueProvider[] {
       out.push({
         ...queueLimits(provider.id, use),
         pool: pools.get(provider.id),
-        // On a cluster the pool is also the hash tag (docs/architecture.md, "Redis and Redis Cluster").
-        ...(config.queue.cluster ? { shardTag: pools.get(provider.id) } : {}),
+        // On a cluster the pool is also the hash tag, unless a client has a token budget: then every
+        // pool shares one tag (docs/architecture.md, "Redis and Redis Cluster", "Token budgets").
+        ...(config.queue.cluster ? { shardTag: tags.get(provider.id) } : {}),
       });
     }
   }
@@ -161,9 +164,14 @@ export function leaseAddresses(config: EdgeConfig, providerIds: readonly string[
  * providers that serve a common model, directly or through a chain of siblings, can be candidates
  * of one request, so they share a tag (one slot, one atomic admission); unrelated pools get their own
  * tags and spread over the shards. A tag is the provider's pool (`providerPools`, `@iop/validate`):
- * `pool.<smallest provider id of the group>` (URI-encoded). Pure; every enabled pool provider of the
- * file gets an entry.
+ * `pool.<smallest provider id of the group>` (URI-encoded). When any client has a token budget
+ * (`tokens_per_minute`, `tokens_per_day`), every provider gets the one tag `pools`
+ * (`DEFAULT_SHARD_TAG`): a client's budget spans pools and one atomic script must see it beside the
+ * leases it admits (docs/architecture.md, "Token budgets": budgets trade the Cluster's spread for
+ * exactness). Pure; every enabled pool provider of the file gets an entry.
  */
 export function poolShardTags(config: EdgeConfig): Map<string, string> {
-  return providerPools(config);
+  const pools = providerPools(config);
+  if (!anyTokenBudget(config.gateway)) return pools;
+  return new Map([...pools.keys()].map((id) => [id, DEFAULT_SHARD_TAG]));
 }

@@ -1,4 +1,3 @@
-import type { ClientBudgetWindow } from '../token-budget';
 import { clientAborted, noAvailableProvider, queueUnavailable, queueClosing } from '../admission-errors';
 import { DEFAULT_SHARD_TAG, type LeaseKeys } from '../lease-keys';
 import { LeaseStore } from '../lease-store';
@@ -8,8 +7,10 @@ import type {
   LeaseRequest,
   ProviderCounts,
   ProviderQueue,
+  QueueClient,
   QueueProvider,
 } from '../provider-queue';
+import type { ClientBudgetWindow } from '../token-budget';
 import { connectRedis, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
@@ -152,17 +153,17 @@ export class RedisProviderQueue implements ProviderQueue {
     }
   }
 
-  /** Placeholder until the token budget core lands: no budgets known. */
-  async clientBudgets(): Promise<ClientBudgetWindow[]> {
-    return [];
-  }
-
   async clientCounts(): Promise<ClientCounts[]> {
     try {
       return await this.store.clientCounts([...this.slots.byTag().keys()]);
     } catch (e) {
       throw queueUnavailable(e);
     }
+  }
+
+  /** Not built yet on this backend (the Redis side of token budgets follows): reads nothing. */
+  async clientBudgets(_clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]> {
+    return [];
   }
 
   /** Leases this replica holds right now. */

@@ -1,0 +1,284 @@
+import { waitUntil } from '../testing/wait-until';
+import { AdmissionError } from './admission-error';
+import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
+import type { ClientBudgetWindow, TokenBudgets } from './token-budget';
+import type { TokenWeight } from './token-limit';
+
+const provider = (providerId: string, maxConcurrency: number, extra: Partial<QueueProvider> = {}): QueueProvider => ({
+  providerId,
+  maxConcurrency,
+  maxQueued: 100,
+  ...extra,
+});
+
+/** How a run of the budget scenarios makes its clients. */
+export interface BudgetContractOptions {
+  /** Marks every client `solo` (flow control off, `QueueClient.solo`): the budget holds the same. */
+  readonly solo?: boolean;
+}
+
+/**
+ * The token-budget scenarios of the `ProviderQueue` contract (docs/architecture.md, "Token budgets"),
+ * run by `describeProviderQueueContract` on every backend: a request reserves its weight in each
+ * window of its client when it arrives (granted or queued), is refused `rate_limit_exceeded` when a
+ * window cannot hold it (with the time until it can) or never could; release settles the reservation
+ * with the tokens used; a waiter that leaves or is shed gives it back whole. The windows are a real
+ * minute and day, so the scenarios judge numbers and the retry hint's bounds, not the passing of time.
+ */
+export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts: BudgetContractOptions = {}): void {
+  describe('token budgets', () => {
+    const pending: Promise<unknown>[] = [];
+    afterEach(async () => {
+      for (const r of await Promise.allSettled(pending.splice(0)))
+        if (r.status === 'fulfilled' && r.value) await (r.value as Lease).release();
+    });
+    const client = (id: string, tokenBudgets: TokenBudgets | undefined, extra: Partial<QueueClient> = {}) => ({
+      id,
+      band: 0,
+      weight: 1,
+      ...(tokenBudgets ? { tokenBudgets } : {}),
+      ...(opts.solo ? { solo: true } : {}),
+      ...extra,
+    });
+    const request = (
+      candidates: QueueProvider[],
+      who: QueueClient,
+      tokens: TokenWeight | undefined,
+      extra: Partial<LeaseRequest> = {},
+    ): LeaseRequest => ({
+      modelGroupKey: 'llama',
+      candidates,
+      maxWaitMs: 20_000,
+      client: who,
+      ...(tokens ? { tokens } : {}),
+      ...extra,
+    });
+    const acquire = (...args: Parameters<typeof request>) => queueOf().acquireLease(request(...args));
+    /** Starts a request that may wait; its lease (if any) is released after the test. */
+    const start = (...args: Parameters<typeof request>) => {
+      const state: { lease?: Lease; error?: AdmissionError } = {};
+      const done = acquire(...args).then(
+        (lease) => (state.lease = lease),
+        (e: AdmissionError) => void (state.error = e),
+      );
+      pending.push(done);
+      return { state, done };
+    };
+    const refusal = async (promise: Promise<Lease>): Promise<AdmissionError> => {
+      const error = await promise.then(
+        (lease) => {
+          pending.push(Promise.resolve(lease));
+          return undefined;
+        },
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(AdmissionError);
+      return error as AdmissionError;
+    };
+    /** The client's windows as `clientBudgets` reads them, without the reset times. */
+    const windows = async (...who: QueueClient[]) =>
+      (await queueOf().clientBudgets(who)).map(({ resetMs: _reset, ...w }) => w);
+    const minute = (
+      c: QueueClient,
+      limit: number,
+      reserved: number,
+      used: number,
+    ): Omit<ClientBudgetWindow, 'resetMs'> => ({
+      clientId: c.id,
+      window: 'minute',
+      limitTokens: limit,
+      reservedTokens: reserved,
+      usedTokens: used,
+      remainingTokens: Math.max(0, limit - reserved - used),
+    });
+    const queued = async (id: string) => (await queueOf().counts([id])).get(id)?.queued ?? 0;
+
+    it('reserves the weight at the grant, shows the standing and refuses what the window cannot hold with the time until it can', async () => {
+      const p = provider('p', 8);
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 1000 });
+      const a = await acquire([p], c, { prompt: 100, completion: 200 });
+      expect(a.budget).toEqual({
+        window: 'minute',
+        limitTokens: 1000,
+        remainingTokens: 700,
+        resetMs: expect.any(Number),
+      });
+      expect(a.budget!.resetMs).toBeGreaterThan(59_000);
+      expect(a.budget!.resetMs).toBeLessThanOrEqual(61_000);
+      expect(await windows(c)).toEqual([minute(c, 1000, 300, 0)]);
+      const b = await acquire([p], c, { prompt: 600, completion: 100 });
+      expect(b.budget?.remainingTokens).toBe(0);
+      const refused = await refusal(acquire([p], c, { prompt: 1, completion: 0 }));
+      expect(refused.code).toBe('rate_limit_exceeded');
+      // The first reservation leaves the window 60 to 61 s after it was made, and the next one with it.
+      expect(refused.retryAfterS).toBeGreaterThanOrEqual(59);
+      expect(refused.retryAfterS).toBeLessThanOrEqual(61);
+      expect(refused.message).toMatch(
+        /^Rate limit reached for client "metered" on tokens per min \(TPM\): Limit 1000, Used 1000 \(reserved by requests in flight included\), Requested 1\. Please try again in (\d+(\.\d)?s|1m\d+s)\.$/,
+      );
+      // The refused request reserved nothing and took no slot.
+      expect(await windows(c)).toEqual([minute(c, 1000, 1000, 0)]);
+      expect((await queueOf().counts(['p'])).get('p')?.inFlight).toBe(2);
+      await a.release();
+      await b.release();
+    });
+
+    it('settles at release: used below the reservation gives the difference back, above it charges more, none charges the reservation', async () => {
+      const p = provider('p', 8);
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 10_000 });
+      const a = await acquire([p], c, { prompt: 100, completion: 900 });
+      const b = await acquire([p], c, { prompt: 100, completion: 100 });
+      const d = await acquire([p], c, { prompt: 50, completion: 50 });
+      expect(await windows(c)).toEqual([minute(c, 10_000, 1300, 0)]);
+      await a.release({ tokens: 250, reported: true });
+      expect(await windows(c)).toEqual([minute(c, 10_000, 300, 250)]);
+      await b.release({ tokens: 700, reported: false });
+      expect(await windows(c)).toEqual([minute(c, 10_000, 100, 950)]);
+      await d.release();
+      await d.release({ tokens: 5000, reported: true });
+      expect(await windows(c)).toEqual([minute(c, 10_000, 0, 1050)]);
+      // Released leases settle once: a second release changes nothing.
+      await a.release({ tokens: 9000, reported: true });
+      expect(await windows(c)).toEqual([minute(c, 10_000, 0, 1050)]);
+    });
+
+    it('reserves a waiting request at arrival and gives it back whole when it leaves (abort, max_wait_ms)', async () => {
+      const p = provider('p', 1);
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 5000 });
+      const holder = await acquire([p], c, { prompt: 100, completion: 100 });
+      const abort = new AbortController();
+      const aborted = start([p], c, { prompt: 1000, completion: 0 }, { signal: abort.signal });
+      await waitUntil(async () => (await queued('p')) === 1, 5000, 'the request to wait');
+      expect(await windows(c)).toEqual([minute(c, 5000, 1200, 0)]);
+      abort.abort();
+      await aborted.done;
+      expect(aborted.state.error?.code).toBe('client_aborted');
+      await waitUntil(async () => (await queued('p')) === 0, 5000, 'the aborted request to leave');
+      expect(await windows(c)).toEqual([minute(c, 5000, 200, 0)]);
+      const late = await refusal(acquire([p], c, { prompt: 2000, completion: 0 }, { maxWaitMs: 300 }));
+      expect(late.code).toBe('queue_timeout');
+      expect(await windows(c)).toEqual([minute(c, 5000, 200, 0)]);
+      await holder.release({ tokens: 150, reported: true });
+      expect(await windows(c)).toEqual([minute(c, 5000, 0, 150)]);
+    });
+
+    it('carries a queued request’s reservation to its grant, its standing the one at arrival', async () => {
+      const p = provider('p', 1);
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 5000 });
+      const holder = await acquire([p], c, { prompt: 1000, completion: 0 });
+      const waiting = start([p], c, { prompt: 500, completion: 500 });
+      await waitUntil(async () => (await queued('p')) === 1, 5000, 'the request to wait');
+      await holder.release({ tokens: 1000, reported: true });
+      await waiting.done;
+      expect(waiting.state.lease?.budget?.remainingTokens).toBe(3000);
+      expect(await windows(c)).toEqual([minute(c, 5000, 1000, 1000)]);
+      await waiting.state.lease!.release({ tokens: 10, reported: true });
+      expect(await windows(c)).toEqual([minute(c, 5000, 0, 1010)]);
+    });
+
+    it('gives a shed waiter’s reservation back whole', async () => {
+      const p = provider('p', 1, { maxQueued: 1 });
+      await queueOf().configure([p]);
+      const batch = client('batch', { perMinute: 5000 }, { band: -1 });
+      const chat = client('chat', undefined, { band: 5 });
+      const holder = await acquire([p], chat, undefined);
+      const shed = start([p], batch, { prompt: 700, completion: 0 });
+      await waitUntil(async () => (await queued('p')) === 1, 5000, 'the batch request to wait');
+      expect(await windows(batch)).toEqual([minute(batch, 5000, 700, 0)]);
+      const newcomer = start([p], chat, undefined);
+      await shed.done;
+      expect(shed.state.error?.code).toBe('queue_full');
+      await waitUntil(async () => (await windows(batch))[0].reservedTokens === 0, 5000, 'the shed reservation back');
+      expect(await windows(batch)).toEqual([minute(batch, 5000, 0, 0)]);
+      await holder.release();
+      await newcomer.done;
+    });
+
+    it('refuses a request larger than the whole budget for good, with no retry hint', async () => {
+      const p = provider('p', 8);
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 1000, perDay: 100_000 });
+      const refused = await refusal(acquire([p], c, { prompt: 900, completion: 200 }));
+      expect(refused.code).toBe('rate_limit_exceeded');
+      expect(refused.retryAfterS).toBeUndefined();
+      expect(refused.message).toBe(
+        'Request too large for client "metered" on tokens per min (TPM): Limit 1000, Requested 1100. The request alone is larger than the whole budget, so it can never be admitted: lower max_tokens (or shorten the input), or raise the client\'s tokens_per_minute.',
+      );
+      expect(await windows(c)).toEqual([minute(c, 1000, 0, 0), { ...minute(c, 100_000, 0, 0), window: 'day' }]);
+    });
+
+    it('keeps two clients apart, and a client without a budget costs nothing and shows none', async () => {
+      const p = provider('p', 8);
+      await queueOf().configure([p]);
+      const one = client('one', { perMinute: 1000 });
+      const two = client('two', { perMinute: 1000 });
+      const free = client('free', undefined);
+      const a = await acquire([p], one, { prompt: 1000, completion: 0 });
+      const b = await acquire([p], two, { prompt: 400, completion: 0 });
+      const f = await acquire([p], free, { prompt: 1_000_000, completion: 0 });
+      expect(f.budget).toBeUndefined();
+      expect((await refusal(acquire([p], one, { prompt: 1, completion: 0 }))).code).toBe('rate_limit_exceeded');
+      expect(await windows(one, two, free)).toEqual([minute(one, 1000, 1000, 0), minute(two, 1000, 400, 0)]);
+      await Promise.all([a.release(), b.release(), f.release()]);
+    });
+
+    it('counts an absent completion as the largest default of the candidates, and an absent weight as that alone', async () => {
+      const p = provider('p', 8, { maxTokensInFlight: 100_000, defaultCompletionTokens: 300 });
+      const q = provider('q', 8, { maxTokensInFlight: 100_000, defaultCompletionTokens: 500 });
+      const r = provider('r', 8);
+      await queueOf().configure([p, q, r]);
+      const c = client('metered', { perMinute: 100_000 });
+      const a = await acquire([p, q], c, { prompt: 40 });
+      const b = await acquire([p, q], c, undefined);
+      const d = await acquire([r], c, undefined);
+      expect(await windows(c)).toEqual([minute(c, 100_000, 540 + 500 + 1024, 0)]);
+      await Promise.all([a.release(), b.release(), d.release()]);
+    });
+
+    it('holds with a token limit on the provider: both decide, each on its own count', async () => {
+      const p = provider('p', 8, { maxTokensInFlight: 1000 });
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 2000 });
+      const a = await acquire([p], c, { prompt: 500, completion: 200 });
+      // Fits the budget (1400 of 2000) but not the provider's tokens (1400 of 1000): it waits, reserved.
+      const b = start([p], c, { prompt: 600, completion: 100 });
+      await waitUntil(async () => (await queued('p')) === 1, 5000, 'the second request to wait for tokens');
+      expect(await windows(c)).toEqual([minute(c, 2000, 1400, 0)]);
+      // Fits neither: the budget refuses it at once.
+      expect((await refusal(acquire([p], c, { prompt: 700, completion: 0 }))).code).toBe('rate_limit_exceeded');
+      await a.release({ tokens: 300, reported: true });
+      await b.done;
+      expect((await queueOf().counts(['p'])).get('p')).toEqual({ inFlight: 1, queued: 0, tokensInFlight: 700 });
+      expect(await windows(c)).toEqual([minute(c, 2000, 700, 300)]);
+      await b.state.lease!.release({ tokens: 700, reported: true });
+      expect(await windows(c)).toEqual([minute(c, 2000, 0, 1000)]);
+    });
+
+    it('reserves in both windows when both are set; the tighter one is the standing and refuses', async () => {
+      const p = provider('p', 8);
+      await queueOf().configure([p]);
+      const daily = client('daily', { perMinute: 10_000, perDay: 1500 });
+      const a = await acquire([p], daily, { prompt: 1000, completion: 0 });
+      expect(a.budget).toMatchObject({ window: 'day', limitTokens: 1500, remainingTokens: 500 });
+      expect(a.budget!.resetMs).toBeGreaterThan(86_400_000 - 1000);
+      expect(a.budget!.resetMs).toBeLessThanOrEqual(86_460_000);
+      const refused = await refusal(acquire([p], daily, { prompt: 600, completion: 0 }));
+      expect(refused.message).toContain('on tokens per day (TPD): Limit 1500, Used 1000');
+      expect(refused.retryAfterS).toBeGreaterThan(86_400 - 2);
+      expect(refused.retryAfterS).toBeLessThanOrEqual(86_460);
+      const perMinute = client('per-minute', { perMinute: 1000, perDay: 1_000_000 });
+      const b = await acquire([p], perMinute, { prompt: 200, completion: 0 });
+      expect(b.budget).toMatchObject({ window: 'minute', limitTokens: 1000, remainingTokens: 800 });
+      await a.release({ tokens: 100, reported: true });
+      expect(await windows(daily)).toEqual([
+        minute(daily, 10_000, 0, 100),
+        { ...minute(daily, 1500, 0, 100), window: 'day' },
+      ]);
+      await b.release();
+    });
+  });
+}
