@@ -23,8 +23,10 @@ nodes:
     adapters:
       - { id: v, type: vllm, base_url: "\${UP}" }
       - { id: o, type: ollama, base_url: "\${UP}" }
+      - { id: bad, type: vllm, base_url: "\${BAD}" }
     providers:
-      - { id: pv, category: vllm, adapter: v, models: [m, emb], max_concurrency: 4 }
+      - { id: pbad, category: vllm, adapter: bad, models: [f], max_concurrency: 4 }
+      - { id: pv, category: vllm, adapter: v, models: [m, emb, f], max_concurrency: 4 }
       - { id: po, category: ollama, adapter: o, models: [q], max_concurrency: 4 }
 `;
 
@@ -36,12 +38,15 @@ const backends: Array<[string, boolean]> = [['memory backend', false]];
 describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
   let redis: TestRedis | undefined;
   let upstream: FakeUpstream;
+  let failing: FakeUpstream;
   let gateway: TestGateway;
   let queue: ProviderQueue;
 
   beforeAll(async () => {
     redis = onRedis ? await startRedis() : undefined;
-    upstream = await startFakeUpstream({ models: ['m', 'q', 'emb'] });
+    upstream = await startFakeUpstream({ models: ['m', 'q', 'emb', 'f'] });
+    // Answers every call 500: a request for `f` that reaches it first (pbad is listed first) fails over to pv.
+    failing = await startFakeUpstream({ models: ['f'], knobs: { status: 500 } });
     queue = redis
       ? new RedisProviderQueue({
           redisUrl: redis.url,
@@ -49,11 +54,12 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
           logger: pino({ level: 'silent' }),
         })
       : new MemoryProviderQueue();
-    gateway = await startTestGateway(yaml, { UP: upstream.url }, queue);
+    gateway = await startTestGateway(yaml, { UP: upstream.url, BAD: failing.url }, queue);
   });
   afterAll(async () => {
     await gateway?.close();
     await upstream?.close();
+    await failing?.close();
     await redis?.stop();
   });
 
@@ -72,17 +78,24 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     const result = await call();
     return { result, tokens: (await settledUse()) - before };
   };
-  const post = (path: string, key: string, body: object) =>
+  const post = (path: string, key: string, body: object, signal?: AbortSignal) =>
     fetch(`${gateway.url}/v1${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify(body),
+      signal,
     });
   const dataEvents = (text: string) =>
     text
       .split('\n\n')
       .filter((e) => e.startsWith('data: {'))
       .map((e) => JSON.parse(e.slice(6)) as Record<string, unknown>);
+  /** The content a chat stream relayed, as JSON-escaped in its chunks. */
+  const relayedText = (text: string) =>
+    dataEvents(text)
+      .map((e) => (e.choices as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '')
+      .map((c) => JSON.stringify(c).slice(1, -1))
+      .join('');
   /** A stream's text with the per-call ids and times of the fake upstream made equal. */
   const normalized = (text: string) =>
     text.replace(/chatcmpl-fake-\d+/g, 'ID').replace(/"created":\d+/g, '"created":0');
@@ -175,12 +188,40 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
       const res = await post('/chat/completions', 'k-team', body);
       return await res.text();
     });
-    const relayed = dataEvents(result)
-      .map((e) => (e.choices as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '')
-      .join('');
+    const relayed = relayedText(result);
     expect(relayed.length).toBeGreaterThan(0);
     const prompt = estimateTokenWeight('chat', body as unknown as DispatchBody).prompt;
-    expect(tokens).toBe(prompt + Math.ceil(Buffer.byteLength(JSON.stringify(relayed).slice(1, -1)) / 3));
+    expect(tokens).toBe(prompt + Math.ceil(Buffer.byteLength(relayed) / 3));
+  });
+
+  it('a stream the client leaves is charged the prompt estimate + what it was sent / 3', async () => {
+    const body = chat({ stream: true, fake: { chunks: 6, stall_after: 2 } });
+    const { result, tokens } = await charged(async () => {
+      const aborter = new AbortController();
+      const res = await post('/chat/completions', 'k-team', body, aborter.signal);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      let text = '';
+      while (dataEvents(text).length < 2) text += new TextDecoder().decode((await reader.read()).value);
+      aborter.abort();
+      return text;
+    });
+    const prompt = estimateTokenWeight('chat', body as unknown as DispatchBody).prompt;
+    expect(tokens).toBe(prompt + Math.ceil(Buffer.byteLength(relayedText(result)) / 3));
+  });
+
+  it('a failover charges each attempt its own use: the refused one nothing, the answered one its usage', async () => {
+    let failedOver = 0;
+    for (let i = 0; i < 6; i++) {
+      const before = failing.stats().total;
+      const { result, tokens } = await charged(async () => {
+        const res = await post('/chat/completions', 'k-team', { ...chat(), model: 'f' });
+        return { res, body: (await res.json()) as { usage: { total_tokens: number } } };
+      });
+      expect(result.res.status).toBe(200);
+      expect(tokens).toBe(result.body.usage.total_tokens);
+      if (failing.stats().total > before) failedOver++;
+    }
+    expect(failedOver).toBeGreaterThan(0);
   });
 
   it('a spent budget is a 429 rate_limit_exceeded with Retry-After and the client standing', async () => {
