@@ -23,12 +23,25 @@ export interface RenewedLease {
 
 /**
  * What the holder knows of a lease it ends (`LeaseStore.release`): of a solo client (no count to read
- * or end), confirmed (no unconfirmed-grant entry), its job had a token weight (it may hold tokens).
+ * or end), confirmed (no unconfirmed-grant entry), its job had a token weight or its client a token
+ * budget (`tokened`: it may hold tokens or a reservation), and the tokens the call used (`used`:
+ * charged to the budget in place of the reservation; absent: the reservation as it stands).
  */
 export interface HeldLeaseFacts {
   readonly solo?: boolean;
   readonly confirmed?: boolean;
   readonly tokened?: boolean;
+  readonly used?: number;
+}
+
+/**
+ * The budget part of `admit.lua`'s ARGV (ARGV[18]): `<weight>|<per minute or ''>|<per day or ''>` for a
+ * client with a token budget (docs/architecture.md, "Token budgets"), '' otherwise.
+ */
+export function budgetArg(client: QueueClient, weight: number): string {
+  const b = client.tokenBudgets;
+  if (b?.perMinute === undefined && b?.perDay === undefined) return '';
+  return `${weight}|${b.perMinute ?? ''}|${b.perDay ?? ''}`;
 }
 
 /**

@@ -16,6 +16,7 @@
  * | `fair` | hash | `v\|<pool>\|<band>` virtual time, `f\|<pool>\|<band>\|<client>` finish tag (fair share) |
  * | `parked:<pool>\|<client>`, `parked` | sorted set, set | jobs parked at their client's `max_in_flight`; the clients with such a set |
  * | `shed:<jobId>` | string, PX | a waiting job evicted for a higher band, until its origin reads it |
+ * | `tb:<client>` | hash, PX | a client's token budget windows (docs/architecture.md, "Token budgets"; `includes/budget.lua`) |
  * | `seq` | string | not written: KEYS[1] of every script, it routes the call to the tag's slot |
  * | `granted` | hash | jobId → queue name, from a grant until the origin confirms it (lost-message recovery) |
  * | `barrier` | string, PX | set after Redis lost its state: no grants until live holders registered their leases again |

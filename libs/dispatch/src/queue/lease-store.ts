@@ -1,6 +1,7 @@
 import type { LuaScript, ScriptReply } from '../lua/script-loader';
 import { readClientCounts, readLeaseCounts } from './lease-counts';
 import {
+  budgetArg,
   clientArgs,
   renewedClient,
   tokenArgs,
@@ -8,18 +9,20 @@ import {
   type JobClient,
   type RenewedLease,
 } from './job-client';
-import type { AdmitResult, WaiterState } from './lease-replies';
+import { decodeAdmit, type AdmitResult, type WaiterState } from './lease-replies';
 import {
   DEFAULT_POOL,
   DEFAULT_QUEUE_CLIENT,
   type ClientCounts,
   type ProviderCounts,
+  type QueueClient,
   type QueueProvider,
 } from './provider-queue';
 import type { RedisClient } from './redis-connection';
 import { ReplicaRegistry } from './replica-registry';
 import { LEASE_SCRIPTS } from './scripts/lease-scripts';
 import { DEFAULT_COMPLETION_TOKENS, type TokenWeight } from './token-limit';
+import { budgetWindows, type BudgetWindow } from './token-budget';
 
 export { readClientCounts, readLeaseCounts } from './lease-counts';
 export * from './job-client';
@@ -59,6 +62,8 @@ export class LeaseStore extends ReplicaRegistry {
    * fair share"). `owner` defaults to the anonymous client of the default pool. `tokens`: the request's
    * token weight, for candidates with a token limit (docs/architecture.md, "Token limits"); pass it
    * only when one of them has one, so that a pool without token limits runs no token command.
+   * `budgetWeight`: the tokens the request reserves in its client's token budget, when the client has
+   * one (docs/architecture.md, "Token budgets"); refused `budget` / `budget_never` when it cannot.
    */
   async admit(
     shardTag: string,
@@ -67,6 +72,7 @@ export class LeaseStore extends ReplicaRegistry {
     data: string,
     owner: JobClient = { pool: DEFAULT_POOL, client: DEFAULT_QUEUE_CLIENT },
     tokens?: TokenWeight,
+    budgetWeight = 0,
   ): Promise<AdmitResult> {
     const names = candidateIds.map((id) => this.keys.queueName(id));
     const { status, values } = await this.run(LEASE_SCRIPTS.admit, shardTag, [
@@ -76,11 +82,11 @@ export class LeaseStore extends ReplicaRegistry {
       data,
       ...clientArgs(owner),
       ...tokenArgs(tokens),
+      budgetArg(owner.client, budgetWeight),
       String(names.length),
       ...names,
     ]);
-    if (status === 'full' || status === 'client_full') return { kind: status, queued: Number(values[0]) };
-    return { kind: status, providerId: this.keys.providerOf(values[0]) };
+    return decodeAdmit(status, values, (q) => this.keys.providerOf(q));
   }
 
   /**
@@ -88,8 +94,9 @@ export class LeaseStore extends ReplicaRegistry {
    * lease was admitted for a solo client (`QueueClient.solo`), whose counts are not kept, so none is
    * read or ended; `held.confirmed`: the caller holds the lease (granted at once, or its grant
    * confirmed), so it has no unconfirmed-grant entry to delete; `held.tokened`: its job had a token
-   * weight, so it may hold tokens to give back (read even for a solo lease). Without them any lease
-   * is ended, its tokens given back.
+   * weight or its client a token budget, so it may hold tokens or a reservation (read even for a solo
+   * lease); `held.used`: the tokens the call used, charged to the budget in place of the reservation
+   * (absent: the reservation as it stands). Without them any lease is ended, its tokens given back.
    */
   async release(p: StoredProvider, jobId: string, held: HeldLeaseFacts = {}): Promise<boolean> {
     const { status } = await this.run(LEASE_SCRIPTS.release, p.shardTag, [
@@ -100,6 +107,7 @@ export class LeaseStore extends ReplicaRegistry {
       held.solo ? '1' : '0',
       held.confirmed ? '1' : '0',
       held.tokened ? '1' : '',
+      held.used === undefined ? '' : String(Math.max(0, Math.ceil(held.used))),
     ]);
     return status === 'released';
   }
@@ -225,6 +233,30 @@ export class LeaseStore extends ReplicaRegistry {
       ...args,
     ]);
     return status === 'unconfigured';
+  }
+
+  /**
+   * Every window of the token budgets of `clients` on one tag (`scripts/budgets.lua`, Redis time):
+   * tokens reserved and used, ms until the window holds none of them (docs/architecture.md, "Token budgets").
+   */
+  async budgets(
+    shardTag: string,
+    clients: readonly QueueClient[],
+  ): Promise<
+    { clientId: string; window: BudgetWindow; limit: number; reserved: number; used: number; resetMs: number }[]
+  > {
+    const asked = clients.flatMap((c) => budgetWindows(c.tokenBudgets).map(([w, limit]) => ({ c, w, limit })));
+    if (asked.length === 0) return [];
+    const args = asked.flatMap(({ c, w }) => [c.id, w === 'day' ? 'd' : 'm']);
+    const { values } = await this.run(LEASE_SCRIPTS.budgets, shardTag, args);
+    return asked.map(({ c, w, limit }, i) => ({
+      clientId: c.id,
+      window: w,
+      limit,
+      reserved: Number(values[3 * i]),
+      used: Number(values[3 * i + 1]),
+      resetMs: Number(values[3 * i + 2]),
+    }));
   }
 
   /** Sets the restart barrier of a tag for `ms` unless one stands: no grants until it expires. */

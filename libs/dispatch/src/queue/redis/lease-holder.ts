@@ -4,6 +4,7 @@ import { isSolo, type HeldLeaseFacts, type JobClient, type LeaseStore, type Stor
 import type { ServiceRate } from '../service-rate';
 import type { Lease } from '../provider-queue';
 import type { HeldTokens } from '../token-limit';
+import type { BudgetStanding, UsedTokens } from '../token-budget';
 
 /** A lease this replica holds for one of its requests. */
 interface HeldLease {
@@ -13,7 +14,10 @@ interface HeldLease {
   readonly owner: JobClient;
   /** The tokens it holds on a provider with a token limit (docs/architecture.md, "Token limits"), if any. */
   readonly tokens?: HeldTokens;
-  /** Its job had a token weight: its release reads and gives back the tokens Redis says it holds. */
+  /**
+   * Its job had a token weight or its client a token budget: its release reads the hash and gives back
+   * the tokens Redis says it holds, and settles its budget reservation.
+   */
   readonly weighted: boolean;
   /** `performance.now()` when the last renewal that succeeded was sent (fencing runs on this monotonic clock). */
   renewedAt: number;
@@ -67,12 +71,14 @@ export class LeaseHolder {
    * A granted job becomes a `Lease` for the caller. `renewedAt` is when the command that granted
    * or confirmed it was sent (`performance.now()`); `startedAt` when the request arrived (epoch ms);
    * `owner` its client in its pool; `tokens` what it holds of a token limit (`weighted`: its job had a
-   * token weight, whether or not the granting provider has a limit).
+   * token weight, whether or not the granting provider has a limit); `times.budget` the client's
+   * tightest token budget window after the request's reservation (docs/architecture.md, "Token
+   * budgets"), for a client with a budget.
    */
   hold(
     jobId: string,
     provider: StoredProvider,
-    times: { readonly renewedAt: number; readonly startedAt: number },
+    times: { readonly renewedAt: number; readonly startedAt: number; readonly budget?: BudgetStanding },
     owner: JobClient,
     tokens: { readonly held?: HeldTokens; readonly weighted: boolean } = { weighted: false },
   ): Lease {
@@ -84,7 +90,7 @@ export class LeaseHolder {
       provider,
       owner,
       ...(tokens.held ? { tokens: { ...tokens.held } } : {}),
-      weighted: tokens.weighted,
+      weighted: tokens.weighted || times.budget !== undefined,
       renewedAt,
       grantedAt,
       controller,
@@ -95,13 +101,15 @@ export class LeaseHolder {
       providerId: provider.providerId,
       queueWaitMs: Date.now() - times.startedAt,
       signal: controller.signal,
+      ...(times.budget ? { budget: times.budget } : {}),
       prefillDone: () => this.prefillDone(held),
-      release: async () => {
+      // A fenced lease was released already (its reservation charged as it stood): `used` comes too late.
+      release: async (used?: UsedTokens) => {
         if (held.released) return;
         held.released = true;
         this.leases.delete(jobId);
         this.rate.record(owner.pool, performance.now() - grantedAt);
-        await this.release(jobId, provider, this.facts(held));
+        await this.release(jobId, provider, { ...this.facts(held), ...(used ? { used: used.tokens } : {}) });
       },
     };
   }

@@ -2,6 +2,7 @@ import type { AdmissionError } from '../admission-error';
 import { queueUnavailable } from '../admission-errors';
 import type { StoredProvider } from '../lease-store';
 import type { Lease, LeaseRequest } from '../provider-queue';
+import type { BudgetStanding } from '../token-budget';
 
 /** Why a waiter leaves its queue before a grant. */
 export type LeaveReason = 'deadline' | 'abort' | 'outage';
@@ -30,6 +31,8 @@ export class LeaseWaiter {
   jobId = '';
   /** Every candidate its job's admission was sent with (one shard tag): where the job may have landed. */
   candidates: readonly StoredProvider[] = [];
+  /** Its client's tightest token budget window after its reservation at admission (a client with a budget). */
+  standing: BudgetStanding | undefined;
   private done = false;
   /** Steps scheduled and not finished yet. */
   private pending = 0;

@@ -15,6 +15,7 @@ import { SHED_MESSAGE_SUFFIX, type JobClient, type LeaseStore } from '../lease-s
 import { DEFAULT_POOL, type Lease, type LeaseRequest } from '../provider-queue';
 import type { ServiceRate } from '../service-rate';
 import { tokensOn, weightOf } from './lease-tokens';
+import { budgetRefusal, budgetWeightOf } from './lease-budget';
 import type { ConnectionWatch } from './connection-watch';
 import type { LeaseHolder } from './lease-holder';
 import { LeaseWaiter, type LeaveReason } from './lease-waiter';
@@ -172,16 +173,11 @@ export class LeaseWaiters {
     const owner = this.ownerOf(waiter);
     // Job data names the origin, the model and the client id: never a prompt or a key.
     const data = JSON.stringify({ origin: replicaId, model: waiter.request.modelGroupKey, client: owner.client.id });
+    const budget = budgetWeightOf(waiter.request, owner.client);
     let result;
     try {
-      result = await store.admit(
-        tag,
-        candidates.map((p) => p.providerId),
-        jobId,
-        data,
-        owner,
-        weightOf(waiter.request, this.parts.slots),
-      );
+      const ids = candidates.map((p) => p.providerId);
+      result = await store.admit(tag, ids, jobId, data, owner, weightOf(waiter.request, this.parts.slots), budget);
     } catch (e) {
       // The script may have run (queued or granted on any candidate): settle that job once Redis answers.
       holder.settleLater(jobId, candidates);
@@ -195,10 +191,13 @@ export class LeaseWaiters {
     }
     if (result.kind === 'full') return waiter.fail(this.full(waiter, 'queues_full', result.queued));
     if (result.kind === 'client_full') return waiter.fail(this.full(waiter, 'client_queued', result.queued));
+    if (result.kind === 'budget' || result.kind === 'budget_never')
+      return waiter.fail(budgetRefusal(result, owner.client.id, budget));
     // Still unconfigured after the limits were written again: nothing can take the request.
     if (result.kind === 'unconfigured') return waiter.fail(this.full(waiter, 'queues_full'));
     const provider = (waiter.provider = slots.at(result.providerId, tag));
-    const times = { renewedAt: sentAt, startedAt: waiter.startedAt };
+    waiter.standing = result.standing;
+    const times = { renewedAt: sentAt, startedAt: waiter.startedAt, budget: result.standing };
     if (result.kind === 'granted')
       waiter.grant(() =>
         holder.hold(jobId, provider, times, owner, tokensOn(waiter.request, this.parts.slots, provider.providerId)),
@@ -226,7 +225,7 @@ export class LeaseWaiters {
       waiter.fail(queueUnavailable('the granted lease was lost in Redis'));
       return;
     }
-    const times = { renewedAt: sentAt, startedAt: waiter.startedAt };
+    const times = { renewedAt: sentAt, startedAt: waiter.startedAt, budget: waiter.standing };
     waiter.grant(() => holder.hold(jobId, provider, times, this.ownerOf(waiter), tokens));
   }
 

@@ -1,4 +1,6 @@
+import { edgeConfigSchema } from '@iop/validate';
 import { startRedisCluster, uniquePrefix, type TestRedisCluster } from '../../testing';
+import { queueProviders } from '../../route/resolve-route';
 import type { AdmissionError } from '../admission-error';
 import { RedisProviderQueue } from './redis-provider-queue';
 import { readLeaseCounts } from '../lease-store';
@@ -163,5 +165,44 @@ describe('RedisProviderQueue on a real 3-master Redis Cluster', () => {
     await Promise.all(waits);
     expect(bands).toEqual([...bands].sort((x, y) => y - x));
     expect(await queues[1].clientCounts()).toEqual([]);
+  });
+
+  it('holds one token budget exactly over two pools sharing the one tag a budget gives them, from three replicas', async () => {
+    const prefix = uniquePrefix('budget');
+    const queues = replicas(prefix, 3);
+    // Two unrelated pools, as the config makes them: with a budget they share one tag, each its own pool.
+    const node = (id: string) => ({
+      id,
+      adapters: [{ id: `${id}-c`, type: 'openai_compat', base_url: 'http://127.0.0.1:1/v1' }],
+      providers: [
+        { id, category: 'openai_compat', adapter: `${id}-c`, models: [`m-${id}`], max_concurrency: 20, max_queued: 10 },
+      ],
+    });
+    const config = edgeConfigSchema.parse({
+      version: 1,
+      gateway: { clients: [{ id: 'metered', keys: ['k'], tokens_per_minute: 1000 }] },
+      queue: { cluster: true },
+      nodes: [node('a'), node('c')],
+    });
+    const [a, c] = queueProviders(config);
+    expect([a.pool, c.pool]).toEqual(['pool.a', 'pool.c']);
+    await Promise.all(queues.map((q) => q.configure([a, c])));
+    const client = { id: 'metered', band: 0, weight: 1, tokenBudgets: { perMinute: 1000 } };
+    const granted: Lease[] = [];
+    const refused: string[] = [];
+    await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        queues[i % 3].acquireLease(request([i % 2 ? a : c], { client, tokens: { prompt: 100, completion: 0 } })).then(
+          (l) => void granted.push(l),
+          (e: AdmissionError) => void refused.push(e.code),
+        ),
+      ),
+    );
+    expect(granted).toHaveLength(10);
+    expect(refused).toEqual(Array(14).fill('rate_limit_exceeded'));
+    expect(new Set(granted.map((l) => l.providerId))).toEqual(new Set(['a', 'c']));
+    expect((await queues[2].clientBudgets([client]))[0]).toMatchObject({ reservedTokens: 1000, remainingTokens: 0 });
+    await Promise.all(granted.map((l) => l.release({ tokens: 10, reported: true })));
+    expect((await queues[0].clientBudgets([client]))[0]).toMatchObject({ reservedTokens: 0, usedTokens: 100 });
   });
 });

@@ -14,6 +14,7 @@ import type { ClientBudgetWindow } from '../token-budget';
 import { connectRedis, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
+import { readClientBudgets } from './lease-budget';
 import { LeaseHolder } from './lease-holder';
 import { LeaseWaiters } from './lease-waiters';
 import { ProviderSlots } from './provider-slots';
@@ -161,9 +162,11 @@ export class RedisProviderQueue implements ProviderQueue {
     }
   }
 
-  /** Not built yet on this backend (the Redis side of token budgets follows): reads nothing. */
-  async clientBudgets(_clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]> {
-    return [];
+  /** Every window of the budgeted clients among `clients`, on Redis time (`readClientBudgets`). */
+  clientBudgets(clients: readonly QueueClient[]): Promise<ClientBudgetWindow[]> {
+    return readClientBudgets(this.store, [...this.slots.byTag().keys()], clients).catch((e: unknown) => {
+      throw queueUnavailable(e);
+    });
   }
 
   /** Leases this replica holds right now. */

@@ -9,6 +9,9 @@
   a weight at once only when no waiter that lists it is in line and the weight fits its tokens held
   (or it holds none); when only that stops the least-loaded candidate, the least-loaded other one
   that can take it does. A candidate without `max_tokens` costs no command more than before.
+  Token budgets (docs/architecture.md, "Token budgets"): a job of a client with a budget reserves its
+  weight in each of the client's windows where it is granted or queued, or is refused first when a
+  window cannot hold it; a client without a budget costs no command more.
 
   KEYS[1]        seq             `<base>:seq`: not read, it routes the call to the tag's slot
   ARGV[1]        base            key prefix of the tag, `<prefix>:{<shardTag>}`
@@ -29,11 +32,16 @@
                                  counts are not kept and its tag is its finish tag alone; '' otherwise
   ARGV[16]       tp              the request's prompt tokens (estimate), '' for no token weight
   ARGV[17]       tq              its completion allowance in tokens, '' for each provider's default
-  ARGV[18]       n               number of candidates
-  ARGV[19..18+n] qnames          queue names of the candidates, in config order (ties go to the first)
+  ARGV[18]       budget          the client's token budget, `<weight>|<per minute or ''>|<per day or ''>`
+                                 (tokens), or '' for a client without one
+  ARGV[19]       n               number of candidates
+  ARGV[20..19+n] qnames          queue names of the candidates, in config order (ties go to the first)
 
-  Reply: {'granted', qname} | {'queued', qname} | {'full', queued} | {'client_full', queued} |
-  {'unconfigured', qname}; `queued`: waiting jobs of the candidates, or of the client in the pool
+  Reply: {'granted', qname, standing...} | {'queued', qname, standing...} | {'full', queued} |
+  {'client_full', queued} | {'unconfigured', qname} | {'budget', window, limit, used, retryMs} |
+  {'budget_never', window, limit}; `queued`: waiting jobs of the candidates, or of the client in the
+  pool; `standing`: the client's tightest window after the reservation (window, limit, remaining,
+  resetMs), none without a budget; window 'm' (minute) or 'd' (day)
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"
@@ -49,13 +57,14 @@
 --- @include "includes/drop-waiter"
 --- @include "includes/promote"
 --- @include "includes/tokens"
+--- @include "includes/budget"
 
 local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
 local shedMarkMs, solo = tonumber(ARGV[14]), ARGV[15] == '1'
-local tp, tq, n = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
-local qnames = sliceArgs(ARGV, 19, 18 + n)
+local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], tonumber(ARGV[19])
+local qnames = sliceArgs(ARGV, 20, 19 + n)
 
 local now = nowMs()
 local best, bestLoad, room, roomLoad
@@ -92,12 +101,29 @@ if acts[best] < mcs[best] then
     end
   end
 end
+-- The client's token budget: refused here, before anything is written, when a window cannot hold it.
+local budget = nil
+if budgetArg ~= '' then
+  local weight, wins = budgetWindows(budgetArg)
+  local key = budgetKey(base, client)
+  local refusal, states = budgetCheck(key, wins, weight, now)
+  if refusal then return refusal end
+  budget = {key = key, wins = wins, states = states, weight = weight}
+end
+-- Reserves the budget (if any) for the job about to be written: its `tb` field (a list for writeJob's
+-- tail) and the reply `{status, qname, standing...}`.
+local function reserve(status, qname)
+  if budget == nil then return {}, {status, qname} end
+  local tb, standing = budgetReserve(budget.key, budget.wins, budget.states, budget.weight, now)
+  return {'tb', tb}, {status, qname, unpack(standing)}
+end
 -- A lease's hash fields: `...` and its token weight, `tp`, `tq`, and `tc` when it holds tokens on a
 -- provider with a limit (a list, for writeJob's tail).
 local tokenFields = {}
 if tp then tokenFields = {'tp', tp, 'tq', tq} end
-local function leaseFields(...)
+local function leaseFields(tb, ...)
   local out = {...}
+  for _, f in ipairs(tb) do out[#out + 1] = f end
   for _, f in ipairs(tokenFields) do out[#out + 1] = f end
   if tcs[pick] then out[#out + 1], out[#out + 2] = 'tc', tcs[pick] end
   return out
@@ -107,19 +133,21 @@ local parked = false
 if pick ~= nil and rcall('EXISTS', base .. ':barrier') == 0 then
   -- A solo job's lease is marked so that no path that ends it takes it off a count it never joined.
   if solo then
-    local fields = leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
+    local tb, reply = reserve('granted', qnames[pick])
+    local fields = leaseFields(tb, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
     writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
-    return {'granted', qnames[pick]}
+    return reply
   end
   local held = countClient(base, 'a', pool, client, 1)
   if cap == '' or held <= tonumber(cap) then
-    local fields = leaseFields('processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
+    local tb, reply = reserve('granted', qnames[pick])
+    local fields = leaseFields(tb, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
     writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
-    return {'granted', qnames[pick]}
+    return reply
   end
   countClient(base, 'a', pool, client, -1)
   parked = true
@@ -158,7 +186,8 @@ if solo then st = soloTag(base, pool, band, client, charge) else st = startTag(b
 local score = fmt(rank * PRIORITY_SPAN + st)
 local cands = nil
 if n > 1 then cands = table.concat(qnames, ',') end
-local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st)}
+local tb, reply = reserve('queued', qnames[target])
+local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st), unpack(tb)}
 for _, f in ipairs(tokenFields) do fields[#fields + 1] = f end
 if cands then fields[#fields + 1], fields[#fields + 2] = 'cands', cands end
 if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', 1 end
@@ -169,4 +198,4 @@ if parked then
 else
   queueJob(base, qnames[target], jobId, score, cands)
 end
-return {'queued', qnames[target]}
+return reply

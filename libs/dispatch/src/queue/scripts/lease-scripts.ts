@@ -1,6 +1,7 @@
 import { defineScript, type LuaSources } from '../../lua/script-loader';
 import addLease from './includes/add-lease.lua';
 import args from './includes/args.lua';
+import budget from './includes/budget.lua';
 import clientCounts from './includes/client-counts.lua';
 import dropLease from './includes/drop-lease.lua';
 import dropWaiter from './includes/drop-waiter.lua';
@@ -17,6 +18,7 @@ import tokens from './includes/tokens.lua';
 import unwant from './includes/unwant.lua';
 import writeJob from './includes/write-job.lua';
 import admit from './admit.lua';
+import budgets from './budgets.lua';
 import configure from './configure.lua';
 import leave from './leave.lua';
 import poll from './poll.lua';
@@ -29,6 +31,7 @@ import sweep from './sweep.lua';
 /** Every `.lua` file of this folder, by path without `.lua`. */
 const SOURCES: LuaSources = {
   admit,
+  budgets,
   configure,
   leave,
   poll,
@@ -39,6 +42,7 @@ const SOURCES: LuaSources = {
   sweep,
   'includes/add-lease': addLease,
   'includes/args': args,
+  'includes/budget': budget,
   'includes/client-counts': clientCounts,
   'includes/drop-lease': dropLease,
   'includes/drop-waiter': dropWaiter,
@@ -77,8 +81,9 @@ const ONE_KEY = 1;
 export const LEASE_SCRIPTS = {
   admit: defineScript('admit', SOURCES, {
     numberOfKeys: ONE_KEY,
-    statuses: ['granted', 'queued', 'full', 'client_full', 'unconfigured'],
+    statuses: ['granted', 'queued', 'full', 'client_full', 'unconfigured', 'budget', 'budget_never'],
   }),
+  budgets: defineScript('budgets', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['budgets'] }),
   release: defineScript('release', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['released', 'gone'] }),
   prefill: defineScript('prefill', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['prefilled', 'none'] }),
   leave: defineScript('leave', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['left', 'granted', 'shed', 'gone'] }),

@@ -1,0 +1,31 @@
+--[[
+  Every window of the given clients' token budgets on this tag (docs/architecture.md, "Token
+  budgets"), after dropping the buckets that left them, on Redis time.
+
+  KEYS[1]    seq      `<base>:seq`: not read, it routes the call to the tag's slot
+  ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
+  ARGV[2..]  clients  client id, window ('m' minute, 'd' day) pairs
+
+  Reply: {'budgets', reserved, used, resetMs, ...}: three values per pair, in order (tokens, tokens,
+  ms until every charge in the window has left it; 0 when it holds none)
+]]
+--- @include "includes/rcall"
+--- @include "includes/args"
+--- @include "includes/now-ms"
+--- @include "includes/budget"
+
+local base = ARGV[1]
+local clients = groupArgs(ARGV, 2, 2)
+
+local now = nowMs()
+local reply = {'budgets'}
+for _, c in ipairs(clients) do
+  local w = c[2]
+  local st = budgetExpire(budgetKey(base, c[1]), w, now)
+  local reset = 0
+  if st.n then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
+  reply[#reply + 1] = tostring(st.r)
+  reply[#reply + 1] = tostring(st.u)
+  reply[#reply + 1] = tostring(reset)
+end
+return reply
