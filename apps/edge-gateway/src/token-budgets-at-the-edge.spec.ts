@@ -33,7 +33,10 @@ nodes:
 const TEAM: QueueClient = { id: 'team', band: 0, weight: 1, tokenBudgets: { perMinute: 1_000_000 } };
 const RESET = /^(?:\d+ms|(?:\d+h)?(?:\d+m)?\d+(?:\.\d{1,3})?s)$/;
 
-const backends: Array<[string, boolean]> = [['memory backend', false]];
+const backends: Array<[string, boolean]> = [
+  ['memory backend', false],
+  ['Redis backend', true],
+];
 
 describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
   let redis: TestRedis | undefined;
