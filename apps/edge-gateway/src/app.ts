@@ -34,13 +34,17 @@ export interface AppDeps extends DispatcherDeps {
  * Routes: docs/architecture.md, "HTTP surface". Errors: one middleware, OpenAI-shaped ("Errors").
  */
 export function createApp(appDeps: AppDeps): Express {
-  // One clock of first bytes per app, for weighing first-byte timeouts (README "Provider health").
-  const deps: AppDeps = appDeps.firstBytes ? appDeps : { ...appDeps, firstBytes: new FirstByteClock() };
+  const metrics = appDeps.metrics ?? new GatewayMetrics();
+  // One clock of first bytes per app, for weighing first-byte timeouts (README "Provider health"); the tokens each client used go to the metrics.
+  const deps: AppDeps = {
+    ...appDeps,
+    firstBytes: appDeps.firstBytes ?? new FirstByteClock(),
+    clientTokens: appDeps.clientTokens ?? metrics.clientTokens,
+  };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   const startedAtS = Math.floor(Date.now() / 1000);
-  const metrics = deps.metrics ?? new GatewayMetrics();
   registerQueueReachableGauge(metrics.registry, deps.queue);
   registerConfigInfoGauge(metrics.registry, deps.config);
   const auth = apiKeyAuth(() => deps.config().gateway);

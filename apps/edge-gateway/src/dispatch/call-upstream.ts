@@ -7,6 +7,8 @@ import { callAdapter } from './call-adapter';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
 import { rememberResponseId } from './remember-response-id';
+import type { AttemptTokens } from './attempt-tokens';
+import { askStreamUsage, dropUsageChunks } from './stream-usage';
 import { watchUsage } from './token-usage';
 
 /** A target the dispatcher calls: a pool candidate, or a direct route's adapter. */
@@ -22,7 +24,11 @@ export interface CallTarget {
  * One attempt: calls `target` and writes its answer (README "Streaming"). `request_timeout_ms`
  * bounds the time to the upstream's first byte, not a healthy stream (README "Configuration"); the
  * answer is watched for its token usage and, for a pooled Responses request, its response id
- * (affinity). `onFirstByte` fires when the upstream's first byte is in hand.
+ * (affinity). `onFirstByte` fires when the upstream's first byte is in hand. `meter`, a pooled
+ * attempt's: gets the reported usage; for a budgeted client (`AttemptTokens` counting text) a
+ * streamed chat completion also asks the upstream for its usage and drops the usage chunk the
+ * client did not ask for ({@link askStreamUsage}, {@link dropUsageChunks}), and the meter watches
+ * what is relayed.
  * @returns how the answer ended (mid-stream failures, stalled clients); throws only before the
  *   first byte, with the abort's reason (client gone, first-byte timeout, lease lost) when there is
  *   one, else the adapter's error.
@@ -33,6 +39,7 @@ export async function callUpstream(
   target: CallTarget,
   attempt: AbortController,
   onFirstByte?: () => void,
+  meter?: AttemptTokens,
 ): Promise<SendResult> {
   const { deps, endpoint, res, config, outcome } = req;
   outcome.nodeId = target.nodeId;
@@ -61,14 +68,20 @@ export async function callUpstream(
   };
   // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
   const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
+  const ask = meter?.countsText ? askStreamUsage(endpoint, body, target.adapter.type) : undefined;
   try {
     let upstream: UpstreamResponse;
     try {
-      upstream = await callAdapter(adapter, target.adapter, endpoint, body, ctx);
+      upstream = await callAdapter(adapter, target.adapter, endpoint, ask?.body ?? body, ctx);
     } catch (err) {
       throw explain(err);
     }
-    upstream = watchUsage(upstream, (usage) => (outcome.usage = usage));
+    upstream = watchUsage(upstream, (usage) => {
+      outcome.usage = usage;
+      meter?.report(usage);
+    });
+    if (ask?.dropUsage && upstream.kind === 'sse') upstream = dropUsageChunks(upstream);
+    if (meter) upstream = meter.watch(upstream);
     const affinity = deps.affinity;
     if (endpoint === 'responses' && affinity && outcome.routeKind === 'pool') {
       upstream = rememberResponseId(upstream, (id) => void affinity.set(id, target.resourceId));

@@ -1,10 +1,13 @@
 import type { PoolCandidate, Route } from '@iop/dispatch';
 import { closeUnfinishedAnswer } from '../adapters/upstream-answers';
 import { failsOver, FirstByteTimeout, toClientError, UpstreamError } from '../errors';
-import { acquireLease } from './acquire-lease';
+import { setRateLimitHeaders } from '../http/answer/rate-limit-headers';
+import { acquireLease, isBudgeted } from './acquire-lease';
 import type { AttemptSignals } from './attempt-signals';
+import { AttemptTokens } from './attempt-tokens';
 import { bookOutcome } from './book-outcome';
 import { callUpstream } from './call-upstream';
+import { releaseAttempt } from './charge-attempt';
 import { releaseUnsettledTrial, type TrialPick } from './claim-trial';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
@@ -29,7 +32,9 @@ export interface PoolPick extends TrialPick {
  * fails before any byte reached the client, in a way that fails over (unreachable, reset, 5xx, 429,
  * no first byte in time), is followed by one more on the candidates left, minus the provider that
  * failed and any now out of health; the first lease is released before the second is asked for,
- * so a retry never holds two slots. A trial whose attempt booked nothing (the client's own error, the
+ * so a retry never holds two slots. Each attempt's lease is released with what that attempt used
+ * ({@link releaseAttempt}: a budgeted client's budget is charged it), and a budgeted client's answer
+ * carries its standing after the reservation (`x-ratelimit-*-tokens`). A trial whose attempt booked nothing (the client's own error, the
  * client gone, the queue's refusal, a failure of the gateway's) is given back before the request
  * ends ({@link releaseUnsettledTrial}).
  * @throws ApiError 503 `no_available_provider` (or 429 when every provider backs off) when no
@@ -60,6 +65,7 @@ async function attemptWithFailover(
   trialBooked: { settled: boolean },
 ): Promise<void> {
   const { deps, res, outcome, body, requestId } = req;
+  const budgeted = isBudgeted(res.locals.client);
   let candidates: PoolCandidate[] = pick.candidates;
   for (let tries = 0; ; tries++) {
     const offered = tries === 0 && pick.trial ? [pick.trial] : candidates;
@@ -69,23 +75,32 @@ async function attemptWithFailover(
     const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
     const providerId = candidate.providerId;
     const unfence = fenceLease(lease, attempt);
+    const meter = new AttemptTokens(req.endpoint, budgeted);
     let startedAt = performance.now();
     try {
       if (lease) {
         outcome.queueWaitMs = lease.queueWaitMs;
         res.setHeader('x-iop-queue-wait-ms', String(lease.queueWaitMs));
+        if (lease.budget) setRateLimitHeaders(res, lease.budget);
       }
       const trial = candidate === pick.trial;
       const sent = pick.bodies.get(candidate.adapter.type) ?? body;
       startedAt = performance.now();
-      const result = await callUpstream(req, sent, { ...candidate, resourceId: providerId }, attempt, () => {
-        // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").
-        void lease?.prefillDone();
-        deps.firstBytes?.mark(providerId);
-        // A trial's first byte is booked (a success), so the trial is over.
-        if (trial && deps.health) trialBooked.settled = true;
-        void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
-      });
+      const result = await callUpstream(
+        req,
+        sent,
+        { ...candidate, resourceId: providerId },
+        attempt,
+        () => {
+          // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").
+          void lease?.prefillDone();
+          deps.firstBytes?.mark(providerId);
+          // A trial's first byte is booked (a success), so the trial is over.
+          if (trial && deps.health) trialBooked.settled = true;
+          void bookOutcome(deps.health, providerId, { at: 'first_byte', trial });
+        },
+        meter,
+      );
       logStreamEnd(req, providerId, result);
       void bookOutcome(deps.health, providerId, { at: 'ended', trial, result });
       return;
@@ -122,7 +137,7 @@ async function attemptWithFailover(
       // caller's request can reach it (`half-close.ts`).
       const closed = closeUnfinishedAnswer(attempt.signal);
       if (lease) await closed;
-      await lease?.release();
+      await releaseAttempt(req, lease, meter, attempt.signal.aborted);
     }
   }
 }

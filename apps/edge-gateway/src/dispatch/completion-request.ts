@@ -17,7 +17,7 @@ export interface CompletionRequest {
   outcome: DispatchOutcome;
   /** The `x-request-id` of the answer; log lines and generic client errors name it. */
   requestId: string;
-  /** Its token weight once a candidate with a token limit asked for it (`estimateTokenWeight`). */
+  /** Its token weight once a candidate with a token limit, or the client's token budget, asked for it (`estimateTokenWeight`). */
   tokenWeight?: TokenWeight;
 }
 

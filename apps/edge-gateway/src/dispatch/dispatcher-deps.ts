@@ -33,4 +33,17 @@ export interface DispatcherDeps {
    * connection closes. The signal must allow one listener per running request (`setMaxListeners(0, …)`).
    */
   shutdown?: AbortSignal;
+  /**
+   * Where the tokens each client used are counted (`iop_edge_client_tokens_total`, README "Metrics,
+   * dashboard and traces"); `createApp` gives the app's metrics. Absent: not counted.
+   */
+  clientTokens?: ClientTokenSink;
+}
+
+/**
+ * Counts a client's tokens: `prompt` and `completion` as an upstream reported them, `estimated` for
+ * a budgeted client's call cut short without usage (`AttemptTokens.used`). `client` is a client id.
+ */
+export interface ClientTokenSink {
+  count(client: string, kind: 'prompt' | 'completion' | 'estimated', tokens: number): void;
 }

@@ -3,6 +3,7 @@ import { ResourceGauges, type StatusSnapshot } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DispatchOutcome } from '../dispatch/outcome';
+import { ClientTokenCounter } from './client-token-metrics';
 
 /** Label for a model the config does not serve (or a request without a model): keeps cardinality bounded by the config. */
 export const OTHER_MODEL = 'other';
@@ -65,6 +66,7 @@ interface LabelSets {
  *   `iop_edge_provider_time_to_first_byte_seconds{provider,model}`, and the tokens the upstream
  *   reported in its `usage`, `iop_edge_tokens_total{provider,model,type}` (`type` = `input` or
  *   `output`, the values of `gen_ai.token.type`);
+ * - per client, `iop_edge_client_tokens_total{client,kind}` ({@link ClientTokenCounter});
  * - the OpenTelemetry GenAI client metrics under their Prometheus names:
  *   `gen_ai_client_token_usage` (tokens per request) and `gen_ai_client_operation_duration_seconds`
  *   (the upstream call, start to last byte), labelled `gen_ai_operation_name`,
@@ -162,6 +164,8 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
   private readonly resources = new ResourceGauges(this.registry);
+  /** `iop_edge_client_tokens_total{client,kind}`: counted by the dispatcher as each attempt ends (`DispatcherDeps.clientTokens`). */
+  readonly clientTokens = new ClientTokenCounter(this.registry);
   private knownModels: { config: EdgeConfig; names: ReadonlySet<string> } | undefined;
   private readonly labelCache = new Map<string, LabelSets>();
 

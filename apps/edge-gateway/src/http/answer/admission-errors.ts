@@ -14,7 +14,8 @@ const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {
 
 /**
  * Maps a queue's refusal to its HTTP error through `ERROR_CATALOG` (`@iop/errors`; README
- * "Errors"): 429 `queue_full`, 503 `queue_timeout`, `queue_unavailable`, `no_available_provider`,
+ * "Errors"): 429 `queue_full`, 429 `rate_limit_exceeded` (the client's token budget is spent),
+ * 503 `queue_timeout`, `queue_unavailable`, `no_available_provider`,
  * each with `Retry-After` (the queue's seconds, else the catalog's default). The message is the
  * queue's, made from the same catalog; a backend's own text is never in it (the queues keep it in
  * `detail`, for the log). A non-admission error (a bug) becomes 503 `queue_unavailable` with the

@@ -8,7 +8,7 @@ export const PRIORITY_HEADER = 'x-iop-priority';
 /**
  * The queue's view of a request's client (docs/architecture.md, "Clients, priority and fair share"):
  * its band is the client's `priority`, lowered by `x-iop-priority` when that is lower. A higher value
- * never raises it and is ignored. `sole`: the fleet has no other client (`soleClient`, flow control
+ * never raises it and is ignored. Its caps and token budgets are the client's. `sole`: the fleet has no other client (`soleClient`, flow control
  * off), so the queue need not keep its counts (`QueueClient.solo`).
  * @throws ApiError 400 `invalid_request_error` (param `x-iop-priority`) when the header is not one
  *   integer from -1000 to 1000.
@@ -21,6 +21,8 @@ export function requestClient(client: FlowClient, header: string | string[] | un
     weight: client.weight,
     ...(client.maxInFlight !== undefined ? { maxInFlight: client.maxInFlight } : {}),
     ...(client.maxQueued !== undefined ? { maxQueued: client.maxQueued } : {}),
+    // Its token budgets go with every request (README "Token budgets: what a client sees"): admission charges them.
+    ...(client.tokenBudgets !== undefined ? { tokenBudgets: client.tokenBudgets } : {}),
     ...(sole ? { solo: true } : {}),
   };
 }

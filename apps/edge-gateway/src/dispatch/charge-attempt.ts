@@ -1,0 +1,40 @@
+import type { Lease, QueueClient } from '@iop/dispatch';
+import { ANONYMOUS_CLIENT } from '@iop/validate';
+import type { AttemptTokens } from './attempt-tokens';
+import type { CompletionRequest } from './completion-request';
+import type { ClientTokenSink } from './dispatcher-deps';
+import type { TokenUsage } from './token-usage';
+
+/**
+ * Ends one pooled attempt (README "Token budgets: what a client sees"): counts the tokens it used
+ * for its client (`iop_edge_client_tokens_total`) and releases its lease, charging a budgeted
+ * client's budget with what the attempt used (`AttemptTokens.used`: the upstream's usage, 0 for a
+ * call the upstream refused before answering, else the prompt estimate + the relayed text's
+ * estimate). An unbudgeted client's lease is released as before, with nothing charged. Each attempt
+ * of a failover has its own lease and is charged its own use.
+ * @param cut true when the gateway aborted the attempt (client gone, a timeout, a fence, the drain)
+ */
+export async function releaseAttempt(
+  req: CompletionRequest,
+  lease: Lease | undefined,
+  meter: AttemptTokens,
+  cut: boolean,
+): Promise<void> {
+  const used = meter.countsText ? meter.used(req.tokenWeight?.prompt ?? 0, cut) : undefined;
+  const client = clientIdOf(req);
+  countReported(req.deps.clientTokens, client, meter.reported);
+  if (used && !used.reported) req.deps.clientTokens?.count(client, 'estimated', used.tokens);
+  await lease?.release(used);
+}
+
+/** Counts what an upstream reported (`prompt`, `completion`) for `client`; nothing when it reported nothing. */
+export function countReported(sink: ClientTokenSink | undefined, client: string, usage: TokenUsage | undefined): void {
+  if (!sink || !usage) return;
+  sink.count(client, 'prompt', usage.input);
+  sink.count(client, 'completion', usage.output);
+}
+
+/** The request's client id, as the metrics name it ({@link ANONYMOUS_CLIENT} when none was set). */
+export function clientIdOf(req: CompletionRequest): string {
+  return (req.res.locals.client as QueueClient | undefined)?.id ?? ANONYMOUS_CLIENT.id;
+}

@@ -1,0 +1,271 @@
+import { MemoryProviderQueue, RedisProviderQueue, type ProviderQueue, type QueueClient } from '@iop/dispatch';
+import { startRedis, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
+import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import OpenAI from 'openai';
+import pino from 'pino';
+import type { DispatchBody } from './dispatch/dispatcher-deps';
+import { estimateTokenWeight } from './dispatch/token-weight';
+import { startTestGateway, type TestGateway } from './testing/gateway-harness';
+
+// README "Token budgets: what a client sees", end to end: a real gateway, the fake upstream reporting usage, the
+// budget read back from the queue itself (what release charged), on the memory and the Redis backend.
+
+const yaml = `
+version: 1
+gateway:
+  clients:
+    - { id: team, keys: ["k-team"], tokens_per_minute: 1000000 }
+    - { id: tiny, keys: ["k-tiny"], tokens_per_minute: 300 }
+    - { id: free, keys: ["k-free"] }
+queue: { backend: memory, max_wait_ms: 5000 }
+nodes:
+  - id: n
+    adapters:
+      - { id: v, type: vllm, base_url: "\${UP}" }
+      - { id: o, type: ollama, base_url: "\${UP}" }
+      - { id: bad, type: vllm, base_url: "\${BAD}" }
+    providers:
+      - { id: pbad, category: vllm, adapter: bad, models: [f], max_concurrency: 4 }
+      - { id: pv, category: vllm, adapter: v, models: [m, emb, f], max_concurrency: 4 }
+      - { id: po, category: ollama, adapter: o, models: [q], max_concurrency: 4 }
+`;
+
+const TEAM: QueueClient = { id: 'team', band: 0, weight: 1, tokenBudgets: { perMinute: 1_000_000 } };
+const RESET = /^(?:\d+ms|(?:\d+h)?(?:\d+m)?\d+(?:\.\d{1,3})?s)$/;
+
+const backends: Array<[string, boolean]> = [
+  ['memory backend', false],
+  ['Redis backend', true],
+];
+
+describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
+  let redis: TestRedis | undefined;
+  let upstream: FakeUpstream;
+  let failing: FakeUpstream;
+  let gateway: TestGateway;
+  let queue: ProviderQueue;
+
+  beforeAll(async () => {
+    redis = onRedis ? await startRedis() : undefined;
+    upstream = await startFakeUpstream({ models: ['m', 'q', 'emb', 'f'] });
+    // Answers every call 500: a request for `f` that reaches it first (pbad is listed first) fails over to pv.
+    failing = await startFakeUpstream({ models: ['f'], knobs: { status: 500 } });
+    queue = redis
+      ? new RedisProviderQueue({
+          redisUrl: redis.url,
+          prefix: uniquePrefix('budgets-edge'),
+          logger: pino({ level: 'silent' }),
+        })
+      : new MemoryProviderQueue();
+    gateway = await startTestGateway(yaml, { UP: upstream.url, BAD: failing.url }, queue);
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+    await failing?.close();
+    await redis?.stop();
+  });
+
+  /** The team's charged tokens once nothing is reserved any more (release runs after the answer's last byte). */
+  const settledUse = async (client: QueueClient = TEAM): Promise<number> => {
+    for (let i = 0; ; i++) {
+      const windows = (await queue.clientBudgets([client])).filter((w) => w.window === 'minute');
+      if (windows.length === 1 && windows[0].reservedTokens === 0) return windows[0].usedTokens;
+      if (i > 200) throw new Error(`budget never settled: ${JSON.stringify(windows)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  /** What one call adds to the team's charged tokens. */
+  const charged = async <T>(call: () => Promise<T>): Promise<{ result: T; tokens: number }> => {
+    const before = await settledUse();
+    const result = await call();
+    return { result, tokens: (await settledUse()) - before };
+  };
+  const post = (path: string, key: string, body: object, signal?: AbortSignal) =>
+    fetch(`${gateway.url}/v1${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+      signal,
+    });
+  const dataEvents = (text: string) =>
+    text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)) as Record<string, unknown>);
+  /** The content a chat stream relayed, as JSON-escaped in its chunks. */
+  const relayedText = (text: string) =>
+    dataEvents(text)
+      .map((e) => (e.choices as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '')
+      .map((c) => JSON.stringify(c).slice(1, -1))
+      .join('');
+  /** A stream's text with the per-call ids and times of the fake upstream made equal. */
+  const normalized = (text: string) =>
+    text.replace(/chatcmpl-fake-\d+/g, 'ID').replace(/"created":\d+/g, '"created":0');
+  const chat = (extra: object = {}) => ({
+    model: 'm',
+    messages: [{ role: 'user' as const, content: 'how many tokens is this?' }],
+    ...extra,
+  });
+
+  it('a streamed chat completion that did not ask for usage: the stream of a client without budget, charged the usage', async () => {
+    const body = chat({ stream: true, fake: { chunks: 4 } });
+    const { result, tokens } = await charged(async () => {
+      const res = await post('/chat/completions', 'k-team', body);
+      return { res, text: await res.text() };
+    });
+    expect(result.res.status).toBe(200);
+    expect(upstream.stats().lastRequest['m'].body).toMatchObject({ stream_options: { include_usage: true } });
+    const free = await post('/chat/completions', 'k-free', body);
+    expect(free.headers.get('x-ratelimit-limit-tokens')).toBeNull();
+    const unbudgeted = await free.text();
+    expect(upstream.stats().lastRequest['m'].body).not.toHaveProperty('stream_options');
+    expect(normalized(result.text)).toBe(normalized(unbudgeted));
+    expect(result.text).not.toContain('usage');
+    // What the upstream reported for the same request, when asked.
+    const asked = await (
+      await post('/chat/completions', 'k-free', { ...body, stream_options: { include_usage: true } })
+    ).text();
+    const usage = dataEvents(asked).at(-1)?.usage as { prompt_tokens: number; completion_tokens: number };
+    expect(tokens).toBe(usage.prompt_tokens + usage.completion_tokens);
+  });
+
+  it('a client that asked for usage gets the usage chunk unchanged (the official openai client)', async () => {
+    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'k-team', maxRetries: 0 });
+    const { result, tokens } = await charged(async () => {
+      const { data: stream, response } = await client.chat.completions
+        .create({ ...chat(), stream: true, stream_options: { include_usage: true } })
+        .withResponse();
+      const chunks = [];
+      for await (const c of stream) chunks.push(c);
+      return { chunks, headers: response.headers };
+    });
+    const last = result.chunks.at(-1);
+    expect(last?.choices).toEqual([]);
+    expect(tokens).toBe((last?.usage?.prompt_tokens ?? -1) + (last?.usage?.completion_tokens ?? -1));
+    expect(result.headers.get('x-ratelimit-limit-tokens')).toBe('1000000');
+    expect(Number(result.headers.get('x-ratelimit-remaining-tokens'))).toBeLessThan(1_000_000);
+    expect(result.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
+  });
+
+  it('the official openai client streaming without usage sees no usage chunk, and the headers', async () => {
+    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'k-team', maxRetries: 0 });
+    const { data: stream, response } = await client.chat.completions.create({ ...chat(), stream: true }).withResponse();
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const c of chunks) {
+      expect(c.choices.length).toBe(1);
+      expect(c.usage).toBeUndefined();
+    }
+    expect(response.headers.get('x-ratelimit-limit-tokens')).toBe('1000000');
+    expect(response.headers.get('x-ratelimit-remaining-tokens')).toMatch(/^\d+$/);
+    expect(response.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
+  });
+
+  it('non-streamed chat, Responses (native and translated on Ollama, streamed or not) and embeddings charge the usage', async () => {
+    const cases: Array<[string, object, (text: string) => number]> = [
+      ['/chat/completions', chat(), (t) => JSON.parse(t).usage.total_tokens],
+      ['/responses', { model: 'm', input: 'hello there' }, (t) => JSON.parse(t).usage.total_tokens],
+      ['/responses', { model: 'q', input: 'hello there' }, (t) => JSON.parse(t).usage.total_tokens],
+      ['/responses', { model: 'm', input: 'hello there', stream: true }, completedUsage],
+      ['/responses', { model: 'q', input: 'hello there', stream: true }, completedUsage],
+      ['/embeddings', { model: 'emb', input: ['one', 'two'] }, (t) => JSON.parse(t).usage.prompt_tokens],
+    ];
+    for (const [path, body, reportedOf] of cases) {
+      const { result, tokens } = await charged(async () => {
+        const res = await post(path, 'k-team', body);
+        return { res, text: await res.text() };
+      });
+      expect([path, result.res.status]).toEqual([path, 200]);
+      expect(result.res.headers.get('x-ratelimit-limit-tokens')).toBe('1000000');
+      const reported = reportedOf(result.text);
+      expect(reported).toBeGreaterThan(0);
+      expect([path, body, tokens]).toEqual([path, body, reported]);
+    }
+  });
+
+  it('a stream cut short without usage is charged the prompt estimate + relayed text / 3', async () => {
+    const body = chat({ stream: true, fake: { chunks: 6, cut_after: 3 } });
+    const { result, tokens } = await charged(async () => {
+      const res = await post('/chat/completions', 'k-team', body);
+      return await res.text();
+    });
+    const relayed = relayedText(result);
+    expect(relayed.length).toBeGreaterThan(0);
+    const prompt = estimateTokenWeight('chat', body as unknown as DispatchBody).prompt;
+    expect(tokens).toBe(prompt + Math.ceil(Buffer.byteLength(relayed) / 3));
+  });
+
+  it('a stream the client leaves is charged the prompt estimate + what it was sent / 3', async () => {
+    const body = chat({ stream: true, fake: { chunks: 6, stall_after: 2 } });
+    const { result, tokens } = await charged(async () => {
+      const aborter = new AbortController();
+      const res = await post('/chat/completions', 'k-team', body, aborter.signal);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      let text = '';
+      while (dataEvents(text).length < 2) text += new TextDecoder().decode((await reader.read()).value);
+      aborter.abort();
+      return text;
+    });
+    const prompt = estimateTokenWeight('chat', body as unknown as DispatchBody).prompt;
+    expect(tokens).toBe(prompt + Math.ceil(Buffer.byteLength(relayedText(result)) / 3));
+  });
+
+  it('a failover charges each attempt its own use: the refused one nothing, the answered one its usage', async () => {
+    let failedOver = 0;
+    for (let i = 0; i < 6; i++) {
+      const before = failing.stats().total;
+      const { result, tokens } = await charged(async () => {
+        const res = await post('/chat/completions', 'k-team', { ...chat(), model: 'f' });
+        return { res, body: (await res.json()) as { usage: { total_tokens: number } } };
+      });
+      expect(result.res.status).toBe(200);
+      expect(tokens).toBe(result.body.usage.total_tokens);
+      if (failing.stats().total > before) failedOver++;
+    }
+    expect(failedOver).toBeGreaterThan(0);
+  });
+
+  it('a spent budget is a 429 rate_limit_exceeded with Retry-After and the client standing', async () => {
+    // About 270 tokens reserved, about 400 reported: the window of 300 is spent.
+    const big = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'x'.repeat(800) }] };
+    expect((await post('/chat/completions', 'k-tiny', big)).status).toBe(200);
+    const refused = await post('/chat/completions', 'k-tiny', big);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: unknown }).error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      type: 'rate_limit_error',
+    });
+    expect(refused.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    expect(refused.headers.get('x-ratelimit-limit-tokens')).toBe('300');
+    expect(refused.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
+    expect(refused.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
+  });
+
+  it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {
+    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    const value = (client: string, kind: string) =>
+      Number(
+        new RegExp(`^iop_edge_client_tokens_total\\{client="${client}",kind="${kind}"\\} (\\d+)$`, 'm').exec(
+          metrics,
+        )?.[1],
+      );
+    expect(value('team', 'prompt')).toBeGreaterThan(0);
+    expect(value('team', 'completion')).toBeGreaterThan(0);
+    expect(value('team', 'estimated')).toBeGreaterThan(0);
+    // A client without budget: its reported usage is counted too (it asked for it in the first test).
+    expect(value('free', 'prompt')).toBeGreaterThan(0);
+    expect(metrics).not.toMatch(/client_tokens_total\{client="free",kind="estimated"\}/);
+  });
+});
+
+/** The usage of a Responses stream's `response.completed` event. */
+function completedUsage(text: string): number {
+  const completed = text.split('\n\n').find((e) => e.startsWith('event: response.completed'));
+  const data = completed?.split('\n').find((l) => l.startsWith('data: '));
+  return (
+    (JSON.parse(data?.slice(6) ?? '{}') as { response?: { usage?: { total_tokens: number } } }).response?.usage
+      ?.total_tokens ?? -1
+  );
+}
