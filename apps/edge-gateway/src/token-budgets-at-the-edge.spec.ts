@@ -1,10 +1,15 @@
-import { MemoryProviderQueue, RedisProviderQueue, type ProviderQueue, type QueueClient } from '@iop/dispatch';
+import {
+  MemoryProviderQueue,
+  RedisProviderQueue,
+  estimateTokenWeight,
+  type ProviderQueue,
+  type QueueClient,
+} from '@iop/dispatch';
 import { startRedis, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import OpenAI from 'openai';
 import pino from 'pino';
 import type { DispatchBody } from './dispatch/dispatcher-deps';
-import { estimateTokenWeight } from './dispatch/token-weight';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 // README "Token budgets: what a client sees", end to end: a real gateway, the fake upstream reporting usage, the

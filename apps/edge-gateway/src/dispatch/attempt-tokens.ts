@@ -1,8 +1,7 @@
-import type { UsedTokens } from '@iop/dispatch';
+import { BYTES_PER_TOKEN, type UsedTokens } from '@iop/dispatch';
 import type { UpstreamResponse } from '../adapters/adapter';
 import type { CompletionEndpoint } from './dispatcher-deps';
 import type { TokenUsage } from './token-usage';
-import { BYTES_PER_TOKEN } from './token-weight';
 import { watchChunks } from './watch-chunks';
 
 /** A JSON string's escaped text, unrolled so a long string costs one pass and no backtracking. */
