@@ -18,7 +18,14 @@ import path from 'node:path';
 import { runAdmission } from './admission-probe';
 import type { BenchResults, TargetStatus } from './bench-results';
 import { firstExisting } from './target-files';
-import { TARGET_LABELS, TargetLauncher, type BenchPaths, type BenchTarget, type TargetId } from './bench-targets';
+import {
+  FLOOR_DESIGN_NOTE,
+  TARGET_LABELS,
+  TargetLauncher,
+  type BenchPaths,
+  type BenchTarget,
+  type TargetId,
+} from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
 import { runRedisCost } from './redis-cost';
 import { emptyFlow } from './flow-judging';
@@ -119,9 +126,11 @@ async function main(): Promise<number> {
             id === 'bullmq-3'
               ? 'no load balancer: autocannon spreads its connections round-robin over the 3 replica ports (connection i → replica i mod 3; ' +
                 'at c=1 every request enters through replica 1, which takes and holds the lease itself), streams alternate over the replicas'
-              : id === 'portkey'
-                ? 'x-portkey-provider: openai, x-portkey-custom-host: the upstream; stream knobs forwarded as headers'
-                : undefined,
+              : id === 'node-floor'
+                ? FLOOR_DESIGN_NOTE
+                : id === 'portkey'
+                  ? 'x-portkey-provider: openai, x-portkey-custom-host: the upstream; stream knobs forwarded as headers'
+                  : undefined,
         });
         log(`${id}: ready (${target.urls.join(', ')})`);
       } catch (err) {
