@@ -185,7 +185,7 @@ const TARGET_SHORT: Record<TargetId, string> = {
   direct: 'direct',
   'node-floor': 'bare Node proxy',
   memory: 'memory backend',
-  'memory-info': 'memory, info logs',
+  'memory-warn': 'memory, LOG_LEVEL=warn',
   'memory-semi4': 'memory backend, --max-semi-space-size=4',
   'bullmq-1': 'Redis backend, 1 replica',
   'bullmq-3': 'Redis backend, 3 replicas',
@@ -450,7 +450,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(`## CPU profile of the memory backend (${results.profile.reason})`);
     out.push('');
     out.push(
-      `\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
+      `\`node --cpu-prof\` on a fresh gateway (default LOG_LEVEL, logs to a file) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
     );
     out.push('');
     out.push(
