@@ -1,7 +1,7 @@
 /**
  * The Node floor of the benchmark (target `node-floor`): the least a Node proxy in front of the
  * same upstream can do, written as fast as Node allows so the floor is honest. Node `http` server,
- * one undici `Pool` to the upstream (keep-alive, 256 connections, no pipelining), and per request:
+ * one undici `Pool` to the upstream (keep-alive, no cap on connections as in the gateway, no pipelining), and per request:
  * read the body, `JSON.parse`, rename `model`, `JSON.stringify`, POST it upstream through
  * `Pool.dispatch` (no response `Readable`), relay status, content type and body back with
  * `res.write` chunk by chunk (streams included, backpressure by pausing the upstream). No auth, no
@@ -36,7 +36,8 @@ if (!values.upstream) {
 }
 const upstream = new URL(values.upstream.replace(/\/$/, ''));
 const basePath = upstream.pathname;
-const pool = new Pool(upstream.origin, { keepAliveTimeout: 60_000, connections: 256, pipelining: 1 });
+// No cap on connections (as the gateway): 400 concurrent streams must not wait for one another.
+const pool = new Pool(upstream.origin, { keepAliveTimeout: 60_000, pipelining: 1 });
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /** Relays one upstream answer to `res`: status, content type, then every chunk as it comes. */

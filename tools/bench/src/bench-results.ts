@@ -5,6 +5,7 @@ import type { ProfileSummary } from './cpu-profile';
 import type { OpenStreamsResult } from './open-streams-probe';
 import type { FlowOptions } from './flow-config';
 import type { FlowResults } from './flow-judging';
+import type { RelayOptions, RelayRow } from './relay-judging';
 import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
 
@@ -26,7 +27,9 @@ export interface BenchOptions {
   /** Streams held open at once for the RSS scenario. */
   openStreams: number;
   targets: TargetId[];
-  scenarios: Array<'throughput' | 'streaming' | 'rss' | 'admission' | 'redis-cost' | 'flow'>;
+  scenarios: Array<'throughput' | 'streaming' | 'relay' | 'rss' | 'admission' | 'redis-cost' | 'flow'>;
+  /** Concurrent streams, chunks and gap of the streaming relay cost scenario. */
+  relay: RelayOptions;
   /** Requests, connections and idle window of the Redis-cost scenario. */
   redisCost: RedisCostOptions;
   /** Length, replicas and call time of the flow-control scenario. */
@@ -148,6 +151,8 @@ export interface BenchResults {
   targets: TargetStatus[];
   throughput: ThroughputRow[];
   streaming: StreamingRow[];
+  /** CPU per relayed chunk, chunk gaps and TTFB at many concurrent streams (README "Benchmarks"). */
+  relay?: RelayRow[];
   rss: RssRow[];
   /** ProviderQueue admission cost in process (README "Benchmarks"). */
   admission: AdmissionRow[];

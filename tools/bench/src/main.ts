@@ -28,6 +28,7 @@ import {
 } from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
 import { runRedisCost } from './redis-cost';
+import { runRelay } from './relay-cost';
 import { emptyFlow } from './flow-judging';
 import { runFlow } from './flow-scenario';
 import { smokeTest } from './smoke-test';
@@ -110,8 +111,8 @@ async function main(): Promise<number> {
 
     const statuses: TargetStatus[] = [];
     const targets: BenchTarget[] = [];
-    // Only throughput and streaming load the long-running targets; the other scenarios start their own processes.
-    const needTargets = opts.scenarios.includes('throughput') || opts.scenarios.includes('streaming');
+    // Only throughput, streaming and relay load the long-running targets; the other scenarios start their own processes.
+    const needTargets = ['throughput', 'streaming', 'relay'].some((s) => opts.scenarios.includes(s as 'relay'));
     for (const id of needTargets ? opts.targets : []) {
       let target: BenchTarget | undefined;
       try {
@@ -176,6 +177,13 @@ async function main(): Promise<number> {
         `streaming: ${opts.chunks} chunks ${opts.chunkGapMs} ms apart, ${opts.streamsPerRound} streams per target and round`,
       );
       results.streaming = await runStreaming(targets, opts, log);
+    }
+    if (opts.scenarios.includes('relay')) {
+      const r = opts.relay;
+      log(
+        `relay: ${r.streams} streams at once × ${r.chunks} chunks ${r.gapMs} ms apart (${Math.round((r.streams * 1000) / r.gapMs)} chunks/s), ${r.rounds} round(s)`,
+      );
+      results.relay = await runRelay(targets, r, log);
     }
     for (const target of targets) await launcher.shutdown(target);
     if (opts.scenarios.includes('rss')) {

@@ -3,6 +3,8 @@ import type { TargetId } from './bench-targets';
 import type { ProfileSummary } from './cpu-profile';
 import { flowChecks, flowSection } from './flow-report';
 import { redisCostChecks, redisCostSection } from './redis-cost-report';
+import { relayTable } from './relay-cost';
+import { relayChecks, streamTtfbChecks } from './relay-judging';
 import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
@@ -151,6 +153,8 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
       met: peak !== undefined ? peak <= LIMITS.rssAtOpenStreamsBytes && allOpen : null,
     });
   }
+  checks.push(...streamTtfbChecks((id) => findStreaming(results, id)?.rounds.map((r) => r.ttfbMs)));
+  checks.push(...relayChecks(results.relay ?? [], results.options.relay));
   checks.push(...redisCostChecks(results.redisCost));
   checks.push(...flowChecks(results.flow));
   return checks;
@@ -393,6 +397,22 @@ export function renderMarkdown(results: BenchResults): string {
       `${options.streamsPerRound} sequential streams per target and round. TTFB: request sent → first content event. ` +
         `Gaps: between consecutive content events as the client read them; direct shows what the upstream sent. ` +
         `bunched: gaps under ${(options.chunkGapMs / 4).toFixed(2)} ms (a quarter of the upstream's), i.e. chunks delivered together.`,
+    );
+  }
+  if (results.relay?.length) {
+    const r = options.relay;
+    out.push('');
+    out.push(
+      `## Streaming relay cost (${r.streams} streams at once × ${r.chunks} chunks, ${r.gapMs} ms apart: ` +
+        `${Math.round((r.streams * 1000) / r.gapMs).toLocaleString('en-US')} chunks/s)`,
+    );
+    out.push('');
+    out.push(relayTable(results.relay));
+    out.push('');
+    out.push(
+      "CPU: user + system time of the target's processes (`/proc/<pid>/stat`) over the window, per 1,000 content chunks the client received. " +
+        'Gaps: between consecutive content events at the client (all streams); TTFB: median over streams of request sent → first content event. ' +
+        "Against the floor: paired per round. Direct shows what the upstream sent (its CPU is not the proxy's).",
     );
   }
   if (results.rss.length) {

@@ -34,6 +34,9 @@ export interface ProcessMemory {
   peakRss: number;
 }
 
+/** The kernel's `USER_HZ` (`getconf CLK_TCK`), 100 on every Linux Node runs on. */
+const CLOCK_TICKS_PER_S = 100;
+
 /** Keeps only the last `limit` characters written to it (a process's output, for error messages). */
 class OutputTail {
   private text = '';
@@ -97,6 +100,17 @@ export class ServiceProcess {
       // The file is gone with the bench's work directory.
     }
     return `${end}${this.tail.toString()}`;
+  }
+
+  /**
+   * CPU the process has used so far, user + system, in ms (`/proc/<pid>/stat` utime + stime, at the
+   * kernel's clock tick, usually 10 ms: read it around windows of seconds). @throws Error when the process is gone.
+   */
+  cpuMs(): number {
+    const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+    // Fields after the `(comm)`, which may hold spaces: state is field 3, utime 14 and stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
   }
 
   /** Reads VmRSS and VmHWM (Linux only). @throws Error when the process is gone. */
