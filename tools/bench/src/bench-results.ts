@@ -5,6 +5,7 @@ import type { ProfileSummary } from './cpu-profile';
 import type { OpenStreamsResult } from './open-streams-probe';
 import type { FlowOptions } from './flow-config';
 import type { FlowResults } from './flow-judging';
+import type { RelayOptions, RelayRow } from './relay-judging';
 import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
 import type { SCENARIOS } from './command-line';
@@ -29,6 +30,8 @@ export interface BenchOptions {
   openStreams: number;
   targets: TargetId[];
   scenarios: Array<(typeof SCENARIOS)[number]>;
+  /** Concurrent streams, chunks and gap of the streaming relay cost scenario. */
+  relay: RelayOptions;
   /** Requests, connections and idle window of the Redis-cost scenario. */
   redisCost: RedisCostOptions;
   /** Length, replicas and call time of the flow-control scenario. */
@@ -150,6 +153,8 @@ export interface BenchResults {
   targets: TargetStatus[];
   throughput: ThroughputRow[];
   streaming: StreamingRow[];
+  /** CPU per relayed chunk, chunk gaps and TTFB at many concurrent streams (README "Benchmarks"). */
+  relay?: RelayRow[];
   rss: RssRow[];
   /** ProviderQueue admission cost in process (README "Benchmarks"). */
   admission: AdmissionRow[];

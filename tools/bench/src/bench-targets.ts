@@ -8,14 +8,14 @@ import type { ServiceProcess, ServiceSet } from './service-process';
 
 /** The systems the benchmark compares, each in front of the same fake upstream process. */
 export type TargetId =
-  'direct' | 'node-floor' | 'memory' | 'memory-info' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
+  'direct' | 'node-floor' | 'memory' | 'memory-warn' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
 
 /** Every target, in report order. */
 export const TARGET_IDS: readonly TargetId[] = [
   'direct',
   'node-floor',
   'memory',
-  'memory-info',
+  'memory-warn',
   'memory-semi4',
   'bullmq-1',
   'bullmq-3',
@@ -25,12 +25,20 @@ export const TARGET_IDS: readonly TargetId[] = [
 /** The V8 flag the README recommends for production gateways: a small young generation keeps RSS low. */
 export const RECOMMENDED_NODE_ARGS = ['--max-semi-space-size=4'];
 
+/**
+ * How the Node floor is built and why (measured on 2 cores at c=64, CPU of the proxy per request in
+ * the same run), for the report's Systems table.
+ */
+export const FLOOR_DESIGN_NOTE =
+  'design: undici Pool (no cap on connections) + dispatch, res.write per chunk, ≈ 60–70 µs CPU per request; ' +
+  'Agent or Pool + request + stream.pipeline took ≈ 140 µs, Pool + request + res.write ≈ 70 µs';
+
 /** What each target is, for the report. */
 export const TARGET_LABELS: Record<TargetId, string> = {
   direct: 'direct to upstream (floor)',
-  'node-floor': 'bare Node proxy: http + undici, parse JSON, rename model, pipe back (the Node floor)',
+  'node-floor': 'bare Node proxy: http + undici Pool.dispatch, parse JSON, rename model, write back (the Node floor)',
   memory: 'iop-edge, memory backend',
-  'memory-info': 'iop-edge, memory backend, LOG_LEVEL=info',
+  'memory-warn': 'iop-edge, memory backend, LOG_LEVEL=warn (no access log)',
   'memory-semi4': 'iop-edge, memory backend, node --max-semi-space-size=4 (README recommendation)',
   'bullmq-1': 'iop-edge, Redis backend, 1 replica',
   'bullmq-3': 'iop-edge, Redis backend, 3 replicas',
@@ -56,6 +64,9 @@ export interface BenchTarget {
   /** The server processes under test (none for `direct`: the upstream is shared by all targets). */
   processes: ServiceProcess[];
 }
+
+/** `LOG_LEVEL` of a gateway: `default` leaves it unset (the shipped `info`: one access-log line per request). */
+type GatewayLogLevel = 'default' | 'warn';
 
 /** Options of one gateway launch. */
 export interface LaunchOptions {
@@ -122,7 +133,7 @@ export class TargetLauncher {
   }
 
   /**
-   * `replicas` gateways of one `edge.yaml` text with the Redis backend on `redisUrl` (LOG_LEVEL=warn).
+   * `replicas` gateways of one `edge.yaml` text with the Redis backend on `redisUrl` (LOG_LEVEL=warn: the flow scenario counts Redis work, not logging).
    * @returns each replica's origin (`http://127.0.0.1:PORT`) and the processes.
    */
   async startGateways(
@@ -164,13 +175,13 @@ export class TargetLauncher {
         return { id, label, urls: [`${proxy.announced}/v1/chat/completions`], headers: {}, processes: [proxy] };
       }
       case 'memory':
-      case 'memory-info':
+      case 'memory-warn':
       case 'memory-semi4': {
         const nodeArgs = id === 'memory-semi4' ? [...RECOMMENDED_NODE_ARGS, ...(opts.nodeArgs ?? [])] : opts.nodeArgs;
         const gw = await this.gateway(
           `${id}${opts.tag ?? ''}`,
           { backend: 'memory' },
-          id === 'memory-info' ? 'info' : 'warn',
+          id === 'memory-warn' ? 'warn' : 'default',
           { ...opts, nodeArgs },
         );
         return { id, label, urls: [`${gw.announced}/v1/chat/completions`], headers: {}, processes: [gw] };
@@ -182,7 +193,12 @@ export class TargetLauncher {
         const replicas: ServiceProcess[] = [];
         for (let i = 0; i < (id === 'bullmq-3' ? 3 : 1); i++) {
           replicas.push(
-            await this.gateway(`${id}${opts.tag ?? ''}#${i + 1}`, { backend: 'redis', prefix, redisUrl }, 'warn', opts),
+            await this.gateway(
+              `${id}${opts.tag ?? ''}#${i + 1}`,
+              { backend: 'redis', prefix, redisUrl },
+              'default',
+              opts,
+            ),
           );
         }
         return {
@@ -223,7 +239,7 @@ export class TargetLauncher {
   private async gateway(
     name: string,
     queue: { backend: 'memory' } | { backend: 'redis'; prefix: string; redisUrl: string },
-    logLevel: 'warn' | 'info',
+    logLevel: GatewayLogLevel,
     opts: LaunchOptions,
   ): Promise<ServiceProcess> {
     const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
@@ -246,7 +262,7 @@ export class TargetLauncher {
     name: string,
     file: string,
     redisArgs: string[],
-    logLevel: 'warn' | 'info',
+    logLevel: GatewayLogLevel,
     opts: LaunchOptions,
   ): Promise<ServiceProcess> {
     return this.services.start({
@@ -262,8 +278,11 @@ export class TargetLauncher {
         '127.0.0.1:0',
         ...redisArgs,
       ],
-      // An empty REDIS_URL counts as unset, so a REDIS_URL in the bench's own environment cannot switch the memory target.
-      env: { LOG_LEVEL: logLevel, REDIS_URL: '', IOP_SHUTDOWN_GRACE_MS: '2000' },
+      // An empty variable counts as unset: LOG_LEVEL '' is the shipped default (info), and a REDIS_URL in the
+      // bench's own environment cannot switch the memory target.
+      env: { LOG_LEVEL: logLevel === 'default' ? '' : logLevel, REDIS_URL: '', IOP_SHUTDOWN_GRACE_MS: '2000' },
+      // Logs go to a file, as a deployed gateway's would, not to a pipe the bench has to drain.
+      stdoutFile: path.join(this.paths.workDir, `${name.replace(/[^\w.-]+/g, '_')}.log`),
       ready: /edge-gateway listening on (http:\/\/\S+)/,
     });
   }

@@ -12,8 +12,11 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,rss,admission,redis-cost,flow,token-estimate (default all); e.g. --scenarios redis-cost runs that one alone
-                        (targets are launched only for throughput and streaming)
+  --scenarios LIST      of throughput,streaming,relay,rss,admission,redis-cost,flow,token-estimate (default all); e.g. --scenarios redis-cost runs that one alone
+                        (targets are launched only for throughput, streaming and relay)
+  --relay-streams N     relay: streams open at once per target and round (default 400; --quick 200)
+  --relay-chunks N      relay: chunks per stream (default 200; --quick 100)
+  --relay-gap-ms MS     relay: gap between the upstream's chunks (default 20)
   --cost-requests N     redis-cost: pooled requests per measured round (default 2000; --quick 500)
   --cost-concurrency LIST  redis-cost: connections of the uncontended runs, one run each (default 1,16)
   --idle-seconds S      redis-cost: seconds an idle replica set is counted (default 5; --quick 2)
@@ -29,6 +32,7 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
 export const SCENARIOS = [
   'throughput',
   'streaming',
+  'relay',
   'rss',
   'admission',
   'redis-cost',
@@ -57,6 +61,9 @@ export function parseCommandLine(argv: string[]): CommandLine {
       streams: { type: 'string' },
       'chunk-gap-ms': { type: 'string' },
       'open-streams': { type: 'string' },
+      'relay-streams': { type: 'string' },
+      'relay-chunks': { type: 'string' },
+      'relay-gap-ms': { type: 'string' },
       'cost-requests': { type: 'string' },
       'cost-concurrency': { type: 'string' },
       'idle-seconds': { type: 'string' },
@@ -111,6 +118,12 @@ export function parseCommandLine(argv: string[]): CommandLine {
     // Direct is the floor every overhead is measured against.
     targets: TARGET_IDS.filter((id) => id === 'direct' || targets.includes(id)),
     scenarios: list(values.scenarios, SCENARIOS, 'scenarios'),
+    relay: {
+      streams: int(values['relay-streams'], quick ? 200 : 400, 'relay-streams'),
+      chunks: int(values['relay-chunks'], quick ? 100 : 200, 'relay-chunks'),
+      gapMs: int(values['relay-gap-ms'], 20, 'relay-gap-ms'),
+      rounds,
+    },
     profile,
     profileSeconds: quick ? 4 : 8,
     redisCost: {

@@ -18,9 +18,17 @@ import path from 'node:path';
 import { runAdmission } from './admission-probe';
 import type { BenchResults, TargetStatus } from './bench-results';
 import { firstExisting } from './target-files';
-import { TARGET_LABELS, TargetLauncher, type BenchPaths, type BenchTarget, type TargetId } from './bench-targets';
+import {
+  FLOOR_DESIGN_NOTE,
+  TARGET_LABELS,
+  TargetLauncher,
+  type BenchPaths,
+  type BenchTarget,
+  type TargetId,
+} from './bench-targets';
 import { evaluateTargets, renderMarkdown } from './report';
 import { runRedisCost } from './redis-cost';
+import { runRelay } from './relay-cost';
 import { emptyFlow } from './flow-judging';
 import { runFlow } from './flow-scenario';
 import { runTokenEstimate } from './token-estimate';
@@ -104,8 +112,8 @@ async function main(): Promise<number> {
 
     const statuses: TargetStatus[] = [];
     const targets: BenchTarget[] = [];
-    // Only throughput and streaming load the long-running targets; the other scenarios start their own processes.
-    const needTargets = opts.scenarios.includes('throughput') || opts.scenarios.includes('streaming');
+    // Only throughput, streaming and relay load the long-running targets; the other scenarios start their own processes.
+    const needTargets = ['throughput', 'streaming', 'relay'].some((s) => opts.scenarios.includes(s as 'relay'));
     for (const id of needTargets ? opts.targets : []) {
       let target: BenchTarget | undefined;
       try {
@@ -120,9 +128,11 @@ async function main(): Promise<number> {
             id === 'bullmq-3'
               ? 'no load balancer: autocannon spreads its connections round-robin over the 3 replica ports (connection i → replica i mod 3; ' +
                 'at c=1 every request enters through replica 1, which takes and holds the lease itself), streams alternate over the replicas'
-              : id === 'portkey'
-                ? 'x-portkey-provider: openai, x-portkey-custom-host: the upstream; stream knobs forwarded as headers'
-                : undefined,
+              : id === 'node-floor'
+                ? FLOOR_DESIGN_NOTE
+                : id === 'portkey'
+                  ? 'x-portkey-provider: openai, x-portkey-custom-host: the upstream; stream knobs forwarded as headers'
+                  : undefined,
         });
         log(`${id}: ready (${target.urls.join(', ')})`);
       } catch (err) {
@@ -168,6 +178,13 @@ async function main(): Promise<number> {
         `streaming: ${opts.chunks} chunks ${opts.chunkGapMs} ms apart, ${opts.streamsPerRound} streams per target and round`,
       );
       results.streaming = await runStreaming(targets, opts, log);
+    }
+    if (opts.scenarios.includes('relay')) {
+      const r = opts.relay;
+      log(
+        `relay: ${r.streams} streams at once × ${r.chunks} chunks ${r.gapMs} ms apart (${Math.round((r.streams * 1000) / r.gapMs)} chunks/s), ${r.rounds} round(s)`,
+      );
+      results.relay = await runRelay(targets, r, log);
     }
     for (const target of targets) await launcher.shutdown(target);
     if (opts.scenarios.includes('rss')) {

@@ -3,6 +3,8 @@ import type { TargetId } from './bench-targets';
 import type { ProfileSummary } from './cpu-profile';
 import { flowChecks, flowSection } from './flow-report';
 import { redisCostChecks, redisCostSection } from './redis-cost-report';
+import { relayTable } from './relay-cost';
+import { relayChecks, streamTtfbChecks } from './relay-judging';
 import { tokenEstimateSection } from './token-estimate-report';
 import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
@@ -152,6 +154,8 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
       met: peak !== undefined ? peak <= LIMITS.rssAtOpenStreamsBytes && allOpen : null,
     });
   }
+  checks.push(...streamTtfbChecks((id) => findStreaming(results, id)?.rounds.map((r) => r.ttfbMs)));
+  checks.push(...relayChecks(results.relay ?? [], results.options.relay));
   checks.push(...redisCostChecks(results.redisCost));
   checks.push(...flowChecks(results.flow));
   return checks;
@@ -186,7 +190,7 @@ const TARGET_SHORT: Record<TargetId, string> = {
   direct: 'direct',
   'node-floor': 'bare Node proxy',
   memory: 'memory backend',
-  'memory-info': 'memory, info logs',
+  'memory-warn': 'memory, LOG_LEVEL=warn',
   'memory-semi4': 'memory backend, --max-semi-space-size=4',
   'bullmq-1': 'Redis backend, 1 replica',
   'bullmq-3': 'Redis backend, 3 replicas',
@@ -396,6 +400,22 @@ export function renderMarkdown(results: BenchResults): string {
         `bunched: gaps under ${(options.chunkGapMs / 4).toFixed(2)} ms (a quarter of the upstream's), i.e. chunks delivered together.`,
     );
   }
+  if (results.relay?.length) {
+    const r = options.relay;
+    out.push('');
+    out.push(
+      `## Streaming relay cost (${r.streams} streams at once × ${r.chunks} chunks, ${r.gapMs} ms apart: ` +
+        `${Math.round((r.streams * 1000) / r.gapMs).toLocaleString('en-US')} chunks/s)`,
+    );
+    out.push('');
+    out.push(relayTable(results.relay));
+    out.push('');
+    out.push(
+      "CPU: user + system time of the target's processes (`/proc/<pid>/stat`) over the window, per 1,000 content chunks the client received. " +
+        'Gaps: between consecutive content events at the client (all streams); TTFB: median over streams of request sent → first content event. ' +
+        "Against the floor: paired per round. Direct shows what the upstream sent (its CPU is not the proxy's).",
+    );
+  }
   if (results.rss.length) {
     out.push('');
     out.push(`## Memory at ${options.openStreams.toLocaleString('en-US')} open streams`);
@@ -457,7 +477,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(`## CPU profile of the memory backend (${results.profile.reason})`);
     out.push('');
     out.push(
-      `\`node --cpu-prof\` on a fresh gateway (LOG_LEVEL=warn) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
+      `\`node --cpu-prof\` on a fresh gateway (default LOG_LEVEL, logs to a file) under c=${results.profile.concurrency} for ${results.profile.seconds} s.`,
     );
     out.push('');
     out.push(

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { Readable } from 'node:stream';
 
 /** How to start one server of the benchmark as its own OS process. */
 export interface ServiceSpec {
@@ -18,6 +19,11 @@ export interface ServiceSpec {
   ready: RegExp;
   /** Longest wait for the ready line, in ms. @defaultValue 20000 */
   readyTimeoutMs?: number;
+  /**
+   * Write stdout to this file instead of a pipe, as a deployed gateway's logs would go (the ready
+   * line is then read back from the file). @defaultValue a pipe the bench drains
+   */
+  stdoutFile?: string;
 }
 
 /** Memory figures of one process from `/proc/<pid>/status`, in bytes. */
@@ -27,6 +33,9 @@ export interface ProcessMemory {
   /** `VmHWM`: peak resident set since the process started. */
   peakRss: number;
 }
+
+/** The kernel's `USER_HZ` (`getconf CLK_TCK`), 100 on every Linux Node runs on. */
+const CLOCK_TICKS_PER_S = 100;
 
 /** Keeps only the last `limit` characters written to it (a process's output, for error messages). */
 class OutputTail {
@@ -54,6 +63,8 @@ export class ServiceProcess {
     /** What the ready line announced (first capture group), or '' when the pattern has none. */
     readonly announced: string,
     private readonly tail: OutputTail,
+    /** Where stdout goes when not to the bench (`ServiceSpec.stdoutFile`). */
+    readonly stdoutFile?: string,
   ) {
     this.exited = new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
@@ -72,9 +83,34 @@ export class ServiceProcess {
     return this.exitCode === undefined;
   }
 
-  /** The last few KB the process wrote to stdout and stderr. */
+  /** The last few KB the process wrote to stdout and stderr (of its log file's end when stdout goes to a file). */
   output(): string {
-    return this.tail.toString();
+    if (this.stdoutFile === undefined) return this.tail.toString();
+    let end = '';
+    try {
+      const fd = openSync(this.stdoutFile, 'r');
+      try {
+        const buffer = Buffer.alloc(4000);
+        const n = readSync(fd, buffer, 0, buffer.length, Math.max(0, fstatSync(fd).size - buffer.length));
+        end = buffer.subarray(0, n).toString('utf8');
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      // The file is gone with the bench's work directory.
+    }
+    return `${end}${this.tail.toString()}`;
+  }
+
+  /**
+   * CPU the process has used so far, user + system, in ms (`/proc/<pid>/stat` utime + stime, at the
+   * kernel's clock tick, usually 10 ms: read it around windows of seconds). @throws Error when the process is gone.
+   */
+  cpuMs(): number {
+    const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+    // Fields after the `(comm)`, which may hold spaces: state is field 3, utime 14 and stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
   }
 
   /** Reads VmRSS and VmHWM (Linux only). @throws Error when the process is gone. */
@@ -111,11 +147,15 @@ function statusKb(status: string, field: string): number {
  * @throws Error with the output's tail when the process exits or stays silent past the timeout.
  */
 export async function startService(spec: ServiceSpec): Promise<ServiceProcess> {
+  const logFd = spec.stdoutFile === undefined ? undefined : openSync(spec.stdoutFile, 'a');
   const child = spawn(spec.command, spec.args, {
     cwd: spec.cwd,
     env: { ...process.env, ...spec.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', logFd ?? 'pipe', 'pipe'],
   });
+  if (logFd !== undefined) closeSync(logFd);
+  const followed = spec.stdoutFile === undefined ? undefined : followFile(spec.stdoutFile, child);
+  const stdout = followed?.stream ?? child.stdout;
   const tail = new OutputTail();
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => tail.push(chunk));
   const announced = await new Promise<string>((resolve, reject) => {
@@ -129,13 +169,15 @@ export async function startService(spec: ServiceSpec): Promise<ServiceProcess> {
         child.kill('SIGKILL');
         reject(err);
       } else resolve(value);
+      // Past the ready line a log file is only read back for errors (`output()`), not followed.
+      followed?.stop();
     };
     const timeoutMs = spec.readyTimeoutMs ?? 20_000;
     const timer = setTimeout(
       () => finish(new Error(`${spec.name} did not get ready within ${timeoutMs} ms; output:\n${tail.toString()}`)),
       timeoutMs,
     );
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       tail.push(chunk);
       if (done) return;
       pending += chunk;
@@ -151,7 +193,38 @@ export async function startService(spec: ServiceSpec): Promise<ServiceProcess> {
       finish(new Error(`${spec.name} exited (${signal ?? code}) before it was ready; output:\n${tail.toString()}`)),
     );
   });
-  return new ServiceProcess(spec.name, child, announced, tail);
+  return new ServiceProcess(spec.name, child, announced, tail, spec.stdoutFile);
+}
+
+/**
+ * What is appended to `file` while `child` runs, as a stream (polled every 50 ms until `stop()` or
+ * the child's exit; the gateway's own write is a plain file write, as in production).
+ */
+function followFile(file: string, child: ChildProcess): { stream: Readable; stop: () => void } {
+  let position = 0;
+  const buffer = Buffer.alloc(64 * 1024);
+  // Data is pushed by the poll below; read() has nothing to fetch.
+  const stream = new Readable({ read: () => undefined });
+  const poll = () => {
+    const fd = openSync(file, 'r');
+    try {
+      for (let n; (n = readSync(fd, buffer, 0, buffer.length, position)) > 0; position += n)
+        stream.push(Buffer.from(buffer.subarray(0, n)));
+    } finally {
+      closeSync(fd);
+    }
+  };
+  const timer = setInterval(poll, 50);
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    poll();
+    stream.push(null);
+  };
+  child.once('exit', stop);
+  return { stream, stop };
 }
 
 /** Every process the bench started, so that any exit path stops them all. */

@@ -15,17 +15,49 @@ export function watchChunks(
   end?: () => void,
 ): StreamedAnswer {
   const source = upstream.body;
-  return {
-    ...upstream,
-    body: (async function* () {
-      try {
-        for await (const chunk of source) {
-          watch(chunk);
-          yield chunk;
-        }
-      } finally {
+  // An iterator that calls `watch` as each chunk passes, not an async generator: a generator costs a
+  // few promises and microtask turns per chunk, and every streamed chunk goes through each watcher.
+  const body: AsyncIterable<Uint8Array | string> = {
+    [Symbol.asyncIterator]() {
+      const chunks = source[Symbol.asyncIterator]();
+      let ended = false;
+      const finish = () => {
+        if (ended) return;
+        ended = true;
         end?.();
-      }
-    })(),
+      };
+      const stop = async () => {
+        try {
+          await chunks.return?.();
+        } finally {
+          finish();
+        }
+      };
+      return {
+        next: () =>
+          chunks.next().then(
+            (step) => {
+              if (step.done) finish();
+              else {
+                try {
+                  watch(step.value);
+                } catch (err) {
+                  return stop().then(() => Promise.reject(err));
+                }
+              }
+              return step;
+            },
+            (err: unknown) => {
+              finish();
+              throw err;
+            },
+          ),
+        return: async () => {
+          await stop();
+          return { done: true, value: undefined };
+        },
+      };
+    },
   };
+  return { ...upstream, body };
 }

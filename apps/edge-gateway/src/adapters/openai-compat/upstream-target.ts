@@ -49,6 +49,7 @@ export function upstreamTarget(
   let authorization: string | undefined;
   if (config.api_key) authorization = `Bearer ${config.api_key}`;
   else if (url.username || url.password) authorization = `Basic ${base64(userinfoOf(url).decoded)}`;
+  const loggedUrls = new Map<string, string>();
   return {
     origin: url.origin,
     basePath,
@@ -56,10 +57,16 @@ export function upstreamTarget(
     rootPath: basePath.replace(/\/v1$/, ''),
     authorization,
     forLog: redactUrl(config.base_url),
+    // Built once per path: every call names its URL for the log, few paths are ever asked for.
     logUrl: (path) => {
-      const full = new URL(config.base_url);
-      full.pathname = basePath + path;
-      return redactUrl(full.toString());
+      let logged = loggedUrls.get(path);
+      if (logged === undefined) {
+        const full = new URL(config.base_url);
+        full.pathname = basePath + path;
+        logged = redactUrl(full.toString());
+        loggedUrls.set(path, logged);
+      }
+      return logged;
     },
     redactForClient: textRedactor(clientRedactions(config, url, basePath)),
   };
