@@ -34,8 +34,11 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
   readonly type: string;
   /** OpenAI `param`: the request field the error is about, or null. */
   readonly param: string | null;
-  /** Seconds for the `Retry-After` header, when retrying can help (a catalog code's default when not given). */
-  readonly retryAfterS?: number;
+  /**
+   * Seconds for the `Retry-After` header, when retrying can help (a catalog code's default when not
+   * given); `null` when retrying the same request cannot help (no header, whatever the code's default).
+   */
+  readonly retryAfterS?: number | null;
 
   /** Client strings are bounded here whatever made `init` (`@iop/errors` `echoed.ts`): `param` and the message. */
   constructor(init: ApiErrorInit<C>) {
@@ -241,13 +244,13 @@ export const shuttingDown = () => new ApiError({ code: 'shutting_down' });
  * An error with a catalog `code` whose message was already made from the catalog elsewhere (a queue's
  * refusal): status, type and `Retry-After` default of the code, `message` as it is.
  */
-export function catalogCodeError(code: ErrorCode, message: string, retryAfterS?: number): ApiError {
+export function catalogCodeError(code: ErrorCode, message: string, retryAfterS?: number | null): ApiError {
   const entry: ErrorCatalogEntry = ERROR_CATALOG[code];
   return new ApiError({
     status: entry.status,
     code,
     type: entry.type,
     message,
-    retryAfterS: retryAfterS ?? entry.retryAfterS,
+    retryAfterS: retryAfterS === undefined ? entry.retryAfterS : retryAfterS,
   });
 }

@@ -248,6 +248,17 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     expect(refused.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
   });
 
+  it('a request over the whole budget is a 429 that says how to fix it, without a Retry-After that cannot help', async () => {
+    const huge = { model: 'm', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] };
+    const refused = await post('/chat/completions', 'k-tiny', huge);
+    expect(refused.status).toBe(429);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('rate_limit_exceeded');
+    expect(error.message).toMatch(/too large/i);
+    expect(error.message).toMatch(/max_tokens/);
+    expect(refused.headers.get('retry-after')).toBeNull();
+  });
+
   it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
     const value = (client: string, kind: string) =>

@@ -15,7 +15,8 @@ export interface ErrorParts {
   readonly type: string;
   readonly message: string;
   readonly param?: string | null;
-  readonly retryAfterS?: number;
+  /** Seconds for `Retry-After`; `null`: retrying the same request cannot help, so none is sent even where the code has a default. */
+  readonly retryAfterS?: number | null;
 }
 
 /**

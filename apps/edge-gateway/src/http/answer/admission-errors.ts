@@ -16,7 +16,8 @@ const ANSWER: Record<AdmissionErrorCode, ErrorCode> = {
  * Maps a queue's refusal to its HTTP error through `ERROR_CATALOG` (`@iop/errors`; README
  * "Errors"): 429 `queue_full`, 429 `rate_limit_exceeded` (the client's token budget is spent),
  * 503 `queue_timeout`, `queue_unavailable`, `no_available_provider`,
- * each with `Retry-After` (the queue's seconds, else the catalog's default). The message is the
+ * each with `Retry-After` (the queue's seconds, else the catalog's default; none for a request over
+ * its client's whole token budget, which retrying cannot help). The message is the
  * queue's, made from the same catalog; a backend's own text is never in it (the queues keep it in
  * `detail`, for the log). A non-admission error (a bug) becomes 503 `queue_unavailable` with the
  * catalog's sentence for an unknown failure, so a client never hangs on it.
@@ -25,6 +26,10 @@ export function admissionToApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as Partial<AdmissionError> | undefined;
   const known = e?.code !== undefined && Object.prototype.hasOwnProperty.call(ANSWER, e.code);
-  if (known && e?.message) return catalogCodeError(ANSWER[e.code as AdmissionErrorCode], e.message, e.retryAfterS);
+  if (known && e?.message) {
+    // A budget refusal without a time to wait is a request over the whole budget: retrying cannot help.
+    const never = e.code === 'rate_limit_exceeded' && e.retryAfterS === undefined;
+    return catalogCodeError(ANSWER[e.code as AdmissionErrorCode], e.message, never ? null : e.retryAfterS);
+  }
   return new ApiError({ code: 'queue_unavailable', fields: { why: 'unknown' }, retryAfterS: e?.retryAfterS });
 }

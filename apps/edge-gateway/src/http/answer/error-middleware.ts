@@ -29,7 +29,9 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
       return;
     }
     const retryAfterS =
-      apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? catalogRetryAfterS(apiError.code) : undefined);
+      apiError.retryAfterS === null
+        ? undefined
+        : (apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? catalogRetryAfterS(apiError.code) : undefined));
     if (retryAfterS !== undefined) res.setHeader('retry-after', String(retryAfterS));
     if (!req.complete) lingerClose(req, res);
     res.status(apiError.status).json(apiError.toBody());
