@@ -175,6 +175,8 @@ if target == nil then
     return {'full', tostring(queued)}
   end
   local _, back = dropWaiter(base, qnames[at], victim)
+  -- The victim may be this client's: its give-back changed the budget read before, so read it again.
+  if budget ~= nil then budget.states = budgetRead(budget.key, budget.wins, now) end
   promoteAll(base, back, now, ttl, channelPrefix)
   rcall('SET', base .. ':shed:' .. victim, '1', 'PX', shedMarkMs)
   rcall('PUBLISH', channelPrefix .. (ownerOf(victim) or ''), victim .. '|!shed')

@@ -21,7 +21,7 @@ local now = nowMs()
 local reply = {'budgets'}
 for _, c in ipairs(clients) do
   local w = c[2]
-  local st = budgetExpire(budgetKey(base, c[1]), w, now)
+  local st = budgetRead(budgetKey(base, c[1]), {{w}}, now)[1]
   local reset = 0
   if st.n then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
   reply[#reply + 1] = tostring(st.r)

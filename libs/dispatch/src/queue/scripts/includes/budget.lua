@@ -8,16 +8,25 @@
   Expiry walks from `w:o`, each bucket once (amortized O(1) commands). The arithmetic is
   budget-ledger.ts's (BUDGET_BUCKET_MS, BUDGET_RETRY_SCAN; the contract suite runs both).
   A job that reserved keeps `tb` = `<weight>|<minute bucket or ''>|<day bucket or ''>`.
+  Cost (the scripts are atomic, so each reads, computes in Lua and writes back): an admission reads
+  every window with one HMGET and writes its reservation with one HSET (plus PEXPIRE when a window's
+  newest bucket moves, an expiry step at most once a bucket); a settle is one HMGET and one HSET.
 ]]
 --- @include "rcall"
---- @include "now-ms"
 local BUDGET_BUCKET = {m = 1000, d = 60000}
 local BUDGET_COUNT = {m = 60, d = 1440}
 local BUDGET_RETRY_SCAN = 61
--- The hash outlives the day window by a margin, then goes (every reservation pushes it).
+-- The hash outlives the day window by a margin, then goes. Its expiry is pushed whenever a window's
+-- newest bucket moves (at most once a bucket): a charge lies in a bucket no newer than its window's
+-- newest, which began before that push, and leaves count + 1 buckets after it began, so at most a day
+-- and 1 min after the push: within the TTL.
 local BUDGET_TTL_MS = 86400000 + 120000
 local function budgetKey(base, client)
   return base .. ':tb:' .. client
+end
+-- A whole number of tokens as a Redis argument (tostring writes 1e+15 past 14 digits).
+local function budgetInt(x)
+  return string.format('%d', x)
 end
 -- The bucket fields i..j of window w (both fields of each when `both`).
 local function bucketFields(w, i, j, both)
@@ -28,18 +37,21 @@ local function bucketFields(w, i, j, both)
   end
   return out
 end
--- Drops the buckets of window w wholly outside it at `now`; returns its state {u, r, o, n} after
--- (o and n nil while it holds no charge).
-local function budgetExpire(key, w, now)
-  local s = rcall('HMGET', key, w .. ':u', w .. ':r', w .. ':o', w .. ':n')
-  local st = {u = tonumber(s[1] or '0'), r = tonumber(s[2] or '0'), o = tonumber(s[3] or ''), n = tonumber(s[4] or '')}
-  if not st.o or not st.n then return {u = 0, r = 0} end
+-- Drops the buckets of window w wholly outside it at `now` from its state st (as read: u, r, o, n),
+-- in place: o and n nil after while it holds no charge. The rare path (at most once a bucket): one
+-- HMGET, HDEL and HSET, or one HDEL when the whole window left.
+local function budgetExpire(key, w, now, st)
+  if not st.o or not st.n then
+    st.u, st.r, st.o, st.n = 0, 0, nil, nil
+    return st
+  end
   local cut = math.floor(now / BUDGET_BUCKET[w]) - BUDGET_COUNT[w]
   if st.o >= cut then return st end
   if st.n < cut then
     local gone = bucketFields(w, st.o, st.n, true)
     rcall('HDEL', key, w .. ':u', w .. ':r', w .. ':o', w .. ':n', unpack(gone))
-    return {u = 0, r = 0}
+    st.u, st.r, st.o, st.n = 0, 0, nil, nil
+    return st
   end
   local gone = bucketFields(w, st.o, cut - 1, true)
   local v = rcall('HMGET', key, unpack(gone))
@@ -50,8 +62,31 @@ local function budgetExpire(key, w, now)
   end
   rcall('HDEL', key, unpack(gone))
   st.u, st.r, st.o = st.u - (charged - reserved), st.r - reserved, cut
-  rcall('HSET', key, w .. ':u', st.u, w .. ':r', st.r, w .. ':o', cut)
+  rcall('HSET', key, w .. ':u', budgetInt(st.u), w .. ':r', budgetInt(st.r), w .. ':o', cut)
   return st
+end
+-- The windows `wins` ({{w, ...}...}) of the hash `key` at `now`, read with one HMGET and expired:
+-- per window {u, r, o, n, b, c, cr}: the sums, oldest / newest bucket (nil while it holds no charge),
+-- the current bucket b and its charge and reserved part (tokens).
+local function budgetRead(key, wins, now)
+  local fields = {}
+  for _, win in ipairs(wins) do
+    local w = win[1]
+    local b = math.floor(now / BUDGET_BUCKET[w])
+    for _, f in ipairs({w .. ':u', w .. ':r', w .. ':o', w .. ':n', w .. ':' .. b, w .. ':' .. b .. 'r'}) do
+      fields[#fields + 1] = f
+    end
+  end
+  local v = rcall('HMGET', key, unpack(fields))
+  local states = {}
+  for i, win in ipairs(wins) do
+    local j, w = (i - 1) * 6, win[1]
+    local st = {u = tonumber(v[j + 1] or '0'), r = tonumber(v[j + 2] or '0'), o = tonumber(v[j + 3] or ''),
+      n = tonumber(v[j + 4] or ''), b = math.floor(now / BUDGET_BUCKET[w]), c = tonumber(v[j + 5] or '0'),
+      cr = tonumber(v[j + 6] or '0')}
+    states[i] = budgetExpire(key, w, now, st)
+  end
+  return states
 end
 -- ms until `need` tokens of window w (state st) have left it: the oldest buckets' charges, scanning
 -- at most BUDGET_RETRY_SCAN buckets (past them, the time the last one scanned leaves: a lower bound).
@@ -77,17 +112,17 @@ local function budgetWindows(arg)
   if pd and pd ~= '' then wins[#wins + 1] = {'d', tonumber(pd)} end
   return tonumber(weight or '0'), wins
 end
--- Decides on `weight` tokens against every window: nil and the windows' states when each holds it,
--- else the refusal reply: {'budget_never', w, limit} (over a whole window, first) or
+-- Decides on `weight` tokens against every window: nil and the windows' states (budgetRead) when each
+-- holds it, else the refusal reply: {'budget_never', w, limit} (over a whole window, first) or
 -- {'budget', w, limit, used + reserved, retryMs} (the window that frees last).
 local function budgetCheck(key, wins, weight, now)
   for _, win in ipairs(wins) do
     if weight > win[2] then return {'budget_never', win[1], tostring(win[2])}, nil end
   end
-  local states, refusal, refusalMs = {}, nil, -1
+  local states = budgetRead(key, wins, now)
+  local refusal, refusalMs = nil, -1
   for i, win in ipairs(wins) do
-    local st = budgetExpire(key, win[1], now)
-    states[i] = st
+    local st = states[i]
     local used = st.u + st.r
     if used + weight > win[2] then
       local retry = budgetRetryMs(key, win[1], st, used + weight - win[2], now)
@@ -98,20 +133,22 @@ local function budgetCheck(key, wins, weight, now)
   end
   return refusal, states
 end
--- Reserves `weight` in the current bucket of every window; returns the job's `tb` and the tightest
+-- Reserves `weight` in the current bucket of every window (states as budgetCheck read them, in the
+-- same script with no budget write between) with one HSET; returns the job's `tb` and the tightest
 -- window after it as reply values {w, limit, remaining, resetMs} (lowest remaining; a tie: later reset).
 local function budgetReserve(key, wins, states, weight, now)
-  local tb, standing = {tostring(weight), '', ''}, nil
+  local tb, standing, fields, moved = {tostring(weight), '', ''}, nil, {}, false
   for i, win in ipairs(wins) do
     local w, limit, st = win[1], win[2], states[i]
-    local b = math.floor(now / BUDGET_BUCKET[w])
-    rcall('HINCRBY', key, w .. ':' .. b, weight)
-    rcall('HINCRBY', key, w .. ':' .. b .. 'r', weight)
-    local r = rcall('HINCRBY', key, w .. ':r', weight)
-    if st.o == nil or b < st.o then
-      rcall('HSET', key, w .. ':n', math.max(b, st.n or b), w .. ':o', b)
-    elseif b > st.n then
-      rcall('HSET', key, w .. ':n', b)
+    local b, r = st.b, st.r + weight
+    for _, f in ipairs({w .. ':' .. b, budgetInt(st.c + weight), w .. ':' .. b .. 'r', budgetInt(st.cr + weight),
+      w .. ':r', budgetInt(r)}) do
+      fields[#fields + 1] = f
+    end
+    if st.o == nil or b < st.o then fields[#fields + 1], fields[#fields + 2] = w .. ':o', b end
+    if st.n == nil or b > st.n then
+      fields[#fields + 1], fields[#fields + 2] = w .. ':n', b
+      moved = true
     end
     if w == 'm' then tb[2] = tostring(b) else tb[3] = tostring(b) end
     local remaining = math.max(0, limit - st.u - r)
@@ -120,29 +157,48 @@ local function budgetReserve(key, wins, states, weight, now)
       standing = {w, limit, remaining, reset}
     end
   end
-  rcall('PEXPIRE', key, BUDGET_TTL_MS)
+  rcall('HSET', key, unpack(fields))
+  if moved then rcall('PEXPIRE', key, BUDGET_TTL_MS) end
   local out = {}
   for i, x in ipairs(standing) do out[i] = tostring(x) end
   return table.concat(tb, '|'), out
 end
 -- Settles the reservation `tb` of a job of `client`: `charge` tokens are charged in its place (the
 -- tokens used; -1: the reservation as it stands; 0: given back whole), in each bucket it was put in
--- that still counts (a bucket already out of the window is left alone).
+-- that is still kept (one HMGET, one HSET). A bucket already dropped (before `w:o`) is left alone; one
+-- past the window not dropped yet is settled, and its drop takes out its settled charge and reserved
+-- part, which leaves the sums as without the settle: every reader expires first, so neither counts.
 local function budgetSettle(base, client, tb, charge)
   local weight, mi, di = string.match(tb or '', '^(%d+)|(%d*)|(%d*)$')
   if not weight then return end
   weight = tonumber(weight)
   if charge < 0 then charge = weight end
-  local key = budgetKey(base, client)
-  local now = nowMs()
-  for _, at in ipairs({{'m', mi}, {'d', di}}) do
-    local w, i = at[1], tonumber(at[2])
-    local o = i and tonumber(rcall('HGET', key, w .. ':o') or '')
-    if o and i >= o and i >= math.floor(now / BUDGET_BUCKET[w]) - BUDGET_COUNT[w] then
-      if charge ~= weight then rcall('HINCRBY', key, w .. ':' .. i, charge - weight) end
-      rcall('HINCRBY', key, w .. ':' .. i .. 'r', -weight)
-      if charge > 0 then rcall('HINCRBY', key, w .. ':u', charge) end
-      rcall('HINCRBY', key, w .. ':r', -weight)
+  local at, fields = {}, {}
+  for _, x in ipairs({{'m', tonumber(mi)}, {'d', tonumber(di)}}) do
+    local w, i = x[1], x[2]
+    if i then
+      at[#at + 1] = x
+      for _, f in ipairs({w .. ':o', w .. ':' .. i, w .. ':' .. i .. 'r', w .. ':u', w .. ':r'}) do
+        fields[#fields + 1] = f
+      end
     end
   end
+  if #at == 0 then return end
+  local key = budgetKey(base, client)
+  local v = rcall('HMGET', key, unpack(fields))
+  local out = {}
+  local function put(f, x)
+    out[#out + 1], out[#out + 2] = f, budgetInt(x)
+  end
+  for k, x in ipairs(at) do
+    local j, w, i = (k - 1) * 5, x[1], x[2]
+    local o = tonumber(v[j + 1] or '')
+    if o and i >= o then
+      if charge ~= weight then put(w .. ':' .. i, tonumber(v[j + 2] or '0') + charge - weight) end
+      put(w .. ':' .. i .. 'r', tonumber(v[j + 3] or '0') - weight)
+      if charge > 0 then put(w .. ':u', tonumber(v[j + 4] or '0') + charge) end
+      put(w .. ':r', tonumber(v[j + 5] or '0') - weight)
+    end
+  end
+  if #out > 0 then rcall('HSET', key, unpack(out)) end
 end
