@@ -187,10 +187,10 @@ export function judgeRetryAfter(
     const next = byArrival.find((c) => c.sentAt > r.answeredAt);
     const nextArrivalMs = next ? next.arrivedAt - r.sentAt : null;
     const ok =
-      nextArrivalMs !== null &&
-      nextArrivalMs > (hintS - 1) * 1000 &&
-      next!.arrivedAt <= r.answeredAt + hintS * 1000 + opts.slackMs;
-    if (ok) judged.push({ hintS, nextArrivalMs });
+      next !== undefined &&
+      next.arrivedAt - r.sentAt > (hintS - 1) * 1000 &&
+      next.arrivedAt <= r.answeredAt + hintS * 1000 + opts.slackMs;
+    if (ok && nextArrivalMs !== null) judged.push({ hintS, nextArrivalMs });
     else bad.push({ refusal: r, nextArrivalMs });
   }
   return { judged, bad };
