@@ -8,9 +8,9 @@ import { echoReply, readChatPrompt, readResponsesPrompt, roughTokens, splitText,
 import { chatReasoning, replyText } from './reasoning';
 import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './responses';
 import { embeddingsJson } from './embeddings';
-import { writeEventStream } from './sse';
+import { reportingAtClose, writeEventStream } from './sse';
 import { StatsRecorder, type FakeStats } from './stats';
-import { CallJournal, type JournalCall } from './call-journal';
+import { CallJournal, type JournalCall, type JournalEntry } from './call-journal';
 import { PROBES, probeAnswers, WorkGate } from './probes';
 
 /** Options of {@link startFakeUpstream}. */
@@ -152,8 +152,9 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         if (err instanceof KnobError) return sendError(res, 400, err.message, 'invalid_request_error', err.param);
         throw err;
       }
-      if (opts.journal) res.once('close', journal.begin(body.model, knobs.tag, arrivedAt));
-      void answer(flight, api, body, body.model, knobs);
+      const entry = opts.journal ? journal.begin(body.model, knobs.tag, arrivedAt) : undefined;
+      if (entry) res.once('close', entry.end);
+      void answer(flight, api, body, body.model, knobs, entry);
     });
   }
 
@@ -177,6 +178,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     body: Record<string, unknown>,
     model: string,
     knobs: FakeKnobs,
+    entry?: JournalEntry,
   ): Promise<void> {
     if (knobs.delayMs > 0 && !(await flight.pause(knobs.delayMs))) return;
     if (flight.closed) return;
@@ -230,14 +232,19 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         total_tokens: inputTokens + completionTokens,
         ...(reasoning ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
       };
-      if (!stream) return sendJson(flight, chatCompletionJson(who, reply, usage, reasoning), knobs);
+      const reported = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
+      if (!stream) {
+        if (knobs.shortBody === undefined) entry?.reported(reported);
+        return sendJson(flight, chatCompletionJson(who, reply, usage, reasoning), knobs);
+      }
       const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
       const pieces = splitText(reply, knobs.chunks);
+      const format = new ChatChunkFormat(who, includeUsage ? usage : undefined, reasoning);
       return writeEventStream(
         flight,
         sseHeaders,
         reasoning ? [...splitText(reasoning.text, reasoning.chunks), ...pieces] : pieces,
-        new ChatChunkFormat(who, includeUsage ? usage : undefined, reasoning),
+        includeUsage && entry ? reportingAtClose(format, () => entry.reported(reported)) : format,
         knobs,
       );
     }
@@ -249,12 +256,17 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: inputTokens + outputTokens,
     };
-    if (!stream) return sendJson(flight, JSON.stringify(responseObject(who, text, usage)), knobs);
+    const reported = { prompt: inputTokens, completion: outputTokens };
+    if (!stream) {
+      if (knobs.shortBody === undefined) entry?.reported(reported);
+      return sendJson(flight, JSON.stringify(responseObject(who, text, usage)), knobs);
+    }
+    const format = new ResponsesEventFormat(who, text, usage);
     return writeEventStream(
       flight,
       sseHeaders,
       splitText(text, knobs.chunks),
-      new ResponsesEventFormat(who, text, usage),
+      entry ? reportingAtClose(format, () => entry.reported(reported)) : format,
       knobs,
     );
   }

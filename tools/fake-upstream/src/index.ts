@@ -1,6 +1,6 @@
 export { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream';
 export type { FakeStats, RequestCounts, RecordedRequest } from './stats';
-export type { JournalCall } from './call-journal';
+export type { JournalCall, JournalUsage } from './call-journal';
 export {
   certainInversions,
   grantWindows,

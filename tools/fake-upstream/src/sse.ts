@@ -14,6 +14,22 @@ export interface StreamFormat {
   error(body: OpenAIErrorBody): string;
 }
 
+/**
+ * `format`, calling `onClose` when its closing events are built: they are written at once, and only by a stream
+ * that reached its end (not cut, stalled or ended by an in-band error). For the call journal's `usage`.
+ */
+export function reportingAtClose(format: StreamFormat, onClose: () => void): StreamFormat {
+  return {
+    open: () => format.open(),
+    delta: (piece, index) => format.delta(piece, index),
+    close: () => {
+      onClose();
+      return format.close();
+    },
+    error: (body) => format.error(body),
+  };
+}
+
 /** One SSE event without an `event:` line. */
 export function dataEvent(json: string): string {
   return `data: ${json}\n\n`;
