@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './gateway-metrics';
 import { echoed } from '../errors';
-import { requestIdFrom, requestIdOf, requestLogger } from '../http/request/request-id';
+import { loggedRequestId, requestIdFrom, requestIdOf } from '../http/request/request-id';
 import { ensureTracing, flushOnClose, recordRequestSpans } from './tracing';
 
 /** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */
@@ -20,7 +20,7 @@ const clip = (text: string) => echoed(text, MAX_LOGGED_CHARS);
  * It reads the request context's `model` and `outcome` (`res.locals`), set by the route. One `close` listener per
  * request, whatever fails before the handler (401, 400, 413 included). Every answer carries an
  * `x-request-id` (the client's, when it sent a plain one; given by `assignRequestId`), which the log
- * line (written with the request's child logger, `{ request_id }`) and the trace carry too.
+ * line (its `request_id` field, the same one the request's child logger writes) and the trace carry too.
  */
 export function observeCompletions(logger: Logger, metrics: GatewayMetrics, config: () => EdgeConfig): RequestHandler {
   // OTLP traces when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (README "Running a fleet"); off otherwise.
@@ -47,8 +47,11 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
         endedAt: performance.now(),
       });
       if (!logger.isLevelEnabled('info')) return;
-      requestLogger(res, logger).info(
+      // The app's logger with `request_id` as the line's first field: the same JSON as the request's child
+      // logger writes (its bindings come first too), without building a child logger per request.
+      (res.locals.baseLogger ?? logger).info(
         {
+          request_id: loggedRequestId(res),
           method: req.method,
           path: clip(req.path),
           status,

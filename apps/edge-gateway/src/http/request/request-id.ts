@@ -25,8 +25,8 @@ export function requestIdFrom(sent: string | string[] | undefined): string {
  * the `x-request-id` response header at once (so every answer, errors and 404s included, carries
  * it) and keeps it in the request context (`res.locals`, typed in `request-context.d.ts`) for {@link requestIdOf} and {@link requestLogger}, whose pino
  * child logger bound to `{ request_id }` (made on first use, so a request that logs nothing pays
- * nothing) writes the access-log line and the upstream-failure and failover warnings of the
- * request under one id.
+ * nothing) writes the upstream-failure and failover warnings of the request under one id; the
+ * access-log line carries the same `request_id` first ({@link loggedRequestId}) from the app's logger.
  */
 export function assignRequestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
@@ -51,9 +51,18 @@ export function requestIdOf(res: Response): string | undefined {
 export function requestLogger(res: Response, fallback: Logger): Logger {
   const locals = res.locals;
   if (locals.log) return locals.log;
-  const header = res.getHeader('x-request-id');
-  const id = locals.requestId ?? (typeof header === 'string' && header !== '' ? header : undefined);
+  const id = loggedRequestId(res);
   if (id === undefined) return fallback;
   locals.log = (locals.baseLogger ?? fallback).child({ request_id: id });
   return locals.log;
+}
+
+/**
+ * The `request_id` the request's log lines carry ({@link requestLogger}): the id {@link assignRequestId} gave `res`, else
+ * the non-empty `x-request-id` header already on `res`; `undefined` when there is neither.
+ */
+export function loggedRequestId(res: Response): string | undefined {
+  if (res.locals.requestId !== undefined) return res.locals.requestId;
+  const header = res.getHeader('x-request-id');
+  return typeof header === 'string' && header !== '' ? header : undefined;
 }
