@@ -8,16 +8,27 @@ import { clientSafeCode, messageOf, tooLarge } from './upstream-errors';
 /** The OpenAI stream an upstream answers: chat completion chunks, or Responses events. */
 export type StreamEndpoint = 'chat' | 'responses';
 
+/** `texts` as UTF-8 bytes, searched for in every chunk: a byte needle is not encoded again per search. */
+function needles(...texts: string[]): Buffer[] {
+  return texts.map((text) => Buffer.from(text, 'utf8'));
+}
+
+/** True when `bytes` holds one of `needles` (one native search each, no decoding). */
+function holdsAny(bytes: Buffer, needles: readonly Buffer[]): boolean {
+  for (const needle of needles) if (bytes.indexOf(needle) !== -1) return true;
+  return false;
+}
+
 /** How one endpoint's stream ends when it is finished (OpenAI API reference, "Streaming"). */
 const END_MARKER: Record<
   StreamEndpoint,
-  { name: string; hints: readonly string[]; isEnd(event: EventSourceMessage): boolean }
+  { name: string; hints: readonly Buffer[]; isEnd(event: EventSourceMessage): boolean }
 > = {
-  chat: { name: 'data: [DONE]', hints: ['[DONE]'], isEnd: (e) => e.data.trim() === '[DONE]' },
+  chat: { name: 'data: [DONE]', hints: needles('[DONE]'), isEnd: (e) => e.data.trim() === '[DONE]' },
   responses: {
     name: 'response.completed',
     // Only a chunk that names a finishing event is parsed: the others cost one native search each.
-    hints: ['response.completed', 'response.incomplete'],
+    hints: needles('response.completed', 'response.incomplete'),
     isEnd: (e) => {
       const type = eventType(e);
       return type === 'response.completed' || type === 'response.incomplete';
@@ -43,7 +54,7 @@ export interface WholeEventsOptions {
 }
 
 /** Bytes every error event holds (`"error"`, `event: error`, `response.failed`): chunks without them are passed on unread. */
-const ERROR_HINTS = ['error', 'failed'];
+const ERROR_HINTS = needles('error', 'failed');
 
 const NO_BYTES = Buffer.alloc(0);
 
@@ -80,13 +91,13 @@ export async function* wholeEvents(
     for await (const chunk of body) {
       const pushed = framer.push(chunk);
       const whole =
-        pushed !== undefined && opts.redact && ERROR_HINTS.some((h) => pushed.includes(h))
+        pushed !== undefined && opts.redact && holdsAny(pushed, ERROR_HINTS)
           ? Buffer.from(opts.redact(pushed.toString('utf8')))
           : pushed;
       if (framer.heldBytes > opts.maxEventBytes)
         throw tooLarge(opts.maxEventBytes, opts.where, `one stream event over ${opts.maxEventBytes} bytes`);
       if (whole !== undefined) {
-        if (!finished && marker.hints.some((h) => whole.includes(h))) finished = parseEvents(whole).some(marker.isEnd);
+        if (!finished && holdsAny(whole, marker.hints)) finished = parseEvents(whole).some(marker.isEnd);
         last = whole;
         yield whole;
       } else if (last !== undefined) yield NO_BYTES;

@@ -1,15 +1,29 @@
 import type { Endpoint } from '../../adapters/request-fields';
 import type { ApiError } from '../../errors';
 
+/** Bytes of the stream's end kept for {@link StreamTail}: at least {@link TAIL_CHARS} characters of UTF-8. */
+const TAIL_BYTES = 256;
+/** Characters of the stream's end the checks read (`[DONE]`, the blank line of the last event). */
+const TAIL_CHARS = 64;
+/** Characters of the last `data:` line the chat check reads, and the bytes that hold them. */
+const DATA_CHARS = 24;
+const DATA_BYTES = DATA_CHARS * 4;
+const DATA = Buffer.from('data:');
+
 /**
  * What the gateway must remember of a stream it passes through, read from its last bytes and (for
  * Responses) its first event: whether the last event was cut short, whether a chat stream sent
- * `[DONE]`, the Responses stream's response object and last `sequence_number`.
+ * `[DONE]`, the Responses stream's response object and last `sequence_number`. A chat chunk is not
+ * decoded: the tail keeps the last chunks (at least {@link TAIL_BYTES} bytes of them) and where the
+ * last `data:` line starts (one native search per chunk), and decodes them only when asked.
  */
 export class StreamTail {
-  private last = '';
-  /** The start of the last `data:` line seen. */
-  private lastData = '';
+  /** The last chunks of the stream, oldest first, as few as hold {@link TAIL_BYTES} bytes. */
+  private recent: Buffer[] = [];
+  private recentBytes = 0;
+  /** The chunk holding the last `data:` line seen, and where that line starts in it. */
+  private dataChunk?: Buffer;
+  private dataAt = 0;
   /** The start of the last event seen (Responses streams). */
   private lastEvent = '';
   private response?: Record<string, unknown>;
@@ -19,14 +33,27 @@ export class StreamTail {
   constructor(private readonly endpoint: Endpoint) {}
 
   observe(chunk: Uint8Array | string): void {
-    const text =
+    const bytes =
       typeof chunk === 'string'
-        ? chunk
-        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
-    this.last = (this.last + text).slice(-64);
-    const at = text.lastIndexOf('data:');
-    if (at !== -1) this.lastData = text.slice(at, at + 24);
-    if (this.endpoint !== 'responses') return;
+        ? Buffer.from(chunk, 'utf8')
+        : Buffer.isBuffer(chunk)
+          ? chunk
+          : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.recent.push(bytes);
+    this.recentBytes += bytes.length;
+    for (let oldest = this.recent[0]; this.recentBytes - oldest.length >= TAIL_BYTES; oldest = this.recent[0]) {
+      this.recent.shift();
+      this.recentBytes -= oldest.length;
+    }
+    if (this.endpoint !== 'responses') {
+      const at = bytes.lastIndexOf(DATA);
+      if (at !== -1) {
+        this.dataChunk = bytes;
+        this.dataAt = at;
+      }
+      return;
+    }
+    const text = typeof chunk === 'string' ? chunk : bytes.toString('utf8');
     this.lastEvent = lastEventOf(text) ?? this.lastEvent;
     if (this.response === undefined && this.head.length < 65_536) {
       this.head += text;
@@ -35,6 +62,20 @@ export class StreamTail {
     const seqAt = text.lastIndexOf('"sequence_number"');
     const n = seqAt === -1 ? undefined : /^"sequence_number"\s*:\s*(\d+)/.exec(text.slice(seqAt, seqAt + 40))?.[1];
     if (n !== undefined) this.sequence = Number(n);
+  }
+
+  /** The last {@link TAIL_CHARS} characters of the stream (each chunk decoded on its own, as it passed). */
+  private get last(): string {
+    let text = '';
+    for (const bytes of this.recent) text += bytes.toString('utf8');
+    return text.slice(-TAIL_CHARS);
+  }
+
+  /** The first {@link DATA_CHARS} characters of the last `data:` line seen ('' when none). */
+  private get lastData(): string {
+    const chunk = this.dataChunk;
+    if (chunk === undefined) return '';
+    return chunk.toString('utf8', this.dataAt, Math.min(chunk.length, this.dataAt + DATA_BYTES)).slice(0, DATA_CHARS);
   }
 
   /** True when the stream ended as its format says a finished stream ends (chat: `data: [DONE]`). */
@@ -56,8 +97,9 @@ export class StreamTail {
 
   /** The blank line an event cut short by the end of the stream is missing ('' when none is). */
   closing(): string {
-    if (this.last === '' || this.last.endsWith('\n\n') || this.last.endsWith('\r\n\r\n')) return '';
-    return this.last.endsWith('\n') ? '\n' : '\n\n';
+    const last = this.last;
+    if (last === '' || last.endsWith('\n\n') || last.endsWith('\r\n\r\n')) return '';
+    return last.endsWith('\n') ? '\n' : '\n\n';
   }
 
   /** The events that end a failed stream of this endpoint. */
