@@ -1,4 +1,4 @@
-import type { QueueClient } from '@iop/dispatch';
+import { RedisProviderQueue, type QueueClient } from '@iop/dispatch';
 import { seedLeases, startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { parseConfigText } from '@iop/validate';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -25,6 +25,12 @@ const SCREENSHOT = path.resolve(
 const STATUS_KEY = 'status-key-dashboard-1';
 const CHAT: QueueClient = { id: 'chat-ui', band: 10, weight: 1 };
 const BATCH: QueueClient = { id: 'nightly-batch', band: -1, weight: 1, maxInFlight: 4 };
+const RESEARCH: QueueClient = {
+  id: 'research',
+  band: 0,
+  weight: 3,
+  tokenBudgets: { perMinute: 20000, perDay: 500000 },
+};
 
 describe('exporter dashboard and queue board in headless Chromium', () => {
   let redis: TestRedis;
@@ -46,7 +52,7 @@ describe('exporter dashboard and queue board in headless Chromium', () => {
       clients: [
         { id: 'chat-ui', settings: 'priority: 10' },
         { id: 'nightly-batch', settings: 'priority: -1, max_in_flight: 4' },
-        { id: 'research', settings: 'weight: 3, max_queued: 20' },
+        { id: 'research', settings: 'weight: 3, max_queued: 20, tokens_per_minute: 20000, tokens_per_day: 500000' },
       ],
     });
     const loaded = parseConfigText(yaml, {}, 'edge.yaml');
@@ -54,6 +60,18 @@ describe('exporter dashboard and queue board in headless Chromium', () => {
     // Live counts in Redis, as gateways would leave them: llama-a 2/3 in flight + 1 queued, llama-b full (2/2) + 4 queued;
     // chat-ui holds 1 and waits for 1, nightly-batch holds 3 and waits for 4.
     const pool = 'pool.llama-a';
+    // research used 6000 tokens of its budgets (a finished call, released with its usage); nothing of it is in flight.
+    const charger = new RedisProviderQueue({ redisUrl: redis.url, prefix, logger: pino({ level: 'silent' }) });
+    const provider = { providerId: 'llama-a', maxConcurrency: 3, maxQueued: 1, pool };
+    await charger.configure([provider]);
+    const lease = await charger.acquireLease({
+      modelGroupKey: 'llama',
+      candidates: [provider],
+      maxWaitMs: 5000,
+      client: RESEARCH,
+    });
+    await lease.release({ tokens: 6000, reported: true });
+    await charger.close();
     closers.push(
       await seedLeases(redis.url, prefix, 'llama-a', 2, 1, { pool, leaseClients: [CHAT, BATCH], waitClients: [CHAT] }),
     );
@@ -135,6 +153,19 @@ describe('exporter dashboard and queue board in headless Chromium', () => {
       ['chat-ui', '10', '1', 'none', 'none', '1', '1'],
       ['nightly-batch', '-1', '1', '4', 'none', '3', '4'],
       ['research', '0', '3', 'none', '20', '0', '0'],
+    ]);
+    // Token budgets: none for clients without one; research's used + reserved of each limit, what remains, the reset.
+    expect(await page.textContent('tr[data-client="chat-ui"] [data-field="token_budgets"]')).toBe('none');
+    const budgets = await page.$$eval('tr[data-client="research"] [data-window]', (lines) =>
+      lines.map((l) => [
+        l.getAttribute('data-window'),
+        l.querySelector('.bar em')?.textContent,
+        l.querySelector('[data-part="left"]')?.textContent,
+      ]),
+    );
+    expect(budgets).toEqual([
+      ['minute', '6000 + 0 / 20000', expect.stringMatching(/^14000 left · resets in (?:[1-5]?\ds|1m[01]s)$/)],
+      ['day', '6000 + 0 / 500000', expect.stringMatching(/^494000 left · resets in 2[34]h\d+m$/)],
     ]);
 
     // It polls /status every 2 s: the next snapshot replaces the rows.

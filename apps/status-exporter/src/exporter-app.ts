@@ -1,4 +1,4 @@
-import type { ClientCounts, HealthView, ProviderCounts } from '@iop/dispatch';
+import type { ClientBudgetWindow, ClientCounts, HealthView, ProviderCounts } from '@iop/dispatch';
 import {
   buildFlowStatus,
   buildSnapshot,
@@ -29,6 +29,12 @@ export interface ExporterDeps {
    * "Clients, priority and fair share"). Without it, or when it rejects, the clients' counts are `null`.
    */
   clientCounts?(): Promise<ClientCounts[]>;
+  /**
+   * The windows of the budgeted clients, fleet-wide (`readTokenBudgets` on the shared Redis, Redis time;
+   * README "Token budgets"). Without it, or when it rejects, each budgeted client's `token_budgets` is
+   * `null`; the counts are not affected.
+   */
+  clientBudgets?(): Promise<ClientBudgetWindow[]>;
   /** The read-only queue board (`createQueueBoard`), served at `/queues` behind the status keys. */
   board?: RequestHandler;
   /** When the config in force was loaded: with it the snapshot carries `config_hash` (`configDigest`) and `config_loaded_at`. */
@@ -50,13 +56,30 @@ export interface SnapshotSource {
  * The resource-first snapshot with cluster-wide counts (docs/architecture.md, "Status model"): asks `deps.counts` for the
  * tracked providers (`trackedProviderIds`) and `deps.clientCounts` for the clients, and on failure logs
  * once per outage and publishes `null`. With `pools` and `clients` as the gateway's `/status` has them
- * (`buildFlowStatus`; docs/architecture.md, "Clients, priority and fair share").
+ * (`buildFlowStatus`; docs/architecture.md, "Clients, priority and fair share"), and the budgeted
+ * clients' `token_budgets` from `deps.clientBudgets`, read beside the counts (a failure there shows
+ * `null` budgets only, logged once per outage).
  */
 export function snapshotSource(deps: ExporterDeps): SnapshotSource {
   let failing = false;
+  let budgetsFailing = false;
+  const readBudgets = async (): Promise<ClientBudgetWindow[] | undefined> => {
+    if (!deps.clientBudgets) return undefined;
+    try {
+      const budgets = await deps.clientBudgets();
+      if (budgetsFailing) deps.logger.info('status-exporter: token budgets readable again');
+      budgetsFailing = false;
+      return budgets;
+    } catch (err) {
+      if (!budgetsFailing) deps.logger.warn({ err }, 'status-exporter: cannot read token budgets; publishing null');
+      budgetsFailing = true;
+      return undefined;
+    }
+  };
   return {
     async read() {
       const config = deps.config();
+      const reading = readBudgets();
       let counts: Map<string, ProviderCounts> | undefined;
       let clientCounts: ClientCounts[] | undefined;
       try {
@@ -71,6 +94,7 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
         if (!failing) deps.logger.warn({ err }, 'status-exporter: cannot read counts; publishing null counts');
         failing = true;
       }
+      const budgets = await reading;
       const unhealthy = await deps.unhealthy?.(trackedProviderIds(config)).catch(() => undefined);
       const health = new Map([...(unhealthy ?? [])].map((id) => [id, 'unhealthy' as const]));
       const info = deps.configInfo?.();
@@ -82,7 +106,7 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
         configLoadedAt: info?.loadedAt,
       });
       return {
-        snapshot: { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) },
+        snapshot: { ...snapshot, ...buildFlowStatus(config, counts, clientCounts, budgets) },
         countsOk: counts !== undefined,
       };
     },

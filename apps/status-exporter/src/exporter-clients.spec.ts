@@ -1,4 +1,4 @@
-import type { QueueClient } from '@iop/dispatch';
+import { connectRedis, RedisProviderQueue, type QueueClient } from '@iop/dispatch';
 import { seedLeases, startRedis, type TestRedis } from '@iop/dispatch/testing';
 import { RESOURCE_METRICS, type StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
@@ -14,6 +14,26 @@ const CLIENTS = [
   { id: 'nightly-batch', settings: 'priority: -1, weight: 2, max_in_flight: 4' },
   { id: 'idle', settings: 'max_queued: 5' },
 ];
+const RESEARCH: QueueClient = {
+  id: 'research',
+  band: 0,
+  weight: 1,
+  tokenBudgets: { perMinute: 50_000, perDay: 900_000 },
+};
+const BUDGETED = [...CLIENTS, { id: 'research', settings: 'tokens_per_minute: 50000, tokens_per_day: 900000' }];
+
+/** Charges `tokens` to the client's budget the way a gateway's release does: one lease on `providerId`, released with that use. */
+async function chargeBudget(redisUrl: string, prefix: string, providerId: string, client: QueueClient, tokens: number) {
+  const queue = new RedisProviderQueue({ redisUrl, prefix, logger: pino({ level: 'silent' }) });
+  try {
+    const provider = { providerId, maxConcurrency: 1, maxQueued: 1, pool: 'pool.llama-a' };
+    await queue.configure([provider]);
+    const lease = await queue.acquireLease({ modelGroupKey: 'seed', candidates: [provider], maxWaitMs: 5000, client });
+    await lease.release({ tokens, reported: true });
+  } finally {
+    await queue.close();
+  }
+}
 
 /**
  * The exporter's `/status` carries `pools` and `clients` as the gateway's does, with fleet-wide
@@ -125,5 +145,57 @@ describe('clients in the exporter', () => {
       { id: 'anonymous', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: 2, queued: 1 },
     ]);
     expect(s.pools?.[0].clients).toEqual([{ client: 'anonymous', band: 0, in_flight: 2, queued: 1 }]);
+  });
+
+  it("GET /status and /metrics: a budgeted client's windows read from Redis, used and reserved apart; no field without a budget", async () => {
+    const prefix = configPrefix('exporter-budgets');
+    await chargeBudget(redis.url, prefix, 'llama-a', RESEARCH, 700);
+    // A lease of research held now: it reserves the completion default (1024 tokens; no weight given).
+    closers.push(
+      await seedLeases(redis.url, prefix, 'llama-a', 1, 0, { pool: 'pool.llama-a', leaseClients: [RESEARCH] }),
+    );
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url, clients: BUDGETED }));
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    const research = s.clients?.find((c) => c.id === 'research');
+    expect(research).toMatchObject({ in_flight: 1, queued: 0 });
+    expect(research?.token_budgets).toEqual([
+      { window: 'minute', limit: 50_000, reserved: 1024, used: 700, remaining: 48_276, reset_ms: expect.any(Number) },
+      { window: 'day', limit: 900_000, reserved: 1024, used: 700, remaining: 898_276, reset_ms: expect.any(Number) },
+    ]);
+    const [minute, day] = research!.token_budgets!;
+    expect(minute.reset_ms).toBeGreaterThan(55_000);
+    expect(minute.reset_ms).toBeLessThanOrEqual(61_000);
+    expect(day.reset_ms).toBeGreaterThan(86_300_000);
+    for (const id of ['chat-ui', 'nightly-batch', 'idle'])
+      expect(s.clients?.find((c) => c.id === id)).not.toHaveProperty('token_budgets');
+
+    const samples = parsePrometheusText(await (await fetch(`${exporter.url}/metrics`)).text());
+    const of = (window: string) => ({ client: 'research', window });
+    expect(sampleValue(samples, RESOURCE_METRICS.clientTokensLimit, of('minute'))).toBe(50_000);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientTokensReserved, of('minute'))).toBe(1024);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientTokensUsed, of('day'))).toBe(700);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientTokensRemaining, of('day'))).toBe(898_276);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientTokensRemaining, { client: 'chat-ui' })).toBeUndefined();
+  });
+
+  it('shows null budgets, never made-up ones, when they cannot be read: the counts still show when Redis answers them', async () => {
+    const prefix = configPrefix('exporter-budgets-broken');
+    closers.push(
+      await seedLeases(redis.url, prefix, 'llama-a', 1, 0, { pool: 'pool.llama-a', leaseClients: [RESEARCH] }),
+    );
+    // A budget hash that is not a hash: budgets.lua fails (WRONGTYPE), the counts' reads do not.
+    const writer = connectRedis({ url: redis.url });
+    closers.push(async () => writer.disconnect());
+    await writer.set(`${prefix}:{pools}:tb:research`, 'not a hash');
+    const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url, clients: BUDGETED }));
+    const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
+    expect(s.clients?.find((c) => c.id === 'research')).toMatchObject({ in_flight: 1, token_budgets: null });
+    const samples = parsePrometheusText(await (await fetch(`${exporter.url}/metrics`)).text());
+    expect(sampleValue(samples, 'iop_edge_status_counts_up')).toBe(1);
+    expect(sampleValue(samples, RESOURCE_METRICS.clientTokensRemaining, { client: 'research' })).toBeUndefined();
+
+    const down = await start(exporterYaml({ prefix, redisUrl: 'redis://127.0.0.1:1', clients: BUDGETED }));
+    const d = (await (await fetch(`${down.url}/status`)).json()) as StatusSnapshot;
+    expect(d.clients?.find((c) => c.id === 'research')).toMatchObject({ in_flight: null, token_budgets: null });
   });
 });

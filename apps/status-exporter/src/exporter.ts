@@ -1,6 +1,6 @@
-import { connectRedis, leaseAddresses, readClientCounts, RedisHealthStore } from '@iop/dispatch';
+import { connectRedis, leaseAddresses, readClientCounts, readTokenBudgets, RedisHealthStore } from '@iop/dispatch';
 import { answerClientErrors, listen } from '@iop/runtime';
-import { trackedProviderIds } from '@iop/status';
+import { budgetedClients, trackedProviderIds } from '@iop/status';
 import {
   ConfigRuntime,
   describeQueueBackend,
@@ -75,10 +75,12 @@ export class ExporterRefusal extends Error {}
  * The exporter's I/O wiring (docs/architecture.md, "Layering", "Status model"): one Redis connection
  * shared by everything it reads: the provider counts through one BullMQ `Queue` per tracked provider
  * (`ProviderQueues`, rebuilt when a reload changes the tracked providers), the clients' counts
- * (`readClientCounts`), the health records, and the read-only queue board (`createQueueBoard`) on
- * the same `Queue`s; the HTTP app on `host:port`, and the push loop when `status.push_url` is set.
- * The push lock is the one key it writes. A Redis that is down at start is not fatal: counts are
- * `null` until it answers.
+ * (`readClientCounts`), the budgeted clients' windows (`readTokenBudgets`: the gateways' own
+ * `budgets.lua`, exact on Redis time), the health records, and the read-only queue board
+ * (`createQueueBoard`) on the same `Queue`s; the HTTP app on `host:port`, and the push loop when
+ * `status.push_url` is set. The push lock is the one key it writes (reading a budget drops the
+ * buckets that left their window, as any admission does, which changes no number anyone reads).
+ * A Redis that is down at start is not fatal: counts are `null` until it answers.
  * @throws ExporterRefusal for the memory backend; the listen error when the port is taken.
  */
 export async function startExporter(opts: ExporterOptions): Promise<RunningExporter> {
@@ -162,6 +164,12 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
     clientCounts: () => {
       const tags = new Set(addresses(current()).map((a) => a.shardTag));
       return withTimeout(readClientCounts(redis, current().queue.prefix, [...tags]), COUNTS_TIMEOUT_MS);
+    },
+    // No budgeted client: no Redis call (readTokenBudgets asks nothing).
+    clientBudgets: () => {
+      const cfg = current();
+      const tags = new Set(addresses(cfg).map((a) => a.shardTag));
+      return withTimeout(readTokenBudgets(redis, cfg.queue.prefix, [...tags], budgetedClients(cfg)), COUNTS_TIMEOUT_MS);
     },
     board: board.router,
     unhealthy: async (ids: readonly string[]) => {

@@ -26,4 +26,5 @@ export { LeaseKeys } from './queue/lease-keys';
 export { type RedisClient, connectRedis } from './queue/redis-connection';
 export { RedisProviderQueue } from './queue/redis';
 export { readClientCounts, readLeaseCounts } from './queue/lease-store';
+export { readTokenBudgets } from './queue/redis/lease-budget';
 export { type ResponseAffinity, MemoryResponseAffinity, RedisResponseAffinity } from './affinity/response-affinity';

@@ -1,5 +1,12 @@
-import type { ClientCounts, HealthStore, ProviderCounts, ProviderQueue } from '@iop/dispatch';
-import { buildFlowStatus, buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
+import type {
+  ClientBudgetWindow,
+  ClientCounts,
+  HealthStore,
+  ProviderCounts,
+  ProviderQueue,
+  QueueClient,
+} from '@iop/dispatch';
+import { budgetedClients, buildFlowStatus, buildSnapshot, trackedProviderIds, type StatusSnapshot } from '@iop/status';
 import { configDigest, type EdgeConfig } from '@iop/validate';
 import { Router, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -22,7 +29,9 @@ export interface StatusRouteDeps {
  * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
  *   `counts()` (process-local for the memory backend, cluster-wide for redis; `null` counts when
  *   there is no queue or it cannot answer now) — with `pools` and `clients` (`buildFlowStatus`: per
- *   pool and client in_flight, queued, band; docs/architecture.md, "Clients, priority and fair share");
+ *   pool and client in_flight, queued, band; docs/architecture.md, "Clients, priority and fair share"),
+ *   and each budgeted client's `token_budgets` (`clientBudgets`, read beside the counts; `null` when it
+ *   fails, without touching the counts; README "Token budgets");
  * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
  * Builds no I/O of its own: it only reads the queue when a request asks. `auth` runs first on both
  * (`statusKeyAuth`: `status.api_keys`, README "Security"); another method than GET or HEAD is then
@@ -39,7 +48,10 @@ export function statusRoutes(
     const config = deps.config();
     let counts: Map<string, ProviderCounts> | undefined;
     let clientCounts: ClientCounts[] | undefined;
+    let budgets: ClientBudgetWindow[] | undefined;
     if (deps.queue) {
+      const budgeted = budgetedClients(config);
+      const reading = budgeted.length > 0 ? readBudgets(deps.queue, budgeted, deps.logger) : undefined;
       try {
         [counts, clientCounts] = await Promise.all([
           deps.queue.counts(trackedProviderIds(config)),
@@ -49,6 +61,7 @@ export function statusRoutes(
         // Unknown counts are null, never a made-up 0 (docs/architecture.md, "Status model").
         deps.logger.warn({ err: (err as Error).message }, 'status: queue counts unavailable');
       }
+      budgets = await reading;
     }
     const health = new Map([...(deps.health?.unhealthy() ?? [])].map((id) => [id, 'unhealthy' as const]));
     const info = deps.configInfo?.();
@@ -58,7 +71,7 @@ export function statusRoutes(
       configHash: info && configDigest(config),
       configLoadedAt: info?.loadedAt,
     });
-    return { ...snapshot, ...buildFlowStatus(config, counts, clientCounts) };
+    return { ...snapshot, ...buildFlowStatus(config, counts, clientCounts, budgets) };
   };
 
   router.get('/status', auth, async (_req, res) => {
@@ -73,4 +86,18 @@ export function statusRoutes(
   // Another method on a known path: 405 with Allow (README "Errors"), once the status key is checked.
   for (const path of ['/status', '/metrics']) router.all(path, auth, onlyGet(path));
   return router;
+}
+
+/** The budgeted clients' windows (`ProviderQueue.clientBudgets`), or undefined (shown as `null`) when the queue cannot read them. */
+async function readBudgets(
+  queue: ProviderQueue,
+  clients: readonly QueueClient[],
+  logger: Logger,
+): Promise<ClientBudgetWindow[] | undefined> {
+  try {
+    return await queue.clientBudgets(clients);
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'status: token budgets unavailable');
+    return undefined;
+  }
 }

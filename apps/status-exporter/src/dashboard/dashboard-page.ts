@@ -3,7 +3,10 @@
  * CSS and JS. It fetches `/status` every 2 s and renders one table per node: resource, category,
  * adapter, models, state, an in_flight / max_concurrency bar, queued; then the clients (docs/architecture.md,
  * "Clients, priority and fair share"): id, band, weight, `max_in_flight`, `max_queued` ("none" when
- * unset), in_flight and queued over every pool. Unknown counts (`null`) show as "—". Resource rows
+ * unset), in_flight and queued over every pool, and its token budget (README "Token budgets"): per
+ * window (`data-window="minute"|"day"`) a bar of used + reserved of the limit (used solid, reserved
+ * lighter, red when nothing remains) with `<used> + <reserved> / <limit>`, then what remains and when
+ * the window resets ("none" without a budget). Unknown counts (`null`) show as "—". Resource rows
  * carry `data-resource="<id>"`, client rows `data-client="<id>"`, cells `data-field="<name>"`, for
  * tests. The header links to the queue board (`queues`). All text is set with `textContent` (config
  * values are never parsed as HTML).
@@ -36,6 +39,13 @@ export const DASHBOARD_HTML = `<!doctype html>
   .bar { position:relative; width:180px; height:16px; background:#edf0f5; border-radius:4px; overflow:hidden; }
   .bar > span { position:absolute; inset:0 auto 0 0; background:var(--bar); }
   .bar.full > span { background:var(--full); }
+  .bar > span.reserved { background:#9db7ec; }
+  .bar.full > span.reserved { background:#eba3a3; }
+  .budget { display:flex; align-items:center; gap:8px; margin:2px 0; }
+  .budget .window { width:52px; color:var(--muted); font-size:12px; white-space:nowrap; }
+  .budget .bar { width:150px; flex:none; }
+  tr[data-client] td[data-field="client"] { white-space:nowrap; }
+  .budget .left { color:var(--muted); font-size:12px; white-space:nowrap; }
   .bar > em { position:absolute; inset:0; font-style:normal; font-size:11px; line-height:16px; text-align:center; color:var(--ink); }
   .na { color:var(--off); }
   .num { font-variant-numeric: tabular-nums; }
@@ -109,6 +119,40 @@ export const DASHBOARD_HTML = `<!doctype html>
     metaEl.textContent = 'updated ' + new Date(s.generated_at).toLocaleTimeString() + (s.config_hash ? ' · config ' + s.config_hash.slice(0, 12) : '');
   }
   function count(n) { return el('span', n === null ? 'na' : 'num', n === null ? '—' : String(n)); }
+  function duration(ms) {
+    if (ms < 1000) return ms + 'ms';
+    var s = Math.ceil(ms / 1000);
+    if (s < 60) return s + 's';
+    if (s < 3600) return Math.floor(s / 60) + 'm' + (s % 60) + 's';
+    return Math.floor(s / 3600) + 'h' + Math.floor((s % 3600) / 60) + 'm';
+  }
+  function budgets(list) {
+    if (list === undefined) return el('span', 'na', 'none');
+    if (list === null) return el('span', 'na', '—');
+    var box = el('div');
+    list.forEach(function (w) {
+      var line = el('div', 'budget');
+      line.setAttribute('data-window', w.window);
+      line.appendChild(el('span', 'window', w.window === 'minute' ? 'per min' : 'per day'));
+      var b = el('div', 'bar' + (w.remaining === 0 ? ' full' : ''));
+      var pct = function (n) { return Math.min(100, (100 * n) / Math.max(1, w.limit)); };
+      var used = el('span');
+      used.style.width = pct(w.used) + '%';
+      var reserved = el('span', 'reserved');
+      reserved.style.left = pct(w.used) + '%';
+      reserved.style.width = Math.max(0, Math.min(100 - pct(w.used), pct(w.reserved))) + '%';
+      b.appendChild(used);
+      b.appendChild(reserved);
+      b.appendChild(el('em', '', w.used + ' + ' + w.reserved + ' / ' + w.limit));
+      line.appendChild(b);
+      var left = el('span', 'left', w.remaining + ' left · ');
+      left.setAttribute('data-part', 'left');
+      left.appendChild(el('span', '', w.reset_ms === 0 ? 'nothing charged' : 'resets in ' + duration(w.reset_ms)));
+      line.appendChild(left);
+      box.appendChild(line);
+    });
+    return box;
+  }
   function renderClients(clients) {
     clientsEl.textContent = '';
     if (clients.length === 0) return;
@@ -116,7 +160,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     section.appendChild(el('h2', '', 'clients'));
     var table = el('table');
     var head = el('tr');
-    ['client', 'band', 'weight', 'max in flight', 'max queued', 'in flight', 'queued'].forEach(function (t) { head.appendChild(el('th', '', t)); });
+    ['client', 'band', 'weight', 'max in flight', 'max queued', 'in flight', 'queued', 'token budget'].forEach(function (t) { head.appendChild(el('th', '', t)); });
     table.appendChild(head);
     clients.forEach(function (c) {
       var row = el('tr');
@@ -128,6 +172,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       cell(row, 'max_queued', c.max_queued === null ? el('span', 'na', 'none') : count(c.max_queued));
       cell(row, 'in_flight', count(c.in_flight));
       cell(row, 'queued', count(c.queued));
+      cell(row, 'token_budgets', budgets(c.token_budgets));
       table.appendChild(row);
     });
     section.appendChild(table);

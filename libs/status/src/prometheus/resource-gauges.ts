@@ -12,10 +12,17 @@ export const RESOURCE_METRICS = {
   up: 'iop_edge_resource_up',
   clientInFlight: 'iop_edge_client_in_flight',
   clientQueued: 'iop_edge_client_queued',
+  clientTokensLimit: 'iop_edge_client_tokens_limit',
+  clientTokensReserved: 'iop_edge_client_tokens_reserved',
+  clientTokensUsed: 'iop_edge_client_tokens_used',
+  clientTokensRemaining: 'iop_edge_client_tokens_remaining',
 } as const;
 
 /** Labels of the client series: the pool and the client id, both from the config. */
 export type ClientLabel = 'pool' | 'client';
+
+/** Labels of the token budget series: the client id (from the config) and the window (`minute`, `day`). */
+export type BudgetLabel = 'client' | 'window';
 
 /**
  * The four resource gauges (docs/architecture.md, "Status model"), registered on one prom-client `Registry`:
@@ -25,7 +32,10 @@ export type ClientLabel = 'pool' | 'client';
  * Labels `node`, `resource`, `category`. Where the snapshot has `pools` (docs/architecture.md,
  * "Clients, priority and fair share"), per pool and client with anything held or waiting:
  * `iop_edge_client_in_flight` and `iop_edge_client_queued`, labelled `pool`, `client` (config ids
- * only). `update` replaces every series, so resources and clients gone disappear from the next scrape.
+ * only). Per window of each client with a token budget whose windows were read (`token_budgets` not
+ * `null`; README "Token budgets"): `iop_edge_client_tokens_limit`, `_reserved`, `_used` and
+ * `_remaining`, labelled `client`, `window` (tokens; no series while the windows cannot be read).
+ * `update` replaces every series, so resources and clients gone disappear from the next scrape.
  */
 export class ResourceGauges {
   private readonly inFlight: Gauge<ResourceLabel>;
@@ -34,6 +44,7 @@ export class ResourceGauges {
   private readonly up: Gauge<ResourceLabel>;
   private readonly clientInFlight: Gauge<ClientLabel>;
   private readonly clientQueued: Gauge<ClientLabel>;
+  private readonly budget: Record<'limit' | 'reserved' | 'used' | 'remaining', Gauge<BudgetLabel>>;
 
   constructor(registry: Registry) {
     const labelNames: ResourceLabel[] = ['node', 'resource', 'category'];
@@ -56,12 +67,39 @@ export class ResourceGauges {
       RESOURCE_METRICS.clientQueued,
       'Requests of the client waiting in the pool now (parked at max_in_flight included).',
     );
+    const budgetGauge = (name: string, help: string) =>
+      new Gauge<BudgetLabel>({ name, help, labelNames: ['client', 'window'], registers: [registry] });
+    this.budget = {
+      limit: budgetGauge(RESOURCE_METRICS.clientTokensLimit, "The client's token budget in the window."),
+      reserved: budgetGauge(
+        RESOURCE_METRICS.clientTokensReserved,
+        'Tokens of the client reserved in the window by requests waiting or in flight.',
+      ),
+      used: budgetGauge(
+        RESOURCE_METRICS.clientTokensUsed,
+        'Tokens the finished requests of the client used in the window.',
+      ),
+      remaining: budgetGauge(
+        RESOURCE_METRICS.clientTokensRemaining,
+        'Tokens the client can still reserve in the window: limit - reserved - used, at least 0.',
+      ),
+    };
   }
 
   /** Replaces every series with the values of `snapshot`; `null` values get no series. */
   update(snapshot: StatusSnapshot): void {
     for (const g of [this.inFlight, this.queued, this.maxConcurrency, this.up]) g.reset();
     for (const g of [this.clientInFlight, this.clientQueued]) g.reset();
+    for (const g of Object.values(this.budget)) g.reset();
+    for (const c of snapshot.clients ?? []) {
+      for (const w of c.token_budgets ?? []) {
+        const labels = { client: c.id, window: w.window };
+        this.budget.limit.set(labels, w.limit);
+        this.budget.reserved.set(labels, w.reserved);
+        this.budget.used.set(labels, w.used);
+        this.budget.remaining.set(labels, w.remaining);
+      }
+    }
     for (const pool of snapshot.pools ?? []) {
       for (const c of pool.clients) {
         const labels = { pool: pool.pool, client: c.client };

@@ -1,5 +1,6 @@
-import { queueProviders, type ClientCounts, type ProviderCounts } from '@iop/dispatch';
+import { queueProviders, type ClientBudgetWindow, type ClientCounts, type ProviderCounts } from '@iop/dispatch';
 import { ANONYMOUS_CLIENT, configuredClients, soleClient, type EdgeConfig, type FlowClient } from '@iop/validate';
+import { clientTokenBudgets } from './client-budgets';
 import type { ClientStatus, PoolStatus } from './snapshot';
 
 /**
@@ -12,12 +13,15 @@ import type { ClientStatus, PoolStatus } from './snapshot';
  * as `band` 0, until its requests end. Counts not known (`undefined`) are `null`.
  * With flow control off (`soleClient`: one client in the fleet) the client's counts are its pools'
  * counts, whatever `clientCounts` says: the Redis backend keeps no counts for that client
- * (`QueueClient.solo`). Pure; never throws.
+ * (`QueueClient.solo`). A client with a token budget gets `token_budgets` from `budgets` (the windows
+ * `ProviderQueue.clientBudgets` or `readTokenBudgets` read; `null` when they are undefined: not read
+ * or failed; README "Token budgets"); a client without one has no such field. Pure; never throws.
  */
 export function buildFlowStatus(
   config: EdgeConfig,
   counts: ReadonlyMap<string, ProviderCounts> | undefined,
   clientCounts: readonly ClientCounts[] | undefined,
+  budgets?: readonly ClientBudgetWindow[],
 ): { pools: PoolStatus[]; clients: ClientStatus[] } {
   const configured = configuredClients(config.gateway).map((c) => c.client);
   const known: FlowClient[] = configured.length > 0 ? configured : [ANONYMOUS_CLIENT];
@@ -45,15 +49,19 @@ export function buildFlowStatus(
   }
   const sum = (id: string, of: 'inFlight' | 'queued') =>
     clientCounts ? clientCounts.filter((c) => c.clientId === id).reduce((n, c) => n + c[of], 0) : null;
-  const clients = known.map((c) => ({
-    id: c.id,
-    band: c.priority,
-    weight: c.weight,
-    max_in_flight: c.maxInFlight ?? null,
-    max_queued: c.maxQueued ?? null,
-    in_flight: sum(c.id, 'inFlight'),
-    queued: sum(c.id, 'queued'),
-  }));
+  const clients = known.map((c): ClientStatus => {
+    const tokenBudgets = clientTokenBudgets(c, budgets);
+    return {
+      id: c.id,
+      band: c.priority,
+      weight: c.weight,
+      max_in_flight: c.maxInFlight ?? null,
+      max_queued: c.maxQueued ?? null,
+      in_flight: sum(c.id, 'inFlight'),
+      queued: sum(c.id, 'queued'),
+      ...(tokenBudgets !== undefined ? { token_budgets: tokenBudgets } : {}),
+    };
+  });
   return { pools: [...byPool.values()], clients };
 }
 

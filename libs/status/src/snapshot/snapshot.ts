@@ -136,4 +136,27 @@ export interface ClientStatus {
   max_queued: number | null;
   in_flight: number | null;
   queued: number | null;
+  /**
+   * Present only for a client with a token budget (`tokens_per_minute`, `tokens_per_day`; README
+   * "Token budgets"): each window it sets, minute first, fleet-wide on Redis; `null` while the
+   * windows cannot be read (the queue or Redis does not answer). A client without a budget shows no
+   * such field.
+   */
+  token_budgets?: ClientTokenBudgetStatus[] | null;
+}
+
+/**
+ * One window of a client's token budget (`ProviderQueue.clientBudgets`; docs/architecture.md, "Token
+ * budgets"), in tokens: `limit` the budget, `reserved` held by requests waiting or in flight,
+ * `used` charged by finished ones, `remaining` = max(0, limit − reserved − used) what a request can
+ * still reserve; `reset_ms` the ms until the window holds nothing of what is charged now (0 when it
+ * holds nothing).
+ */
+export interface ClientTokenBudgetStatus {
+  window: 'minute' | 'day';
+  limit: number;
+  reserved: number;
+  used: number;
+  remaining: number;
+  reset_ms: number;
 }

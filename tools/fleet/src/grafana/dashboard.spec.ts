@@ -113,6 +113,8 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
         config,
         [
           'version: 1',
+          // A client with a token budget, so the budget gauges and the client token counter have series.
+          'gateway: { clients: [{ id: research, keys: [k-research], tokens_per_minute: 100000, tokens_per_day: 1000000 }] }',
           `queue: { backend: redis, prefix: "${uniquePrefix('dashboard')}" }`,
           'nodes:',
           '  - id: node-1',
@@ -137,7 +139,7 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
       await start('status-exporter', ['--config', config, '--listen', `127.0.0.1:${exporterPort}`]);
       const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: 'Bearer k-research' },
         body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'fill every series' }] }),
       });
       expect(res.status).toBe(200);
@@ -179,7 +181,7 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
       }
     });
 
-    it('charts the token counters, the per-provider histograms and the fleet-wide counts', () => {
+    it("charts the token counters, the per-provider histograms, the fleet-wide counts and the clients' token budgets", () => {
       const used = new Set(queries.flatMap((q) => analyse(q.expr).selectors.map((s) => s.metric)));
       for (const metric of [
         'iop_edge_tokens_total',
@@ -190,6 +192,11 @@ describe('Grafana dashboard (deploy/grafana/iop-edge.json)', () => {
         'iop_edge_resource_in_flight',
         'iop_edge_resource_max_concurrency',
         'iop_edge_resource_queued',
+        'iop_edge_client_tokens_total',
+        'iop_edge_client_tokens_limit',
+        'iop_edge_client_tokens_used',
+        'iop_edge_client_tokens_reserved',
+        'iop_edge_client_tokens_remaining',
       ]) {
         expect(used).toContain(metric);
       }

@@ -3,8 +3,9 @@ import { budgetExceeded, budgetTooLarge } from '../admission-errors';
 import { budgetWeight } from '../budget-weight';
 import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import type { AdmitResult } from '../lease-replies';
-import type { LeaseStore } from '../lease-store';
+import { LeaseStore } from '../lease-store';
 import type { LeaseRequest, QueueClient } from '../provider-queue';
+import type { RedisClient } from '../redis-connection';
 import { budgetWindows, type ClientBudgetWindow } from '../token-budget';
 
 /**
@@ -52,4 +53,23 @@ export async function readClientBudgets(
       resetMs: Math.max(...read.map((tag) => tag[i].resetMs)),
     };
   });
+}
+
+/**
+ * {@link readClientBudgets} for a reader that holds no queue, such as the status exporter
+ * (docs/architecture.md, "Status model"): the same `budgets.lua` on `redis`, under `prefix`
+ * (`queue.prefix`), summed over `shardTags` (the tags the config gives its pool providers,
+ * `leaseAddresses`; none: the default tag). One script call per tag, none when no client among
+ * `clients` has a budget. The script drops the buckets that have left their window, as every
+ * admission does: no number any reader sees changes (docs/architecture.md, "Token budgets").
+ * @throws the Redis error (connection lost, command timeout).
+ */
+export function readTokenBudgets(
+  redis: RedisClient,
+  prefix: string,
+  shardTags: readonly string[],
+  clients: readonly QueueClient[],
+): Promise<ClientBudgetWindow[]> {
+  // The lease TTL is not used by the budget script.
+  return readClientBudgets(new LeaseStore(redis, prefix, 0), shardTags, clients);
 }
