@@ -16,7 +16,7 @@ export type WeighedEndpoint = 'chat' | 'responses' | 'embeddings';
  *
  * **Why bytes / 3**: BPE tokenizers of current models (cl100k/o200k, Llama 3, Qwen, Mistral) average
  * about 4 bytes per token on English prose and 3.3 to 4 on source code, so B / 3 is an over-estimate
- * there (the bench's `token-estimate` scenario measures +54 to +57% on English prose, +11 to +36% on
+ * there (the bench's `token-estimate` scenario measures +54 to +57% on English prose, +13 to +36% on
  * source code, README "Token-aware provider limits"): the limit errs on the safe side. CJK text takes 3 UTF-8 bytes a
  * character and about one token a character or less, so it is about right. It can under-estimate
  * text that tokenizes unusually finely: long runs of digits, base64, random identifiers. Images,
