@@ -69,20 +69,21 @@ end
 -- per window {u, r, o, n, b, c, cr}: the sums, oldest / newest bucket (nil while it holds no charge),
 -- the current bucket b and its charge and reserved part (tokens).
 local function budgetRead(key, wins, now)
-  local fields = {}
-  for _, win in ipairs(wins) do
+  -- A number turned into a string costs a formatting each time: each bucket index is formatted once.
+  local fields, bs = {}, {}
+  for i, win in ipairs(wins) do
     local w = win[1]
-    local b = math.floor(now / BUDGET_BUCKET[w])
-    for _, f in ipairs({w .. ':u', w .. ':r', w .. ':o', w .. ':n', w .. ':' .. b, w .. ':' .. b .. 'r'}) do
-      fields[#fields + 1] = f
-    end
+    bs[i] = budgetInt(math.floor(now / BUDGET_BUCKET[w]))
+    local j, bf = (i - 1) * 6, w .. ':' .. bs[i]
+    fields[j + 1], fields[j + 2], fields[j + 3], fields[j + 4], fields[j + 5], fields[j + 6] =
+      w .. ':u', w .. ':r', w .. ':o', w .. ':n', bf, bf .. 'r'
   end
   local v = rcall('HMGET', key, unpack(fields))
   local states = {}
   for i, win in ipairs(wins) do
     local j, w = (i - 1) * 6, win[1]
     local st = {u = tonumber(v[j + 1] or '0'), r = tonumber(v[j + 2] or '0'), o = tonumber(v[j + 3] or ''),
-      n = tonumber(v[j + 4] or ''), b = math.floor(now / BUDGET_BUCKET[w]), c = tonumber(v[j + 5] or '0'),
+      n = tonumber(v[j + 4] or ''), b = tonumber(bs[i]), bs = bs[i], c = tonumber(v[j + 5] or '0'),
       cr = tonumber(v[j + 6] or '0')}
     states[i] = budgetExpire(key, w, now, st)
   end
@@ -110,7 +111,7 @@ local function budgetWindows(arg)
   local wins = {}
   if pm and pm ~= '' then wins[#wins + 1] = {'m', tonumber(pm)} end
   if pd and pd ~= '' then wins[#wins + 1] = {'d', tonumber(pd)} end
-  return tonumber(weight or '0'), wins
+  return tonumber(weight or '0'), wins, weight or '0'
 end
 -- Decides on `weight` tokens against every window: nil and the windows' states (budgetRead) when each
 -- holds it, else the refusal reply: {'budget_never', w, limit} (over a whole window, first) or
@@ -137,20 +138,19 @@ end
 -- same script with no budget write between) with one HSET; returns the job's `tb` and the tightest
 -- window after it as reply values {w, limit, remaining, resetMs} (lowest remaining; a tie: later reset).
 local function budgetReserve(key, wins, states, weight, now)
-  local tb, standing, fields, moved = {tostring(weight), '', ''}, nil, {}, false
+  local tb, standing, fields, moved = {budgetInt(weight), '', ''}, nil, {}, false
   for i, win in ipairs(wins) do
     local w, limit, st = win[1], win[2], states[i]
-    local b, r = st.b, st.r + weight
-    for _, f in ipairs({w .. ':' .. b, budgetInt(st.c + weight), w .. ':' .. b .. 'r', budgetInt(st.cr + weight),
-      w .. ':r', budgetInt(r)}) do
-      fields[#fields + 1] = f
-    end
-    if st.o == nil or b < st.o then fields[#fields + 1], fields[#fields + 2] = w .. ':o', b end
+    local b, r, bf = st.b, st.r + weight, w .. ':' .. st.bs
+    local k = #fields
+    fields[k + 1], fields[k + 2], fields[k + 3], fields[k + 4], fields[k + 5], fields[k + 6] =
+      bf, budgetInt(st.c + weight), bf .. 'r', budgetInt(st.cr + weight), w .. ':r', budgetInt(r)
+    if st.o == nil or b < st.o then fields[#fields + 1], fields[#fields + 2] = w .. ':o', st.bs end
     if st.n == nil or b > st.n then
-      fields[#fields + 1], fields[#fields + 2] = w .. ':n', b
+      fields[#fields + 1], fields[#fields + 2] = w .. ':n', st.bs
       moved = true
     end
-    if w == 'm' then tb[2] = tostring(b) else tb[3] = tostring(b) end
+    if w == 'm' then tb[2] = st.bs else tb[3] = st.bs end
     local remaining = math.max(0, limit - st.u - r)
     local reset = (math.max(b, st.n or b) + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now
     if standing == nil or remaining < standing[3] or (remaining == standing[3] and reset > standing[4]) then
@@ -159,9 +159,7 @@ local function budgetReserve(key, wins, states, weight, now)
   end
   rcall('HSET', key, unpack(fields))
   if moved then rcall('PEXPIRE', key, BUDGET_TTL_MS) end
-  local out = {}
-  for i, x in ipairs(standing) do out[i] = tostring(x) end
-  return table.concat(tb, '|'), out
+  return table.concat(tb, '|'), {standing[1], budgetInt(standing[2]), budgetInt(standing[3]), budgetInt(standing[4])}
 end
 -- Settles the reservation `tb` of a job of `client`: `charge` tokens are charged in its place (the
 -- tokens used; -1: the reservation as it stands; 0: given back whole), in each bucket it was put in
@@ -173,32 +171,31 @@ local function budgetSettle(base, client, tb, charge)
   if not weight then return end
   weight = tonumber(weight)
   if charge < 0 then charge = weight end
-  local at, fields = {}, {}
-  for _, x in ipairs({{'m', tonumber(mi)}, {'d', tonumber(di)}}) do
-    local w, i = x[1], x[2]
-    if i then
-      at[#at + 1] = x
-      for _, f in ipairs({w .. ':o', w .. ':' .. i, w .. ':' .. i .. 'r', w .. ':u', w .. ':r'}) do
-        fields[#fields + 1] = f
-      end
-    end
+  -- The bucket indexes as the job keeps them (strings): no number is formatted into a field name.
+  local ws, is, fields, nw = {}, {}, {}, 0
+  if mi ~= '' then nw, ws[1], is[1] = 1, 'm', mi end
+  if di ~= '' then nw = nw + 1; ws[nw], is[nw] = 'd', di end
+  if nw == 0 then return end
+  for k = 1, nw do
+    local w, bf, j = ws[k], ws[k] .. ':' .. is[k], (k - 1) * 5
+    fields[j + 1], fields[j + 2], fields[j + 3], fields[j + 4], fields[j + 5] = w .. ':o', bf, bf .. 'r', w .. ':u', w .. ':r'
   end
-  if #at == 0 then return end
   local key = budgetKey(base, client)
   local v = rcall('HMGET', key, unpack(fields))
-  local out = {}
-  local function put(f, x)
-    out[#out + 1], out[#out + 2] = f, budgetInt(x)
-  end
-  for k, x in ipairs(at) do
-    local j, w, i = (k - 1) * 5, x[1], x[2]
+  local out, n = {}, 0
+  for k = 1, nw do
+    local j = (k - 1) * 5
     local o = tonumber(v[j + 1] or '')
-    if o and i >= o then
-      if charge ~= weight then put(w .. ':' .. i, tonumber(v[j + 2] or '0') + charge - weight) end
-      put(w .. ':' .. i .. 'r', tonumber(v[j + 3] or '0') - weight)
-      if charge > 0 then put(w .. ':u', tonumber(v[j + 4] or '0') + charge) end
-      put(w .. ':r', tonumber(v[j + 5] or '0') - weight)
+    if o and tonumber(is[k]) >= o then
+      if charge ~= weight then
+        out[n + 1], out[n + 2], n = fields[j + 2], budgetInt(tonumber(v[j + 2] or '0') + charge - weight), n + 2
+      end
+      out[n + 1], out[n + 2], n = fields[j + 3], budgetInt(tonumber(v[j + 3] or '0') - weight), n + 2
+      if charge > 0 then
+        out[n + 1], out[n + 2], n = fields[j + 4], budgetInt(tonumber(v[j + 4] or '0') + charge), n + 2
+      end
+      out[n + 1], out[n + 2], n = fields[j + 5], budgetInt(tonumber(v[j + 5] or '0') - weight), n + 2
     end
   end
-  if #out > 0 then rcall('HSET', key, unpack(out)) end
+  if n > 0 then rcall('HSET', key, unpack(out)) end
 end
