@@ -38,6 +38,9 @@ describe.each([
     clock.disconnect();
     const clusterUrls = cluster ? redis.urls : undefined;
     fleet = await startReplicaFleet(3, flowYaml({ cluster }), redis.urls[0], upstream.url, { clusterUrls });
+    // One request through each replica first: scripts loaded and connections made on every master, so
+    // the first test's two holders reach the upstream together, not one cold start apart.
+    for (const r of fleet.replicas) expect(await sendAs(r.url, 'mid', 'flow', 1)).toEqual({ status: 200 });
   }, 180_000);
   beforeEach(() => {
     upstream.reset();
@@ -57,12 +60,12 @@ describe.each([
     ((await (await fetch(`${url}/status`)).json()) as StatusSnapshot).clients?.find((c) => c.id === id);
 
   it('grants a burst of mixed bands spread over the replicas with 0 priority inversions', async () => {
-    // Both slots of `flow` held 1.5 s while 60 requests of three bands queue on every replica.
-    const holders = [sendAs(urls()[0], 'mid', 'flow', 1500), sendAs(urls()[1], 'mid', 'flow', 1500)];
-    await waitUntil(() => upstream.stats().current === 2, 5000, 'both slots held');
+    // Both slots of `flow` held 3 s while 60 requests of three bands queue on every replica.
+    const holders = [sendAs(urls()[0], 'mid', 'flow', 3000), sendAs(urls()[1], 'mid', 'flow', 3000)];
+    await waitUntil(() => upstream.stats().current === 2, 10_000, 'both slots held');
     const bands: FlowClientId[] = ['hi', 'mid', 'lo'];
     const burst = Array.from({ length: 60 }, (_, i) => sendAs(urls()[i % 3], bands[(i * 7) % 3], 'flow', 20));
-    await waitUntil(async () => (await queued(['p1', 'p2'])) === 60, 1400, '60 requests queued before a slot frees');
+    await waitUntil(async () => (await queued(['p1', 'p2'])) === 60, 2500, '60 requests queued before a slot frees');
     await Promise.all(holders);
     const answers = await Promise.all(burst);
     expect(answers.every((a) => a.status === 200)).toBe(true);

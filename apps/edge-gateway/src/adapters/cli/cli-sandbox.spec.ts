@@ -123,8 +123,8 @@ const write = (file) => { try { fs.writeFileSync(file, 'x'); return 'ok'; } catc
 process.stdout.write(JSON.stringify([write(process.argv[1]), write(process.argv[2]), write(process.argv[3])]));
 `;
     mkdirSync(home);
-    // Any path off /tmp and HOME; the checkout itself may sit under /tmp (a CI clone).
-    const readOnly = process.cwd().startsWith(tmpdir()) ? '/etc' : process.cwd();
+    // Any path off /tmp (bound whole, whatever TMPDIR says) and HOME; the checkout itself may sit under /tmp (a CI clone).
+    const readOnly = process.cwd().startsWith('/tmp/') ? '/etc' : process.cwd();
     const made = adapter(
       nodeScript(probe, join(dir, 'in-tmp'), join(home, 'in-home'), join(readOnly, 'iop-edge-write-probe')),
       cliHost('bwrap'),
