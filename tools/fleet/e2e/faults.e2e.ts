@@ -208,6 +208,8 @@ describe('local fleet behind HAProxy under real faults', () => {
         'a replica to hold the request',
       );
       const victim = fleet.replicas.find((r) => r.name === holder)!;
+      // Killed once the model has the call (HAProxy counts the session before the replica sends it on).
+      await waitUntil(async () => (await upstreamTotal(fleet)) === 2, 10_000, 'the model to have the request');
       const restarts = () => lines.filter((l) => l.includes(`${victim.name} restarted`)).length;
       const before = restarts();
       process.kill(victim.process.pid ?? 0, 'SIGKILL');
