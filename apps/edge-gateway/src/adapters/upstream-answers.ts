@@ -6,11 +6,20 @@ const answers = new WeakMap<AbortSignal, Readable>();
 /** The socket each attempt's request went out on, by the attempt's abort signal. */
 const connections = new WeakMap<AbortSignal, object>();
 
+/** Takes a body's failure that its reader, if any, sees anyway. */
+const ignoreBodyError = (): void => undefined;
+
 /**
  * Records the body of the upstream answer an attempt got (called by the HTTP adapters as soon as
  * the status line is in), so that the attempt's end can tell whether the gateway read it to its end.
+ * The body gets an `error` listener here: an answer the gateway never starts to read (the wrong
+ * kind for its endpoint, a client gone before the first read) is destroyed at the attempt's end
+ * ({@link closeUnfinishedAnswer}) or by the abort, and undici's body emits `error` then; with no
+ * listener that would end the process. A reader still sees every failure through its own listeners
+ * or iterator.
  */
 export function trackUpstreamAnswer(signal: AbortSignal, body: Readable): void {
+  body.on('error', ignoreBodyError);
   answers.set(signal, body);
 }
 
