@@ -257,6 +257,10 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     expect(error.message).toMatch(/too large/i);
     expect(error.message).toMatch(/max_tokens/);
     expect(refused.headers.get('retry-after')).toBeNull();
+    // The standing the refusing step read: the window the test before spent.
+    expect(refused.headers.get('x-ratelimit-limit-tokens')).toBe('300');
+    expect(refused.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
+    expect(refused.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
   });
 
   it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {
