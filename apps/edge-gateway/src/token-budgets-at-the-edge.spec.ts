@@ -86,6 +86,12 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     const result = await call();
     return { result, tokens: (await settledUse()) - before };
   };
+  /** `iop_edge_client_tokens_total{client,kind}` as the gateway's /metrics shows it now; 0 when absent. */
+  const counted = async (client: string, kind: string): Promise<number> => {
+    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    const line = new RegExp(`^iop_edge_client_tokens_total\\{client="${client}",kind="${kind}"\\} (\\d+)$`, 'm');
+    return Number(line.exec(metrics)?.[1] ?? 0);
+  };
   const post = (path: string, key: string, body: object, signal?: AbortSignal) =>
     fetch(`${gateway.url}/v1${path}`, {
       method: 'POST',
@@ -232,6 +238,26 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     expect(failedOver).toBeGreaterThan(0);
   });
 
+  it('a client without a budget: no meter, its answers’ usage counted once, a failover’s refused attempt nothing', async () => {
+    let failedOver = 0;
+    for (let i = 0; i < 6; i++) {
+      const [prompt, completion, failedBefore] = [
+        await counted('free', 'prompt'),
+        await counted('free', 'completion'),
+        failing.stats().total,
+      ];
+      const res = await post('/chat/completions', 'k-free', { ...chat(), model: 'f' });
+      const { usage } = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit-tokens')).toBeNull();
+      expect(await counted('free', 'prompt')).toBe(prompt + usage.prompt_tokens);
+      expect(await counted('free', 'completion')).toBe(completion + usage.completion_tokens);
+      if (failing.stats().total > failedBefore) failedOver++;
+    }
+    expect(failedOver).toBeGreaterThan(0);
+    expect(await counted('free', 'estimated')).toBe(0);
+  });
+
   it('a spent budget is a 429 rate_limit_exceeded with Retry-After and the client standing', async () => {
     // About 270 tokens reserved, about 400 reported: the window of 300 is spent.
     const big = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'x'.repeat(800) }] };
@@ -264,19 +290,14 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
   });
 
   it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {
-    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    const value = (client: string, kind: string) =>
-      Number(
-        new RegExp(`^iop_edge_client_tokens_total\\{client="${client}",kind="${kind}"\\} (\\d+)$`, 'm').exec(
-          metrics,
-        )?.[1],
-      );
-    expect(value('team', 'prompt')).toBeGreaterThan(0);
-    expect(value('team', 'completion')).toBeGreaterThan(0);
-    expect(value('team', 'estimated')).toBeGreaterThan(0);
+    expect(await counted('team', 'prompt')).toBeGreaterThan(0);
+    expect(await counted('team', 'completion')).toBeGreaterThan(0);
+    expect(await counted('team', 'estimated')).toBeGreaterThan(0);
     // A client without budget: its reported usage is counted too (it asked for it in the first test).
-    expect(value('free', 'prompt')).toBeGreaterThan(0);
-    expect(metrics).not.toMatch(/client_tokens_total\{client="free",kind="estimated"\}/);
+    expect(await counted('free', 'prompt')).toBeGreaterThan(0);
+    expect(await (await fetch(`${gateway.url}/metrics`)).text()).not.toMatch(
+      /client_tokens_total\{client="free",kind="estimated"\}/,
+    );
   });
 });
 
