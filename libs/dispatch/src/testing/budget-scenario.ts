@@ -1,6 +1,6 @@
 import { AdmissionError } from '../queue/admission-error';
 import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from '../queue/provider-queue';
-import type { ClientBudgetWindow, TokenBudgets } from '../queue/token-budget';
+import type { BudgetStanding, ClientBudgetWindow, TokenBudgets } from '../queue/token-budget';
 import type { TokenWeight } from '../queue/token-limit';
 
 /** A pool provider of the budget scenarios: `maxQueued` 100 unless `extra` says otherwise. */
@@ -9,6 +9,25 @@ export const budgetProvider = (
   maxConcurrency: number,
   extra: Partial<QueueProvider> = {},
 ): QueueProvider => ({ providerId, maxConcurrency, maxQueued: 100, ...extra });
+
+/**
+ * The bounds of a fresh charge's `resetMs`, ms (lower exclusive, upper inclusive): it leaves its
+ * window between a window and a bucket more after it was made (docs/architecture.md, "Token budgets"),
+ * less the time a scenario takes (2 s at most).
+ */
+export const MINUTE_RESET: readonly [number, number] = [59_000, 61_000];
+export const DAY_RESET: readonly [number, number] = [86_400_000 - 2000, 86_460_000];
+
+/** Expects `standing` to be `expected` (window, limit, remaining: exactly) with a `resetMs` within `reset` ({@link MINUTE_RESET}). */
+export function expectStanding(
+  standing: BudgetStanding | undefined,
+  expected: Omit<BudgetStanding, 'resetMs'>,
+  reset: readonly [number, number],
+): void {
+  expect(standing).toEqual({ ...expected, resetMs: expect.any(Number) });
+  expect(standing?.resetMs ?? -1).toBeGreaterThan(reset[0]);
+  expect(standing?.resetMs ?? -1).toBeLessThanOrEqual(reset[1]);
+}
 
 /** How a run of the budget scenarios makes its clients. */
 export interface BudgetContractOptions {
