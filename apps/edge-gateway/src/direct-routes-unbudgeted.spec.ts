@@ -1,86 +1,45 @@
-import {
-  MemoryProviderQueue,
-  RedisProviderQueue,
-  type ClientBudgetWindow,
-  type ProviderQueue,
-  type QueueClient,
-} from '@iop/dispatch';
-import { startRedis, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
-import type { StatusSnapshot } from '@iop/status';
-import pino from 'pino';
+import type { ClientBudgetWindow } from '@iop/dispatch';
 import { ECHO_LLM } from './testing/cli-adapter-runs';
-import { startTestGateway, type TestGateway } from './testing/gateway-harness';
+import {
+  BUDGET_BACKENDS,
+  budgetConfig,
+  budgetedClient,
+  clientTokensCounted,
+  postAs,
+  rateLimitHeaderNames,
+  statusClients,
+  useBudgetGateway,
+} from './testing/budget-gateway';
 
 // README "Token budgets: what a client sees": direct routes (CLI providers, legacy `routes[]`) never
 // enter admission, so a budgeted client's request there is neither reserved, charged nor refused,
 // and its answer carries no x-ratelimit-* header; its reported usage is still counted.
 
-const yaml = `
-version: 1
-gateway:
-  cli_sandbox: none
-  clients:
-    - { id: team, keys: ["k-team"], tokens_per_minute: 1000, tokens_per_day: 100000 }
-queue: { backend: memory, max_wait_ms: 5000 }
-nodes:
-  - id: n
-    adapters:
-      - { id: v, type: vllm, base_url: "\${UP}" }
-      - { id: echo, type: cli, command: ["node", ${JSON.stringify(ECHO_LLM)}] }
-    providers:
-      - { id: pv, category: vllm, adapter: v, models: [m], max_concurrency: 4 }
-      - { id: e, category: cli, adapter: echo, models: [cli-echo] }
-routes:
-  - { model: legacy-m, node: n, adapter: v, upstream: m }
-  - { model: legacy-emb, node: n, adapter: v, upstream: emb }
-`;
-const TEAM: QueueClient = { id: 'team', band: 0, weight: 1, tokenBudgets: { perMinute: 1000, perDay: 100_000 } };
+const yaml = budgetConfig({
+  gateway: ['cli_sandbox: none'],
+  clients: ['{ id: team, keys: ["k-team"], tokens_per_minute: 1000, tokens_per_day: 100000 }'],
+  adapters: [
+    '{ id: v, type: vllm, base_url: "${UP}" }',
+    `{ id: echo, type: cli, command: ["node", ${JSON.stringify(ECHO_LLM)}] }`,
+  ],
+  providers: [
+    '{ id: pv, category: vllm, adapter: v, models: [m], max_concurrency: 4 }',
+    '{ id: e, category: cli, adapter: echo, models: [cli-echo] }',
+  ],
+  routes: [
+    '{ model: legacy-m, node: n, adapter: v, upstream: m }',
+    '{ model: legacy-emb, node: n, adapter: v, upstream: emb }',
+  ],
+});
+const TEAM = budgetedClient('team', { perMinute: 1000, perDay: 100_000 });
 /** Over the whole minute budget: a budgeted request this large is refused for good. */
 const OVER = 5000;
 
-describe.each([
-  ['memory backend', false],
-  ['Redis backend', true],
-])('direct routes are never budgeted (%s)', (_b, onRedis) => {
-  let redis: TestRedis | undefined;
-  let upstream: FakeUpstream;
-  let gateway: TestGateway;
-  let queue: ProviderQueue;
-
-  beforeAll(async () => {
-    redis = onRedis ? await startRedis() : undefined;
-    upstream = await startFakeUpstream({ models: ['m', 'emb'] });
-    queue = redis
-      ? new RedisProviderQueue({
-          redisUrl: redis.url,
-          prefix: uniquePrefix('direct'),
-          logger: pino({ level: 'silent' }),
-        })
-      : new MemoryProviderQueue();
-    gateway = await startTestGateway(yaml, { UP: upstream.url }, queue);
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
-    await redis?.stop();
-  });
-
-  const post = (path: string, body: object) =>
-    fetch(`${gateway.url}/v1${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer k-team' },
-      body: JSON.stringify(body),
-    });
-  const budgetStatus = async () =>
-    ((await (await fetch(`${gateway.url}/status`)).json()) as StatusSnapshot).clients?.find((c) => c.id === 'team')
-      ?.token_budgets;
-  const rateLimitHeaders = (res: Response) => [...res.headers.keys()].filter((h) => h.startsWith('x-ratelimit'));
-  const counted = async (kind: string): Promise<number> => {
-    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    const line = new RegExp(`^iop_edge_client_tokens_total\\{client="team",kind="${kind}"\\} (\\d+)$`, 'm');
-    return Number(line.exec(metrics)?.[1] ?? 0);
-  };
+describe.each(BUDGET_BACKENDS)('direct routes are never budgeted (%s)', (_b, onRedis) => {
+  const ctx = useBudgetGateway({ yaml, onRedis, prefix: 'direct', upstreams: { UP: { models: ['m', 'emb'] } } });
+  const post = (path: string, body: object) => postAs(ctx.gateway, 'k-team', path, body);
+  const budgetStatus = async () => (await statusClients(ctx.gateway)).find((c) => c.id === 'team')?.token_budgets;
+  const counted = (kind: string) => clientTokensCounted(ctx.gateway, 'team', kind);
   // A CLI program takes no length setting: its prompt alone is over the budget.
   const long = 'x'.repeat(3 * OVER);
   const chat = (model: string, stream: boolean, extra: object = {}) => ({
@@ -115,11 +74,11 @@ describe.each([
       const text = await res.text();
       expect([path, body, res.status]).toEqual([path, body, 200]);
       expect(text.length).toBeGreaterThan(0);
-      expect([path, body, rateLimitHeaders(res)]).toEqual([path, body, []]);
+      expect([path, body, rateLimitHeaderNames(res)]).toEqual([path, body, []]);
     }
     // The legacy stream went to the upstream as the client sent it: no usage asked for a budget.
-    expect(upstream.stats().lastRequest['m'].body).not.toHaveProperty('stream_options');
-    expect(await queue.clientBudgets([TEAM])).toEqual([untouched(1000, 'minute'), untouched(100_000, 'day')]);
+    expect(ctx.upstreams.UP.stats().lastRequest['m'].body).not.toHaveProperty('stream_options');
+    expect(await ctx.queue.clientBudgets([TEAM])).toEqual([untouched(1000, 'minute'), untouched(100_000, 'day')]);
     expect(await budgetStatus()).toEqual(before);
     // Their reported usage is counted for the client all the same; nothing was estimated for a budget.
     expect(await counted('prompt')).toBeGreaterThan(0);
@@ -138,7 +97,7 @@ describe.each([
     expect(res.headers.get('x-ratelimit-limit-tokens')).toBe('1000');
     const refused = await post('/chat/completions', chat('m', false, { max_tokens: OVER }));
     expect(refused.status).toBe(429);
-    expect(rateLimitHeaders(refused).sort()).toEqual([
+    expect(rateLimitHeaderNames(refused)).toEqual([
       'x-ratelimit-limit-tokens',
       'x-ratelimit-remaining-tokens',
       'x-ratelimit-reset-tokens',
