@@ -1,80 +1,55 @@
-import {
-  MemoryProviderQueue,
-  RedisProviderQueue,
-  estimateTokenWeight,
-  type ProviderQueue,
-  type QueueClient,
-} from '@iop/dispatch';
-import { startRedis, uniquePrefix, type TestRedis } from '@iop/dispatch/testing';
-import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
+import { estimateTokenWeight, type QueueClient } from '@iop/dispatch';
 import OpenAI from 'openai';
-import pino from 'pino';
 import type { DispatchBody } from './dispatch/dispatcher-deps';
-import { startTestGateway, type TestGateway } from './testing/gateway-harness';
+import {
+  BUDGET_BACKENDS,
+  RESET_DURATION as RESET,
+  budgetConfig,
+  budgetedClient,
+  clientTokensCounted,
+  postAs,
+  useBudgetGateway,
+} from './testing/budget-gateway';
 
 // README "Token budgets: what a client sees", end to end: a real gateway, the fake upstream reporting usage, the
 // budget read back from the queue itself (what release charged), on the memory and the Redis backend.
 
-const yaml = `
-version: 1
-gateway:
-  clients:
-    - { id: team, keys: ["k-team"], tokens_per_minute: 1000000 }
-    - { id: tiny, keys: ["k-tiny"], tokens_per_minute: 300 }
-    - { id: free, keys: ["k-free"] }
-queue: { backend: memory, max_wait_ms: 5000 }
-nodes:
-  - id: n
-    adapters:
-      - { id: v, type: vllm, base_url: "\${UP}" }
-      - { id: o, type: ollama, base_url: "\${UP}" }
-      - { id: bad, type: vllm, base_url: "\${BAD}" }
-    providers:
-      - { id: pbad, category: vllm, adapter: bad, models: [f], max_concurrency: 4 }
-      - { id: pv, category: vllm, adapter: v, models: [m, emb, f], max_concurrency: 4 }
-      - { id: po, category: ollama, adapter: o, models: [q], max_concurrency: 4 }
-`;
+const yaml = budgetConfig({
+  clients: [
+    '{ id: team, keys: ["k-team"], tokens_per_minute: 1000000 }',
+    '{ id: tiny, keys: ["k-tiny"], tokens_per_minute: 300 }',
+    '{ id: free, keys: ["k-free"] }',
+  ],
+  adapters: [
+    '{ id: v, type: vllm, base_url: "${UP}" }',
+    '{ id: o, type: ollama, base_url: "${UP}" }',
+    '{ id: bad, type: vllm, base_url: "${BAD}" }',
+  ],
+  providers: [
+    '{ id: pbad, category: vllm, adapter: bad, models: [f], max_concurrency: 4 }',
+    '{ id: pv, category: vllm, adapter: v, models: [m, emb, f], max_concurrency: 4 }',
+    '{ id: po, category: ollama, adapter: o, models: [q], max_concurrency: 4 }',
+  ],
+});
 
-const TEAM: QueueClient = { id: 'team', band: 0, weight: 1, tokenBudgets: { perMinute: 1_000_000 } };
-const RESET = /^(?:\d+ms|(?:\d+h)?(?:\d+m)?\d+(?:\.\d{1,3})?s)$/;
+const TEAM = budgetedClient('team', { perMinute: 1_000_000 });
 
-const backends: Array<[string, boolean]> = [
-  ['memory backend', false],
-  ['Redis backend', true],
-];
-
-describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
-  let redis: TestRedis | undefined;
-  let upstream: FakeUpstream;
-  let failing: FakeUpstream;
-  let gateway: TestGateway;
-  let queue: ProviderQueue;
-
-  beforeAll(async () => {
-    redis = onRedis ? await startRedis() : undefined;
-    upstream = await startFakeUpstream({ models: ['m', 'q', 'emb', 'f'] });
-    // Answers every call 500: a request for `f` that reaches it first (pbad is listed first) fails over to pv.
-    failing = await startFakeUpstream({ models: ['f'], knobs: { status: 500 } });
-    queue = redis
-      ? new RedisProviderQueue({
-          redisUrl: redis.url,
-          prefix: uniquePrefix('budgets-edge'),
-          logger: pino({ level: 'silent' }),
-        })
-      : new MemoryProviderQueue();
-    gateway = await startTestGateway(yaml, { UP: upstream.url, BAD: failing.url }, queue);
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
-    await failing?.close();
-    await redis?.stop();
+describe.each(BUDGET_BACKENDS)('token budgets at the edge (%s)', (_b, onRedis) => {
+  const ctx = useBudgetGateway({
+    yaml,
+    onRedis,
+    prefix: 'budgets-edge',
+    upstreams: {
+      UP: { models: ['m', 'q', 'emb', 'f'] },
+      // Answers every call 500: a request for `f` that reaches it first (pbad is listed first) fails over to pv.
+      BAD: { models: ['f'], knobs: { status: 500 } },
+    },
   });
 
   /** The team's charged tokens once nothing is reserved any more (release runs after the answer's last byte). */
   const settledUse = async (client: QueueClient = TEAM): Promise<number> => {
     for (let i = 0; ; i++) {
-      const windows = (await queue.clientBudgets([client])).filter((w) => w.window === 'minute');
+      const windows = (await ctx.queue.clientBudgets([client])).filter((w) => w.window === 'minute');
       if (windows.length === 1 && windows[0].reservedTokens === 0) return windows[0].usedTokens;
       if (i > 200) throw new Error(`budget never settled: ${JSON.stringify(windows)}`);
       await new Promise((r) => setTimeout(r, 10));
@@ -86,13 +61,9 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     const result = await call();
     return { result, tokens: (await settledUse()) - before };
   };
+  const counted = (client: string, kind: string) => clientTokensCounted(ctx.gateway, client, kind);
   const post = (path: string, key: string, body: object, signal?: AbortSignal) =>
-    fetch(`${gateway.url}/v1${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-      signal,
-    });
+    postAs(ctx.gateway, key, path, body, signal);
   const dataEvents = (text: string) =>
     text
       .split('\n\n')
@@ -120,11 +91,11 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
       return { res, text: await res.text() };
     });
     expect(result.res.status).toBe(200);
-    expect(upstream.stats().lastRequest['m'].body).toMatchObject({ stream_options: { include_usage: true } });
+    expect(ctx.upstreams.UP.stats().lastRequest['m'].body).toMatchObject({ stream_options: { include_usage: true } });
     const free = await post('/chat/completions', 'k-free', body);
     expect(free.headers.get('x-ratelimit-limit-tokens')).toBeNull();
     const unbudgeted = await free.text();
-    expect(upstream.stats().lastRequest['m'].body).not.toHaveProperty('stream_options');
+    expect(ctx.upstreams.UP.stats().lastRequest['m'].body).not.toHaveProperty('stream_options');
     expect(normalized(result.text)).toBe(normalized(unbudgeted));
     expect(result.text).not.toContain('usage');
     // What the upstream reported for the same request, when asked.
@@ -136,7 +107,7 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
   });
 
   it('a client that asked for usage gets the usage chunk unchanged (the official openai client)', async () => {
-    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'k-team', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: ctx.gateway.baseURL, apiKey: 'k-team', maxRetries: 0 });
     const { result, tokens } = await charged(async () => {
       const { data: stream, response } = await client.chat.completions
         .create({ ...chat(), stream: true, stream_options: { include_usage: true } })
@@ -154,7 +125,7 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
   });
 
   it('the official openai client streaming without usage sees no usage chunk, and the headers', async () => {
-    const client = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'k-team', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: ctx.gateway.baseURL, apiKey: 'k-team', maxRetries: 0 });
     const { data: stream, response } = await client.chat.completions.create({ ...chat(), stream: true }).withResponse();
     const chunks = [];
     for await (const c of stream) chunks.push(c);
@@ -220,16 +191,36 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
   it('a failover charges each attempt its own use: the refused one nothing, the answered one its usage', async () => {
     let failedOver = 0;
     for (let i = 0; i < 6; i++) {
-      const before = failing.stats().total;
+      const before = ctx.upstreams.BAD.stats().total;
       const { result, tokens } = await charged(async () => {
         const res = await post('/chat/completions', 'k-team', { ...chat(), model: 'f' });
         return { res, body: (await res.json()) as { usage: { total_tokens: number } } };
       });
       expect(result.res.status).toBe(200);
       expect(tokens).toBe(result.body.usage.total_tokens);
-      if (failing.stats().total > before) failedOver++;
+      if (ctx.upstreams.BAD.stats().total > before) failedOver++;
     }
     expect(failedOver).toBeGreaterThan(0);
+  });
+
+  it('a client without a budget: no meter, its answers’ usage counted once, a failover’s refused attempt nothing', async () => {
+    let failedOver = 0;
+    for (let i = 0; i < 6; i++) {
+      const [prompt, completion, failedBefore] = [
+        await counted('free', 'prompt'),
+        await counted('free', 'completion'),
+        ctx.upstreams.BAD.stats().total,
+      ];
+      const res = await post('/chat/completions', 'k-free', { ...chat(), model: 'f' });
+      const { usage } = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit-tokens')).toBeNull();
+      expect(await counted('free', 'prompt')).toBe(prompt + usage.prompt_tokens);
+      expect(await counted('free', 'completion')).toBe(completion + usage.completion_tokens);
+      if (ctx.upstreams.BAD.stats().total > failedBefore) failedOver++;
+    }
+    expect(failedOver).toBeGreaterThan(0);
+    expect(await counted('free', 'estimated')).toBe(0);
   });
 
   it('a spent budget is a 429 rate_limit_exceeded with Retry-After and the client standing', async () => {
@@ -257,22 +248,21 @@ describe.each(backends)('token budgets at the edge (%s)', (_b, onRedis) => {
     expect(error.message).toMatch(/too large/i);
     expect(error.message).toMatch(/max_tokens/);
     expect(refused.headers.get('retry-after')).toBeNull();
+    // The standing the refusing step read: the window the test before spent.
+    expect(refused.headers.get('x-ratelimit-limit-tokens')).toBe('300');
+    expect(refused.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
+    expect(refused.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
   });
 
   it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {
-    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    const value = (client: string, kind: string) =>
-      Number(
-        new RegExp(`^iop_edge_client_tokens_total\\{client="${client}",kind="${kind}"\\} (\\d+)$`, 'm').exec(
-          metrics,
-        )?.[1],
-      );
-    expect(value('team', 'prompt')).toBeGreaterThan(0);
-    expect(value('team', 'completion')).toBeGreaterThan(0);
-    expect(value('team', 'estimated')).toBeGreaterThan(0);
+    expect(await counted('team', 'prompt')).toBeGreaterThan(0);
+    expect(await counted('team', 'completion')).toBeGreaterThan(0);
+    expect(await counted('team', 'estimated')).toBeGreaterThan(0);
     // A client without budget: its reported usage is counted too (it asked for it in the first test).
-    expect(value('free', 'prompt')).toBeGreaterThan(0);
-    expect(metrics).not.toMatch(/client_tokens_total\{client="free",kind="estimated"\}/);
+    expect(await counted('free', 'prompt')).toBeGreaterThan(0);
+    expect(await (await fetch(`${ctx.gateway.url}/metrics`)).text()).not.toMatch(
+      /client_tokens_total\{client="free",kind="estimated"\}/,
+    );
   });
 });
 

@@ -1,4 +1,4 @@
-import { estimateTokenWeight } from '@iop/dispatch';
+import { estimatedTokens, fleetChatBody, oneProviderYaml, postChat } from './fleet-chat';
 
 /** The minute budget of the client `hammer` in {@link budgetYaml} (tokens, README "Token budgets"). */
 export const BUDGET = 10_000;
@@ -14,23 +14,14 @@ export const KEYS = { hammer: 'k-hammer', probe: 'k-probe', holder: 'k-holder' }
  * `probe` ({@link PROBE_BUDGET}) and `holder` ({@link BUDGET}).
  */
 export function budgetYaml(opts: { perMinute?: number } = {}): string {
-  return `
-version: 1
-gateway:
-  request_timeout_ms: 60000
-  clients:
-    - { id: hammer, keys: ["${KEYS.hammer}"], tokens_per_minute: ${opts.perMinute ?? BUDGET} }
-    - { id: probe, keys: ["${KEYS.probe}"], tokens_per_minute: ${PROBE_BUDGET} }
-    - { id: holder, keys: ["${KEYS.holder}"], tokens_per_minute: ${BUDGET} }
-queue: { prefix: "\${PREFIX}", max_wait_ms: 30000, max_queued: 500 }
-health: { interval_ms: 60000 }
-nodes:
-  - id: n
-    adapters:
-      - { id: v, type: vllm, base_url: "\${UPSTREAM}" }
-    providers:
-      - { id: pv, category: vllm, adapter: v, models: [{ name: chat, upstream: up-chat }], max_concurrency: 64 }
-`;
+  return oneProviderYaml({
+    provider: { id: 'pv', model: 'chat', upstream: 'up-chat', maxConcurrency: 64 },
+    clients: [
+      `{ id: hammer, keys: ["${KEYS.hammer}"], tokens_per_minute: ${opts.perMinute ?? BUDGET} }`,
+      `{ id: probe, keys: ["${KEYS.probe}"], tokens_per_minute: ${PROBE_BUDGET} }`,
+      `{ id: holder, keys: ["${KEYS.holder}"], tokens_per_minute: ${BUDGET} }`,
+    ],
+  });
 }
 
 /**
@@ -51,19 +42,13 @@ export interface AskOptions {
 
 /** The body of a chat request for the pool `chat` asking {@link QUESTION}, marked with the fake upstream's `tag`. */
 export function askBody(tag: number, opts: AskOptions): Record<string, unknown> {
-  return {
-    model: 'chat',
-    stream: opts.stream,
-    max_tokens: opts.maxTokens ?? MAX_TOKENS,
-    messages: [{ role: 'user', content: QUESTION }],
-    fake: { tag, delay_ms: opts.delayMs ?? 40, chunks: 3, chunk_gap_ms: 10 },
-  };
+  const { stream, maxTokens = MAX_TOKENS, delayMs = 40 } = opts;
+  return fleetChatBody({ model: 'chat', text: QUESTION, maxTokens, stream, tag, delayMs, chunks: 3, gapMs: 10 });
 }
 
 /** The gateway's estimate of a request (`estimateTokenWeight`, `@iop/dispatch`): prompt + completion allowance. */
 export function estimateOf(opts: AskOptions): number {
-  const w = estimateTokenWeight('chat', askBody(0, opts));
-  return w.prompt + (w.completion ?? 0);
+  return estimatedTokens(askBody(0, opts)).total;
 }
 
 /** One answer of the gateway, as the client saw it. */
@@ -96,35 +81,22 @@ let nextTag = 1;
 export async function ask(url: string, key: string, opts: AskOptions, signal?: AbortSignal): Promise<Answer> {
   const tag = nextTag++;
   const sentAt = Date.now();
-  const none = { retryAfter: null, limit: null, remaining: null, reset: null, done: false, usageLeaked: false };
-  try {
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(askBody(tag, opts)),
-      signal,
-    });
-    const text = await res.text();
-    const h = (name: string) => res.headers.get(name);
-    const answer = {
-      tag,
-      status: res.status,
-      retryAfter: h('retry-after'),
-      limit: h('x-ratelimit-limit-tokens'),
-      remaining: h('x-ratelimit-remaining-tokens'),
-      reset: h('x-ratelimit-reset-tokens'),
-      sentAt,
-      answeredAt: Date.now(),
-    };
-    if (res.status !== 200) {
-      const error = (JSON.parse(text) as { error?: { code?: string; type?: string } }).error;
-      return { ...answer, code: error?.code, type: error?.type, done: false, usageLeaked: false };
-    }
-    const done = opts.stream ? text.trimEnd().endsWith('data: [DONE]') : text.includes('"chat.completion"');
-    return { ...answer, done, usageLeaked: opts.stream && text.includes('"usage"') };
-  } catch {
-    return { tag, status: 0, ...none, sentAt, answeredAt: Date.now() };
-  }
+  const res = await postChat(url, askBody(tag, opts), { key, signal });
+  const h = (name: string) => res.headers.get(name);
+  const answer = {
+    tag,
+    status: res.status,
+    retryAfter: h('retry-after'),
+    limit: h('x-ratelimit-limit-tokens'),
+    remaining: h('x-ratelimit-remaining-tokens'),
+    reset: h('x-ratelimit-reset-tokens'),
+    sentAt,
+    answeredAt: Date.now(),
+  };
+  if (res.status !== 200) return { ...answer, code: res.code, type: res.type, done: false, usageLeaked: false };
+  const { text } = res;
+  const done = opts.stream ? text.trimEnd().endsWith('data: [DONE]') : text.includes('"chat.completion"');
+  return { ...answer, done, usageLeaked: opts.stream && text.includes('"usage"') };
 }
 
 /** An admitted request: sent at `sentAt`, arrived at the upstream at `arrivedAt` (ms), reported `usage` tokens. */

@@ -1,5 +1,5 @@
-import { estimateTokenWeight } from '@iop/dispatch';
 import type { JournalCall } from '@iop/fake-upstream';
+import { estimatedTokens, fleetChatBody, oneProviderYaml, postChat } from './fleet-chat';
 
 /** The token limit of the provider `tok` in {@link tokenYaml} (estimated tokens, README "Token-aware provider limits"). */
 export const TOKEN_LIMIT = 8000;
@@ -12,20 +12,11 @@ export const TOKEN_LIMIT = 8000;
  */
 export function tokenYaml(opts: { cluster?: boolean; limit?: number | null } = {}): string {
   const limit = opts.limit === undefined ? TOKEN_LIMIT : opts.limit;
-  return `
-version: 1
-gateway: { request_timeout_ms: 60000 }
-queue: { prefix: "\${PREFIX}", max_wait_ms: 30000, max_queued: 500, cluster: ${opts.cluster ?? false} }
-health: { interval_ms: 60000 }
-nodes:
-  - id: n
-    adapters:
-      - { id: v, type: vllm, base_url: "\${UPSTREAM}" }
-    providers:
-      - { id: tok, category: vllm, adapter: v, models: [{ name: tok, upstream: up-tok }], max_concurrency: 32${
-        limit === null ? '' : `, max_tokens_in_flight: ${limit}`
-      } }
-`;
+  const extra = limit === null ? undefined : `max_tokens_in_flight: ${limit}`;
+  return oneProviderYaml({
+    provider: { id: 'tok', model: 'tok', upstream: 'up-tok', maxConcurrency: 32, extra },
+    cluster: opts.cluster,
+  });
 }
 
 /**
@@ -77,20 +68,13 @@ const KINDS = [LONG, SHORT, HUGE];
 
 /** The streamed chat body of one request of `kind` to the pool model `tok`; `delayMs` overrides the kind's. */
 export function tokenBody(kind: TokenKind, delayMs = kind.delayMs): Record<string, unknown> {
-  return {
-    model: 'tok',
-    stream: true,
-    max_tokens: kind.maxTokens,
-    messages: [{ role: 'user', content: kind.text }],
-    fake: { tag: kind.tag, delay_ms: delayMs, chunks: kind.chunks, chunk_gap_ms: kind.gapMs },
-  };
+  const { tag, text, maxTokens, chunks, gapMs } = kind;
+  return fleetChatBody({ model: 'tok', text, maxTokens, stream: true, tag, delayMs, chunks, gapMs });
 }
 
 /** The gateway's own estimate of a request of `kind` (`estimateTokenWeight`, `@iop/dispatch`), in tokens. */
 export function weightOf(kind: TokenKind): { prompt: number; completion: number; total: number } {
-  const w = estimateTokenWeight('chat', tokenBody(kind));
-  const completion = w.completion ?? 0;
-  return { prompt: w.prompt, completion, total: w.prompt + completion };
+  return estimatedTokens(tokenBody(kind));
 }
 
 /** The answer to one streamed request: HTTP status (0: no answer), the error code, and whether `[DONE]` came. */
@@ -112,26 +96,11 @@ export async function sendKind(
   kind: TokenKind,
   opts: { delayMs?: number; signal?: AbortSignal } = {},
 ): Promise<TokenAnswer> {
-  try {
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(tokenBody(kind, opts.delayMs)),
-      signal: opts.signal,
-    });
-    const text = await res.text();
-    if (res.status === 200) return { status: 200, done: text.includes('data: [DONE]') };
-    const error = (JSON.parse(text) as { error?: { code?: string; type?: string } }).error;
-    return {
-      status: res.status,
-      code: error?.code,
-      type: error?.type,
-      contentType: res.headers.get('content-type'),
-      done: false,
-    };
-  } catch {
-    return { status: 0, done: false };
-  }
+  const res = await postChat(url, tokenBody(kind, opts.delayMs), { signal: opts.signal });
+  if (res.status === 200) return { status: 200, done: res.text.includes('data: [DONE]') };
+  if (res.status === 0) return { status: 0, done: false };
+  const { status, code, type } = res;
+  return { status, code, type, contentType: res.headers.get('content-type'), done: false };
 }
 
 /** The kind of a journal call, by its tag. @throws Error for a call of no known kind. */

@@ -10,7 +10,7 @@ import {
 } from '@iop/dispatch';
 import { ApiError } from '../errors';
 import { admissionToApiError } from '../http/answer/admission-errors';
-import { showRefusedBudget } from './budget-refusal';
+import { setRateLimitHeaders } from '../http/answer/rate-limit-headers';
 import { requestLogger } from '../http/request/request-id';
 import type { CompletionRequest } from './completion-request';
 
@@ -22,8 +22,9 @@ import type { CompletionRequest } from './completion-request';
  * (`res.locals.client`, set by `apiKeyAuth`) decides its place in line. When a candidate has a token
  * limit or the client has a token budget, the request's token weight goes with it
  * (`estimateTokenWeight`, estimated once per request; docs/architecture.md, "Token limits", "Token
- * budgets"); otherwise none is estimated. A refusal of the client's budget carries the client's
- * standing in the `x-ratelimit-*-tokens` headers ({@link showRefusedBudget}).
+ * budgets"); otherwise none is estimated. A refusal of the client's budget puts the client's standing
+ * that came with it (`AdmissionError.budget`, read in the refusing step: no queue call more) in the
+ * `x-ratelimit-*-tokens` headers (README "Token budgets: what a client sees").
  * @returns the lease (its `providerId` names the candidate granted), or undefined when the request
  *   enters no queue.
  * @throws ApiError the queue's refusal (`admissionToApiError`: 429 `queue_full`, `rate_limit_exceeded`,
@@ -58,8 +59,7 @@ export async function acquireLease(
     // What the backend said stays in the log; the client reads the catalog's sentence (README "Errors").
     if (err instanceof AdmissionError && err.detail)
       requestLogger(req.res, req.deps.logger).info({ code: err.code, detail: err.detail }, 'queue refused the request');
-    if (err instanceof AdmissionError && err.code === 'rate_limit_exceeded' && client && isBudgeted(client))
-      await showRefusedBudget(req.res, queue, client);
+    if (err instanceof AdmissionError && err.budget) setRateLimitHeaders(req.res, err.budget);
     throw admissionToApiError(err);
   }
 }

@@ -14,12 +14,12 @@ const RESPONSES_STREAM_TEXT = new RegExp(`"delta"\\s*:\\s*${STRING}`, 'g');
 const RESPONSES_TEXT = new RegExp(`"(?:text|arguments)"\\s*:\\s*${STRING}`, 'g');
 
 /**
- * What one attempt of a pooled request used, as its lease's release charges it to the client's
- * token budget (README "Token budgets: what a client sees"; `Lease.release`). It holds the usage the
- * upstream reported ({@link report}) and, for a budgeted client, watches what the answer relays
- * ({@link watch}) so that an attempt cut short without usage can be estimated. An unbudgeted
- * client's attempt only keeps the reported usage (for `iop_edge_client_tokens_total`): no chunk is
- * read for it.
+ * What one attempt of a budgeted client's pooled request used, as its lease's release charges it to
+ * the client's token budget (README "Token budgets: what a client sees"; `Lease.release`). It holds
+ * the usage the upstream reported ({@link report}) and watches what the answer relays ({@link watch})
+ * so that an attempt cut short without usage can be estimated. Made only for a client with a budget:
+ * nothing else reads it (a provider's token limit does not; `iop_edge_client_tokens_total` counts the
+ * reported usage as `callUpstream` sees it), so an unbudgeted client's attempt has none.
  */
 export class AttemptTokens {
   /** The usage the upstream reported for this attempt, once its answer is done. */
@@ -28,11 +28,7 @@ export class AttemptTokens {
   private relayedBytes = 0;
   private json?: Uint8Array | string;
 
-  /** @param countsText watch the relayed text (a budgeted client) */
-  constructor(
-    private readonly endpoint: CompletionEndpoint,
-    readonly countsText: boolean,
-  ) {}
+  constructor(private readonly endpoint: CompletionEndpoint) {}
 
   /** Records the usage the upstream reported (`watchUsage`). */
   report(usage: TokenUsage): void {
@@ -46,7 +42,6 @@ export class AttemptTokens {
    * each event's `delta`; a JSON answer is read only if {@link used} needs it). Unchanged bytes.
    */
   watch(upstream: UpstreamResponse): UpstreamResponse {
-    if (!this.countsText) return upstream;
     if (upstream.kind === 'json') {
       this.answered = true;
       this.json = upstream.body;

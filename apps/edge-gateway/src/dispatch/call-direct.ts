@@ -2,7 +2,6 @@ import type { Route } from '@iop/dispatch';
 import { ApiError, toClientError } from '../errors';
 import { carriedBody } from './carriable-fields';
 import { callUpstream } from './call-upstream';
-import { clientIdOf, countReported } from './charge-attempt';
 import type { CompletionRequest } from './completion-request';
 import { logStreamEnd, logUpstreamFailure } from './log-upstream';
 
@@ -14,7 +13,7 @@ export type DirectRoute = Extract<Route, { providerPool: false }>;
  * field table carries, called once. No lease, no failover, and nothing booked against any health.
  * No token budget either: a direct route never enters admission, so nothing is reserved or charged
  * (README "Token budgets: what a client sees"); the usage an upstream reports is counted for the
- * client's metrics all the same.
+ * client's metrics all the same (`callUpstream`).
  * @throws ApiError 503 `no_available_provider` when the route's entry is disabled; 400 for a field
  *   or endpoint the adapter cannot carry; the upstream's failure before the first byte, as the
  *   client may see it (`toClientError`).
@@ -30,5 +29,4 @@ export async function callDirect(req: CompletionRequest, route: DirectRoute, att
     throw toClientError(err, req.requestId);
   });
   logStreamEnd(req, resourceId, result);
-  countReported(req.deps.clientTokens, clientIdOf(req), req.outcome.usage);
 }

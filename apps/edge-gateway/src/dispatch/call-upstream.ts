@@ -4,6 +4,7 @@ import { ApiError, toClientError, upstreamTimeout } from '../errors';
 import { sendJson, sendUpstream, type SendResult } from '../http/answer/send-upstream';
 import { requestLogger } from '../http/request/request-id';
 import { callAdapter } from './call-adapter';
+import { clientIdOf, countReported } from './charge-attempt';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
 import { rememberResponseId } from './remember-response-id';
@@ -24,11 +25,11 @@ export interface CallTarget {
  * One attempt: calls `target` and writes its answer (README "Streaming"). `request_timeout_ms`
  * bounds the time to the upstream's first byte, not a healthy stream (README "Configuration"); the
  * answer is watched for its token usage and, for a pooled Responses request, its response id
- * (affinity). `onFirstByte` fires when the upstream's first byte is in hand. `meter`, a pooled
- * attempt's: gets the reported usage; for a budgeted client (`AttemptTokens` counting text) a
- * streamed chat completion also asks the upstream for its usage and drops the usage chunk the
- * client did not ask for ({@link askStreamUsage}, {@link dropUsageChunks}), and the meter watches
- * what is relayed.
+ * (affinity); the usage it reports is counted for the request's client (`iop_edge_client_tokens_total`,
+ * every route). `onFirstByte` fires when the upstream's first byte is in hand. `meter`, a budgeted
+ * client's pooled attempt's (`AttemptTokens`): gets the reported usage and watches what is relayed,
+ * and a streamed chat completion also asks the upstream for its usage and drops the usage chunk the
+ * client did not ask for ({@link askStreamUsage}, {@link dropUsageChunks}).
  * @returns how the answer ended (mid-stream failures, stalled clients); throws only before the
  *   first byte, with the abort's reason (client gone, first-byte timeout, lease lost) when there is
  *   one, else the adapter's error.
@@ -68,7 +69,7 @@ export async function callUpstream(
   };
   // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
   const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
-  const ask = meter?.countsText ? askStreamUsage(endpoint, body, target.adapter.type) : undefined;
+  const ask = meter ? askStreamUsage(endpoint, body, target.adapter.type) : undefined;
   try {
     let upstream: UpstreamResponse;
     try {
@@ -79,6 +80,7 @@ export async function callUpstream(
     upstream = watchUsage(upstream, (usage) => {
       outcome.usage = usage;
       meter?.report(usage);
+      countReported(deps.clientTokens, clientIdOf(req), usage);
     });
     if (ask?.dropUsage && upstream.kind === 'sse') upstream = dropUsageChunks(upstream);
     if (meter) upstream = meter.watch(upstream);

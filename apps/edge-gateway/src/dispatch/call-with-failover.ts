@@ -75,7 +75,8 @@ async function attemptWithFailover(
     const candidate = offered.find((c) => c.providerId === lease?.providerId) ?? offered[0];
     const providerId = candidate.providerId;
     const unfence = fenceLease(lease, attempt);
-    const meter = new AttemptTokens(req.endpoint, budgeted);
+    // Only a budgeted client's attempt is metered: nothing else reads it (README "Token budgets: what a client sees").
+    const meter = budgeted ? new AttemptTokens(req.endpoint) : undefined;
     let startedAt = performance.now();
     try {
       if (lease) {

@@ -6,24 +6,23 @@ import type { ClientTokenSink } from './dispatcher-deps';
 import type { TokenUsage } from './token-usage';
 
 /**
- * Ends one pooled attempt (README "Token budgets: what a client sees"): counts the tokens it used
- * for its client (`iop_edge_client_tokens_total`) and releases its lease, charging a budgeted
- * client's budget with what the attempt used (`AttemptTokens.used`: the upstream's usage, 0 for a
- * call the upstream refused before answering, else the prompt estimate + the relayed text's
- * estimate). An unbudgeted client's lease is released as before, with nothing charged. Each attempt
- * of a failover has its own lease and is charged its own use.
+ * Ends one pooled attempt (README "Token budgets: what a client sees"): releases its lease, charging
+ * a budgeted client's budget with what the attempt used (`meter`, its `AttemptTokens.used`: the
+ * upstream's usage, 0 for a call the upstream refused before answering, else the prompt estimate +
+ * the relayed text's estimate, counted `estimated` in `iop_edge_client_tokens_total` when it is an
+ * estimate). An unbudgeted client's attempt has no meter: its lease is released with nothing
+ * charged. Each attempt of a failover has its own lease and is charged its own use. (The usage an
+ * upstream reported is counted for every client as it is seen: `callUpstream`.)
  * @param cut true when the gateway aborted the attempt (client gone, a timeout, a fence, the drain)
  */
 export async function releaseAttempt(
   req: CompletionRequest,
   lease: Lease | undefined,
-  meter: AttemptTokens,
+  meter: AttemptTokens | undefined,
   cut: boolean,
 ): Promise<void> {
-  const used = meter.countsText ? meter.used(req.tokenWeight?.prompt ?? 0, cut) : undefined;
-  const client = clientIdOf(req);
-  countReported(req.deps.clientTokens, client, meter.reported);
-  if (used && !used.reported) req.deps.clientTokens?.count(client, 'estimated', used.tokens);
+  const used = meter?.used(req.tokenWeight?.prompt ?? 0, cut);
+  if (used && !used.reported) req.deps.clientTokens?.count(clientIdOf(req), 'estimated', used.tokens);
   await lease?.release(used);
 }
 

@@ -1,3 +1,5 @@
+import type { BudgetStanding } from './token-budget';
+
 /**
  * Why a lease was not granted (docs/architecture.md, "Admission", "Errors"). The gateway maps each
  * code to its HTTP status in one place; `retryAfterS` feeds the `Retry-After` header. Both backends
@@ -19,7 +21,10 @@ export type AdmissionErrorCode =
   | 'rate_limit_exceeded'
   | 'client_aborted';
 
-/** A queue's refusal: a code above, the catalog's message and `Retry-After` for it. */
+/**
+ * A queue's refusal: a code above, the catalog's message and `Retry-After` for it; a refusal of the
+ * client's token budget also carries the client's standing (`budget`).
+ */
 export class AdmissionError extends Error {
   override readonly name = 'AdmissionError';
 
@@ -30,6 +35,12 @@ export class AdmissionError extends Error {
     readonly retryAfterS?: number,
     /** For the log only: what the backend said (Redis's own error text), never shown to a client. */
     readonly detail?: string,
+    /**
+     * For `rate_limit_exceeded` by the client's token budget: its tightest window as the refusing
+     * step read it (nothing was reserved; least remaining, on a tie the later reset), for the
+     * `x-ratelimit-*-tokens` headers (docs/architecture.md, "Token budgets").
+     */
+    readonly budget?: BudgetStanding,
   ) {
     super(message);
   }

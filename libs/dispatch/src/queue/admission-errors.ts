@@ -2,7 +2,7 @@ import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs, type QueueFu
 import { AdmissionError, type AdmissionErrorCode } from './admission-error';
 import type { QueueClient } from './provider-queue';
 import { servingSlots, type ServiceRate } from './service-rate';
-import type { BudgetWindow } from './token-budget';
+import type { BudgetStanding, BudgetWindow } from './token-budget';
 
 /**
  * The refusals of both `ProviderQueue` backends, made in this one module so the memory and the Redis
@@ -93,29 +93,35 @@ export function noAvailableProvider(model: string): AdmissionError {
  * `rate_limit_exceeded`: the `window` of `client`'s token budget (`limit` tokens) holds `used` tokens
  * (charged and reserved) and cannot hold the request's `requested` tokens before `retryMs` ms have
  * passed (docs/architecture.md, "Token budgets"). `retryAfterS` = ⌈retryMs / 1000⌉, at least 1.
+ * `standing`: the client's tightest window as the refusing step read it (`AdmissionError.budget`).
  */
 export function budgetExceeded(
   client: string,
   window: BudgetWindow,
   counts: { limit: number; used: number; requested: number; retryMs: number },
+  standing: BudgetStanding,
 ): AdmissionError {
   const { limit, used, requested, retryMs } = counts;
   const message = catalogMessage('rate_limit_exceeded', { budget: window, client, limit, used, requested, retryMs });
-  return new AdmissionError('rate_limit_exceeded', message, Math.max(1, Math.ceil(retryMs / 1000)));
+  const retryAfterS = Math.max(1, Math.ceil(retryMs / 1000));
+  return new AdmissionError('rate_limit_exceeded', message, retryAfterS, undefined, standing);
 }
 
 /**
  * `rate_limit_exceeded`: the request's `requested` tokens are more than the whole `limit` of `client`'s
  * `window`, so it can never be admitted. No `retryAfterS`: retrying the same request cannot help
- * (docs/architecture.md, "Token budgets").
+ * (docs/architecture.md, "Token budgets"). `standing`: the client's tightest window as the refusing step
+ * read it (`AdmissionError.budget`).
  */
 export function budgetTooLarge(
   client: string,
   window: BudgetWindow,
   counts: { limit: number; requested: number },
+  standing: BudgetStanding,
 ): AdmissionError {
   const fields = { budget: window, client, limit: counts.limit, requested: counts.requested, tooLarge: true } as const;
-  return new AdmissionError('rate_limit_exceeded', catalogMessage('rate_limit_exceeded', fields));
+  const message = catalogMessage('rate_limit_exceeded', fields);
+  return new AdmissionError('rate_limit_exceeded', message, undefined, undefined, standing);
 }
 
 /** `client_aborted`: the caller's signal fired while the request waited (answered `client_closed`, 499). */

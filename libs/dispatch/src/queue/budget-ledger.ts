@@ -19,7 +19,10 @@ export interface BudgetReservation {
   readonly buckets: Partial<Record<BudgetWindow, number>>;
 }
 
-/** The decision on one request against its client's budget. */
+/**
+ * The decision on one request against its client's budget; `standing` is the client's tightest window
+ * after it (reserved: with the reservation; refused: as read, nothing reserved).
+ */
 export type BudgetDecision =
   | { readonly kind: 'reserved'; readonly reservation: BudgetReservation; readonly standing: BudgetStanding }
   | {
@@ -28,8 +31,14 @@ export type BudgetDecision =
       readonly limit: number;
       readonly used: number;
       readonly retryMs: number;
+      readonly standing: BudgetStanding;
     }
-  | { readonly kind: 'too_large'; readonly window: BudgetWindow; readonly limit: number };
+  | {
+      readonly kind: 'too_large';
+      readonly window: BudgetWindow;
+      readonly limit: number;
+      readonly standing: BudgetStanding;
+    };
 
 /** One window of one client: buckets of charges (used + reserved) and running sums. */
 class WindowLedger {
@@ -99,6 +108,16 @@ class WindowLedger {
     return this.leavesAt(at) - now;
   }
 
+  /** This window's standing at `now` (`limit` its budget, tokens): what is left of it and when it resets. */
+  standing(window: BudgetWindow, limit: number, now: number): BudgetStanding {
+    return {
+      window,
+      limitTokens: limit,
+      remainingTokens: Math.max(0, limit - this.used - this.reserved),
+      resetMs: this.resetMs(now),
+    };
+  }
+
   /** ms until every charge now in the window has left it; 0 when it holds none. */
   resetMs(now: number): number {
     return this.newest === undefined ? 0 : Math.max(0, this.leavesAt(this.newest) - now);
@@ -122,38 +141,31 @@ export class BudgetLedger {
   /**
    * Decides on a request of `weight` tokens of `client` (which has a budget) and reserves it in every
    * window the client sets when each can hold it: over a whole window's limit `too_large` (first),
-   * else a window that cannot hold it now `exceeded` (the one that frees last); else `reserved`, with
-   * the tightest window after the reservation (lowest remaining; on a tie, the later reset).
+   * else a window that cannot hold it now `exceeded` (the one that frees last); else `reserved`. Each
+   * carries the tightest window after the decision (lowest remaining; on a tie, the later reset).
+   * @throws Error when `client` has no token budget.
    */
   admit(client: QueueClient, weight: number): BudgetDecision {
     const now = this.now();
-    const windows = budgetWindows(client.tokenBudgets);
-    for (const [window, limit] of windows) if (weight > limit) return { kind: 'too_large', window, limit };
-    let refusal: Extract<BudgetDecision, { kind: 'exceeded' }> | undefined;
-    for (const [window, limit] of windows) {
+    const windows = budgetWindows(client.tokenBudgets).map(([window, limit]) => {
       const w = this.window(client.id, window);
       w.expire(now);
+      return { window, limit, w };
+    });
+    const standing = () => tightest(windows.map(({ window, limit, w }) => w.standing(window, limit, now)));
+    const large = windows.find(({ limit }) => weight > limit);
+    if (large) return { kind: 'too_large', window: large.window, limit: large.limit, standing: standing() };
+    let refusal: Omit<Extract<BudgetDecision, { kind: 'exceeded' }>, 'standing'> | undefined;
+    for (const { window, limit, w } of windows) {
       const used = w.used + w.reserved;
       if (used + weight <= limit) continue;
       const retryMs = w.retryMs(used + weight - limit, now);
       if (!refusal || retryMs > refusal.retryMs) refusal = { kind: 'exceeded', window, limit, used, retryMs };
     }
-    if (refusal) return refusal;
+    if (refusal) return { ...refusal, standing: standing() };
     const buckets: Partial<Record<BudgetWindow, number>> = {};
-    let standing: BudgetStanding | undefined;
-    for (const [window, limit] of windows) {
-      const w = this.window(client.id, window);
-      buckets[window] = w.add(now, weight, weight);
-      const s = {
-        window,
-        limitTokens: limit,
-        remainingTokens: Math.max(0, limit - w.used - w.reserved),
-        resetMs: w.resetMs(now),
-      };
-      if (!standing || tighter(s, standing)) standing = s;
-    }
-    if (!standing) throw new Error(`client "${client.id}" has no token budget`);
-    return { kind: 'reserved', reservation: { clientId: client.id, weight, buckets }, standing };
+    for (const { window, w } of windows) buckets[window] = w.add(now, weight, weight);
+    return { kind: 'reserved', reservation: { clientId: client.id, weight, buckets }, standing: standing() };
   }
 
   /**
@@ -210,4 +222,14 @@ export class BudgetLedger {
 /** True when standing `a` is tighter than `b`: less remaining, or as much and a later reset. */
 export function tighter(a: BudgetStanding, b: BudgetStanding): boolean {
   return a.remainingTokens < b.remainingTokens || (a.remainingTokens === b.remainingTokens && a.resetMs > b.resetMs);
+}
+
+/**
+ * The tightest of `standings` ({@link tighter}; the first of equals).
+ * @throws Error when there is none (a client without a budget).
+ */
+function tightest(standings: readonly BudgetStanding[]): BudgetStanding {
+  const [first, ...rest] = standings;
+  if (!first) throw new Error('no token budget window');
+  return rest.reduce((best, s) => (tighter(s, best) ? s : best), first);
 }

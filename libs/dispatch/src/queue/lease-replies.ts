@@ -8,7 +8,8 @@ import type { BudgetStanding, BudgetWindow } from './token-budget';
  * client's `max_queued` is reached (`queued`: its waiting jobs in the pool), or a candidate has no
  * limits in Redis; or refused by the client's token budget (docs/architecture.md, "Token budgets"):
  * `budget` a window that holds `used` tokens cannot hold the request for `retryMs`, `budget_never`
- * the request is larger than the window's whole `limit`.
+ * the request is larger than the window's whole `limit`; both with `standing`, the client's tightest
+ * window as the script read it (nothing reserved).
  */
 export type AdmitResult =
   | { kind: 'granted'; providerId: string; standing?: BudgetStanding }
@@ -16,8 +17,8 @@ export type AdmitResult =
   | { kind: 'full'; queued: number }
   | { kind: 'client_full'; queued: number }
   | { kind: 'unconfigured'; providerId: string }
-  | { kind: 'budget'; window: BudgetWindow; limit: number; used: number; retryMs: number }
-  | { kind: 'budget_never'; window: BudgetWindow; limit: number };
+  | { kind: 'budget'; window: BudgetWindow; limit: number; used: number; retryMs: number; standing: BudgetStanding }
+  | { kind: 'budget_never'; window: BudgetWindow; limit: number; standing: BudgetStanding };
 
 /** A budget window as the scripts name it: 'm' the minute, 'd' the day. */
 export function budgetWindowOf(name: string): BudgetWindow {
@@ -38,19 +39,31 @@ export function decodeAdmit(
     case 'full':
     case 'client_full':
       return { kind: status, queued: n[0] };
-    case 'budget':
-      return { kind: status, window: budgetWindowOf(values[0]), limit: n[1], used: n[2], retryMs: n[3] };
+    case 'budget': {
+      const standing = standingAt(values, 4);
+      return { kind: status, window: budgetWindowOf(values[0]), limit: n[1], used: n[2], retryMs: n[3], standing };
+    }
     case 'budget_never':
-      return { kind: status, window: budgetWindowOf(values[0]), limit: n[1] };
+      return { kind: status, window: budgetWindowOf(values[0]), limit: n[1], standing: standingAt(values, 2) };
     case 'unconfigured':
       return { kind: status, providerId: providerOf(values[0]) };
     default: {
       const providerId = providerOf(values[0]);
       if (values.length < 5) return { kind: status, providerId };
-      const standing = { window: budgetWindowOf(values[1]), limitTokens: n[2], remainingTokens: n[3], resetMs: n[4] };
-      return { kind: status, providerId, standing };
+      return { kind: status, providerId, standing: standingAt(values, 1) };
     }
   }
+}
+
+/** The standing a script replies as four values from `values[at]`: window, limit, remaining, resetMs. */
+function standingAt(values: readonly string[], at: number): BudgetStanding {
+  const [window, limit, remaining, reset] = values.slice(at, at + 4);
+  return {
+    window: budgetWindowOf(window),
+    limitTokens: Number(limit),
+    remainingTokens: Number(remaining),
+    resetMs: Number(reset),
+  };
 }
 
 /**

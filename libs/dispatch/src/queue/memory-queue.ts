@@ -90,8 +90,10 @@ export class MemoryProviderQueue implements ProviderQueue {
     if (budgetWindows(client.tokenBudgets).length > 0) {
       const requested = budgetWeight(request);
       const d = this.budgets.admit(client, requested);
-      if (d.kind === 'too_large') return Promise.reject(budgetTooLarge(client.id, d.window, { ...d, requested }));
-      if (d.kind === 'exceeded') return Promise.reject(budgetExceeded(client.id, d.window, { ...d, requested }));
+      if (d.kind === 'too_large')
+        return Promise.reject(budgetTooLarge(client.id, d.window, { ...d, requested }, d.standing));
+      if (d.kind === 'exceeded')
+        return Promise.reject(budgetExceeded(client.id, d.window, { ...d, requested }, d.standing));
       budget = d;
     }
     const poolName = usable[0].pool ?? DEFAULT_POOL;

@@ -1,111 +1,33 @@
+import {
+  budgetProvider as provider,
+  budgetScenario,
+  DAY_RESET,
+  expectStanding,
+  MINUTE_RESET,
+  type BudgetContractOptions,
+} from '../testing/budget-scenario';
 import { waitUntil } from '../testing/wait-until';
-import { AdmissionError } from './admission-error';
-import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
-import type { ClientBudgetWindow, TokenBudgets } from './token-budget';
-import type { TokenWeight } from './token-limit';
-
-const provider = (providerId: string, maxConcurrency: number, extra: Partial<QueueProvider> = {}): QueueProvider => ({
-  providerId,
-  maxConcurrency,
-  maxQueued: 100,
-  ...extra,
-});
-
-/** How a run of the budget scenarios makes its clients. */
-export interface BudgetContractOptions {
-  /** Marks every client `solo` (flow control off, `QueueClient.solo`): the budget holds the same. */
-  readonly solo?: boolean;
-}
+import type { ProviderQueue } from './provider-queue';
 
 /**
  * The token-budget scenarios of the `ProviderQueue` contract (docs/architecture.md, "Token budgets"),
  * run by `describeProviderQueueContract` on every backend: a request reserves its weight in each
  * window of its client when it arrives (granted or queued), is refused `rate_limit_exceeded` when a
- * window cannot hold it (with the time until it can) or never could; release settles the reservation
+ * window cannot hold it (with the time until it can) or never could, either refusal with the client's
+ * standing as it decided (`AdmissionError.budget`); release settles the reservation
  * with the tokens used; a waiter that leaves or is shed gives it back whole. The windows are a real
  * minute and day, so the scenarios judge numbers and the retry hint's bounds, not the passing of time.
  */
 export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts: BudgetContractOptions = {}): void {
   describe('token budgets', () => {
-    const pending: Promise<unknown>[] = [];
-    afterEach(async () => {
-      for (const r of await Promise.allSettled(pending.splice(0)))
-        if (r.status === 'fulfilled' && r.value) await (r.value as Lease).release();
-    });
-    const client = (id: string, tokenBudgets: TokenBudgets | undefined, extra: Partial<QueueClient> = {}) => ({
-      id,
-      band: 0,
-      weight: 1,
-      ...(tokenBudgets ? { tokenBudgets } : {}),
-      ...(opts.solo ? { solo: true } : {}),
-      ...extra,
-    });
-    const request = (
-      candidates: QueueProvider[],
-      who: QueueClient,
-      tokens: TokenWeight | undefined,
-      extra: Partial<LeaseRequest> = {},
-    ): LeaseRequest => ({
-      modelGroupKey: 'llama',
-      candidates,
-      maxWaitMs: 20_000,
-      client: who,
-      ...(tokens ? { tokens } : {}),
-      ...extra,
-    });
-    const acquire = (...args: Parameters<typeof request>) => queueOf().acquireLease(request(...args));
-    /** Starts a request that may wait; its lease (if any) is released after the test. */
-    const start = (...args: Parameters<typeof request>) => {
-      const state: { lease?: Lease; error?: AdmissionError } = {};
-      const done = acquire(...args).then(
-        (lease) => (state.lease = lease),
-        (e: AdmissionError) => void (state.error = e),
-      );
-      pending.push(done);
-      return { state, done };
-    };
-    const refusal = async (promise: Promise<Lease>): Promise<AdmissionError> => {
-      const error = await promise.then(
-        (lease) => {
-          pending.push(Promise.resolve(lease));
-          return undefined;
-        },
-        (e: unknown) => e,
-      );
-      expect(error).toBeInstanceOf(AdmissionError);
-      return error as AdmissionError;
-    };
-    /** The client's windows as `clientBudgets` reads them, without the reset times. */
-    const windows = async (...who: QueueClient[]) =>
-      (await queueOf().clientBudgets(who)).map(({ resetMs: _reset, ...w }) => w);
-    const minute = (
-      c: QueueClient,
-      limit: number,
-      reserved: number,
-      used: number,
-    ): Omit<ClientBudgetWindow, 'resetMs'> => ({
-      clientId: c.id,
-      window: 'minute',
-      limitTokens: limit,
-      reservedTokens: reserved,
-      usedTokens: used,
-      remainingTokens: Math.max(0, limit - reserved - used),
-    });
-    const queued = async (id: string) => (await queueOf().counts([id])).get(id)?.queued ?? 0;
+    const { client, acquire, start, refusal, windows, minute, queued } = budgetScenario(queueOf, opts);
 
     it('reserves the weight at the grant, shows the standing and refuses what the window cannot hold with the time until it can', async () => {
       const p = provider('p', 8);
       await queueOf().configure([p]);
       const c = client('metered', { perMinute: 1000 });
       const a = await acquire([p], c, { prompt: 100, completion: 200 });
-      expect(a.budget).toEqual({
-        window: 'minute',
-        limitTokens: 1000,
-        remainingTokens: 700,
-        resetMs: expect.any(Number),
-      });
-      expect(a.budget?.resetMs ?? -1).toBeGreaterThan(59_000);
-      expect(a.budget?.resetMs ?? -1).toBeLessThanOrEqual(61_000);
+      expectStanding(a.budget, { window: 'minute', limitTokens: 1000, remainingTokens: 700 }, MINUTE_RESET);
       expect(await windows(c)).toEqual([minute(c, 1000, 300, 0)]);
       const b = await acquire([p], c, { prompt: 600, completion: 100 });
       expect(b.budget?.remainingTokens).toBe(0);
@@ -117,7 +39,8 @@ export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts:
       expect(refused.message).toMatch(
         /^Rate limit reached for client "metered" on tokens per min \(TPM\): Limit 1000, Used 1000 \(reserved by requests in flight included\), Requested 1\. Please try again in (\d+(\.\d)?s|1m\d+s)\.$/,
       );
-      // The refused request reserved nothing and took no slot.
+      // The refusal carries the standing it was decided on, and reserved nothing nor took a slot.
+      expectStanding(refused.budget, { window: 'minute', limitTokens: 1000, remainingTokens: 0 }, MINUTE_RESET);
       expect(await windows(c)).toEqual([minute(c, 1000, 1000, 0)]);
       expect((await queueOf().counts(['p'])).get('p')?.inFlight).toBe(2);
       await a.release();
@@ -205,10 +128,17 @@ export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts:
       const refused = await refusal(acquire([p], c, { prompt: 900, completion: 200 }));
       expect(refused.code).toBe('rate_limit_exceeded');
       expect(refused.retryAfterS).toBeUndefined();
+      // Nothing charged yet: the whole budget remains, the minute (the smaller remaining) the tightest.
+      expect(refused.budget).toEqual({ window: 'minute', limitTokens: 1000, remainingTokens: 1000, resetMs: 0 });
       expect(refused.message).toBe(
         'Request too large for client "metered" on tokens per min (TPM): Limit 1000, Requested 1100. The request alone is larger than the whole budget, so it can never be admitted: lower max_tokens (or shorten the input), or raise the client\'s tokens_per_minute.',
       );
       expect(await windows(c)).toEqual([minute(c, 1000, 0, 0), { ...minute(c, 100_000, 0, 0), window: 'day' }]);
+      // With charges in the windows, the refusal's standing is read from them.
+      const a = await acquire([p], c, { prompt: 300, completion: 0 });
+      const again = await refusal(acquire([p], c, { prompt: 1001, completion: 0 }));
+      expectStanding(again.budget, { window: 'minute', limitTokens: 1000, remainingTokens: 700 }, MINUTE_RESET);
+      await a.release();
     });
 
     it('keeps two clients apart, and a client without a budget costs nothing and shows none', async () => {
@@ -263,13 +193,18 @@ export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts:
       await queueOf().configure([p]);
       const daily = client('daily', { perMinute: 10_000, perDay: 1500 });
       const a = await acquire([p], daily, { prompt: 1000, completion: 0 });
-      expect(a.budget).toMatchObject({ window: 'day', limitTokens: 1500, remainingTokens: 500 });
-      expect(a.budget?.resetMs ?? -1).toBeGreaterThan(86_400_000 - 1000);
-      expect(a.budget?.resetMs ?? -1).toBeLessThanOrEqual(86_460_000);
+      expectStanding(a.budget, { window: 'day', limitTokens: 1500, remainingTokens: 500 }, DAY_RESET);
       const refused = await refusal(acquire([p], daily, { prompt: 600, completion: 0 }));
       expect(refused.message).toContain('on tokens per day (TPD): Limit 1500, Used 1000');
+      expectStanding(refused.budget, { window: 'day', limitTokens: 1500, remainingTokens: 500 }, DAY_RESET);
       expect(refused.retryAfterS).toBeGreaterThan(86_400 - 2);
       expect(refused.retryAfterS).toBeLessThanOrEqual(86_460);
+      // Both windows spent alike: the refusal shows the one that resets later, the day.
+      const even = client('even', { perMinute: 500, perDay: 500 });
+      const e = await acquire([p], even, { prompt: 500, completion: 0 });
+      const spent = await refusal(acquire([p], even, { prompt: 1, completion: 0 }));
+      expectStanding(spent.budget, { window: 'day', limitTokens: 500, remainingTokens: 0 }, DAY_RESET);
+      await e.release();
       const perMinute = client('per-minute', { perMinute: 1000, perDay: 1_000_000 });
       const b = await acquire([p], perMinute, { prompt: 200, completion: 0 });
       expect(b.budget).toMatchObject({ window: 'minute', limitTokens: 1000, remainingTokens: 800 });

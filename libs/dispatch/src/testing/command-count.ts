@@ -15,3 +15,17 @@ export async function commandsSinceReset(admin: Redis, ignore: readonly string[]
   }
   return total;
 }
+
+/**
+ * The script calls (`EVALSHA`, `EVAL` and their read-only forms) Redis counted since its last
+ * `CONFIG RESETSTAT` (`INFO commandstats`): how many atomic steps a request cost, whatever each ran.
+ */
+export async function scriptCallsSinceReset(admin: Redis): Promise<number> {
+  const scripts = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro']);
+  const stats = await admin.info('commandstats');
+  let total = 0;
+  for (const [, name, calls] of stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
+    if (scripts.has(name)) total += Number(calls);
+  }
+  return total;
+}

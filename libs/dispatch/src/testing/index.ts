@@ -6,4 +6,4 @@ export { proxyClusterMasters, startRedisCluster, type TestRedisCluster } from '.
 export { startTcpProxy, type TcpProxy } from './tcp-proxy';
 export { startRedisSentinel, type TestRedisSentinel } from './redis-sentinel';
 export { startLeaseLoad, type LeaseLoad } from './lease-load';
-export { commandsSinceReset } from './command-count';
+export { commandsSinceReset, scriptCallsSinceReset } from './command-count';

@@ -17,14 +17,18 @@ export function budgetWeightOf(request: LeaseRequest, client: QueueClient): numb
   return budgetWindows(client.tokenBudgets).length > 0 ? budgetWeight(request) : 0;
 }
 
-/** The refusal of a request of `requested` tokens by its client's budget, as `admit.lua` decided it. */
+/**
+ * The refusal of a request of `requested` tokens by its client's budget, as `admit.lua` decided it,
+ * carrying the client's standing the script read in the same step (`AdmissionError.budget`).
+ */
 export function budgetRefusal(
   result: Extract<AdmitResult, { kind: 'budget' | 'budget_never' }>,
   client: string,
   requested: number,
 ): AdmissionError {
-  if (result.kind === 'budget_never') return budgetTooLarge(client, result.window, { limit: result.limit, requested });
-  return budgetExceeded(client, result.window, { ...result, requested });
+  const { window, limit, standing } = result;
+  if (result.kind === 'budget_never') return budgetTooLarge(client, window, { limit, requested }, standing);
+  return budgetExceeded(client, window, { ...result, requested }, standing);
 }
 
 /**

@@ -38,10 +38,11 @@
   ARGV[20..19+n] qnames          queue names of the candidates, in config order (ties go to the first)
 
   Reply: {'granted', qname, standing...} | {'queued', qname, standing...} | {'full', queued} |
-  {'client_full', queued} | {'unconfigured', qname} | {'budget', window, limit, used, retryMs} |
-  {'budget_never', window, limit}; `queued`: waiting jobs of the candidates, or of the client in the
-  pool; `standing`: the client's tightest window after the reservation (window, limit, remaining,
-  resetMs), none without a budget; window 'm' (minute) or 'd' (day)
+  {'client_full', queued} | {'unconfigured', qname} | {'budget', window, limit, used, retryMs, standing...} |
+  {'budget_never', window, limit, standing...}; `queued`: waiting jobs of the candidates, or of the
+  client in the pool; `standing`: the client's tightest window (window, limit, remaining, resetMs)
+  after the reservation, or as read when its budget refused (nothing reserved), none without a
+  budget; window 'm' (minute) or 'd' (day)
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"

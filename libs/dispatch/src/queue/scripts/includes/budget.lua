@@ -114,23 +114,39 @@ local function budgetWindows(arg)
   return tonumber(weight or '0'), wins, weight or '0'
 end
 -- Decides on `weight` tokens against every window: nil and the windows' states (budgetRead) when each
--- holds it, else the refusal reply: {'budget_never', w, limit} (over a whole window, first) or
--- {'budget', w, limit, used + reserved, retryMs} (the window that frees last).
+-- holds it, else the refusal reply: {'budget_never', w, limit, standing...} (over a whole window, first)
+-- or {'budget', w, limit, used + reserved, retryMs, standing...} (the window that frees last), with
+-- `standing` the tightest window as read, nothing reserved: w, limit, remaining, resetMs (lowest
+-- remaining; a tie: later reset), as budgetReserve's.
 local function budgetCheck(key, wins, weight, now)
-  for _, win in ipairs(wins) do
-    if weight > win[2] then return {'budget_never', win[1], tostring(win[2])}, nil end
-  end
   local states = budgetRead(key, wins, now)
   local refusal, refusalMs = nil, -1
+  for _, win in ipairs(wins) do
+    if refusal == nil and weight > win[2] then refusal = {'budget_never', win[1], tostring(win[2])} end
+  end
+  local never = refusal ~= nil
   for i, win in ipairs(wins) do
     local st = states[i]
     local used = st.u + st.r
-    if used + weight > win[2] then
+    if not never and used + weight > win[2] then
       local retry = budgetRetryMs(key, win[1], st, used + weight - win[2], now)
       if retry > refusalMs then
         refusal, refusalMs = {'budget', win[1], tostring(win[2]), tostring(used), tostring(retry)}, retry
       end
     end
+  end
+  if refusal == nil then return nil, states end
+  local standing
+  for i, win in ipairs(wins) do
+    local w, st = win[1], states[i]
+    local remaining, reset = math.max(0, win[2] - st.u - st.r), 0
+    if st.n then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
+    if standing == nil or remaining < standing[3] or (remaining == standing[3] and reset > standing[4]) then
+      standing = {w, win[2], remaining, reset}
+    end
+  end
+  for _, v in ipairs({standing[1], budgetInt(standing[2]), budgetInt(standing[3]), budgetInt(standing[4])}) do
+    refusal[#refusal + 1] = v
   end
   return refusal, states
 end
