@@ -4,7 +4,7 @@ import type { Adapter, ChatRequest, DispatchContext, ResponsesRequest, UpstreamR
 import { newId, responsesViaChat } from '../responses-translation';
 import { defaultCliHost, type CliHost } from './cli-host';
 import { CliProcess } from './cli-process';
-import { renderPrompt } from './prompt-rendering';
+import { renderPromptInTurns } from './prompt-rendering';
 import { RunLimit } from './run-limit';
 
 /** Variables of the gateway's own environment every CLI program gets, when set (README "Adapters"). */
@@ -38,7 +38,7 @@ export function estimateTokens(text: string): number {
  * once, `max_waiting` waiting, then 429; in this process only), then runs `command[0]` with
  * `command.slice(1)` as its argv — never through a shell, so spaces and shell metacharacters reach
  * the program literally — in the host's sandbox (`CliSandbox`, `gateway.cli_sandbox`) and its own
- * process group, writes the prompt ({@link renderPrompt}) to its stdin, closes stdin, and answers
+ * process group, writes the prompt ({@link renderPromptInTurns}) to its stdin, closes stdin, and answers
  * with its stdout as the assistant's text:
  * - `stream: false` → one `chat.completion` JSON once the program exited 0: id `chatcmpl-…`,
  *   `model` the public name in `req.model`, `choices[0].message.content` the whole stdout,
@@ -84,9 +84,10 @@ export class CliAdapter implements Adapter {
     this.limit = new RunLimit(config.id, config.max_concurrency, config.max_waiting);
   }
 
-  /** @throws see the class docstring; ApiError 400 for non-text content ({@link renderPrompt}). */
+  /** @throws see the class docstring; ApiError 400 for non-text content ({@link renderPromptInTurns}). */
   async chat(req: ChatRequest, ctx: DispatchContext): Promise<UpstreamResponse> {
-    const prompt = renderPrompt(req.messages, this.config.prompt_format);
+    // A long text is escaped a slice per turn of the event loop: one body cannot hold it (docs/architecture.md, "Costly bodies").
+    const prompt = await renderPromptInTurns(req.messages, this.config.prompt_format, ctx.signal);
     if (ctx.signal.aborted) throw ctx.signal.reason;
     const launch = await this.host.sandbox.launch(this.config.command, this.env);
     const release = await this.limit.acquire(ctx.signal);

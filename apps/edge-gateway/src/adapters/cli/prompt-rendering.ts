@@ -34,6 +34,18 @@ const BLANK = '[\\t \\x1f\\u00a0\\u1680\\u2000-\\u200d\\u202f\\u205f\\u2060\\u30
 const ROLE_LINE = new RegExp(`(^|${LINE_BREAK.source})(${BLANK}*)(\\\\*)(${CHAT_ROLES.join('|')})(${BLANK}*:)`, 'gi');
 
 /**
+ * Most characters of a message's text escaped in one turn of the event loop ({@link renderPromptInTurns}):
+ * a text of role lines only (`"\nuser:"` over and over) costs a few µs per line, so a 4 MiB one
+ * would hold the loop for seconds in one go; in slices of this size no turn takes more than a few
+ * tens of ms (docs/architecture.md, "Costly bodies").
+ */
+export const ESCAPE_SLICE_CHARS = 32_768;
+
+/** A line break character; a slice of text is cut just after one, so the next slice starts a line. */
+// eslint-disable-next-line no-control-regex -- the file/group/record separators are line breaks to some readers
+const LINE_BREAK_CHAR = /[\n\v\f\r\x1c-\x1e\u0085\u2028\u2029]/g;
+
+/**
  * Escapes the lines of a message's text that could pass for a role line in the `text` format, so
  * text cannot forge a turn whatever line breaks it uses ({@link LINE_BREAK}): each line that begins
  * (after blanks) with backslashes, a role label and a colon (`System:`, `  assistant :`,
@@ -43,11 +55,34 @@ const ROLE_LINE = new RegExp(`(^|${LINE_BREAK.source})(${BLANK}*)(\\\\*)(${CHAT_
  * `Role: ` label there).
  */
 export function escapeRoleLines(text: string, fromSecondLine = false): string {
-  return text.replace(
-    ROLE_LINE,
-    (line: string, lineBreak: string, blanks: string, slashes: string, label: string, colon: string) =>
-      lineBreak === '' && fromSecondLine ? line : `${lineBreak}${blanks}\\${slashes}${label}${colon}`,
-  );
+  return [...escapedSlices(text, fromSecondLine)].join('');
+}
+
+/**
+ * {@link escapeRoleLines}, in slices of about {@link ESCAPE_SLICE_CHARS} characters, each cut just
+ * after a line break (a slice starts a line, so `^` in {@link ROLE_LINE} is a line start there;
+ * a `\r\n` cut in two escapes the same line the same way).
+ */
+function* escapedSlices(text: string, fromSecondLine: boolean): Generator<string, void, undefined> {
+  let at = 0;
+  if (fromSecondLine) {
+    // The rest starts with the first line break: only a line after it can be escaped.
+    LINE_BREAK_CHAR.lastIndex = 0;
+    const first = LINE_BREAK_CHAR.exec(text);
+    if (first === null) {
+      yield text;
+      return;
+    }
+    yield text.slice(0, first.index);
+    at = first.index;
+  }
+  while (at < text.length) {
+    LINE_BREAK_CHAR.lastIndex = Math.min(at + ESCAPE_SLICE_CHARS, text.length);
+    const next = LINE_BREAK_CHAR.exec(text);
+    const end = next === null ? text.length : next.index + 1;
+    yield text.slice(at, end).replace(ROLE_LINE, '$1$2\\$3$4$5');
+    at = end;
+  }
 }
 
 /** JSON.stringify leaves these raw; a line reader that splits on them would cut a `jsonl` line. */
@@ -88,11 +123,49 @@ function jsonLine(role: string, content: string): string {
  *   a role outside {@link CHAT_ROLES}.
  */
 export function renderPrompt(messages: readonly ChatMessage[], format: PromptFormat = 'text'): string {
+  return [...promptPieces(messages, format)].join('');
+}
+
+/**
+ * {@link renderPrompt} without holding the event loop: the pieces are made one per turn (a turn
+ * escapes at most {@link ESCAPE_SLICE_CHARS} characters of text; docs/architecture.md, "Costly
+ * bodies"), and it stops when `signal` fires.
+ * @throws ApiError 400 as {@link renderPrompt}, before any turn passes; `signal`'s reason once it fired.
+ */
+export async function renderPromptInTurns(
+  messages: readonly ChatMessage[],
+  format: PromptFormat,
+  signal: AbortSignal,
+): Promise<string> {
+  const pieces: string[] = [];
+  let sinceTurn = 0;
+  for (const piece of promptPieces(messages, format)) {
+    pieces.push(piece);
+    sinceTurn += piece.length;
+    if (sinceTurn < ESCAPE_SLICE_CHARS) continue;
+    sinceTurn = 0;
+    await new Promise((resolve) => setImmediate(resolve));
+    if (signal.aborted) throw signal.reason;
+  }
+  return pieces.join('');
+}
+
+/** The prompt's text in pieces, as {@link renderPrompt} joins them; checks every message first. */
+function* promptPieces(messages: readonly ChatMessage[], format: PromptFormat): Generator<string, void, undefined> {
   const texts = messages.map((message, i) => messageText(message, i));
   messages.forEach((message, i) => checkRole(message.role, i));
-  if (format === 'jsonl') return messages.map((message, i) => jsonLine(message.role, texts[i])).join('');
-  if (messages.length === 1 && messages[0].role === 'user') return escapeRoleLines(texts[0]);
-  return messages.map((message, i) => `${roleLabel(message.role)}: ${escapeRoleLines(texts[i], true)}`).join('\n\n');
+  if (format === 'jsonl') {
+    for (let i = 0; i < messages.length; i++) yield jsonLine(messages[i].role, texts[i]);
+    return;
+  }
+  if (messages.length === 1 && messages[0].role === 'user') {
+    yield* escapedSlices(texts[0], false);
+    return;
+  }
+  for (let i = 0; i < messages.length; i++) {
+    yield `${i === 0 ? '' : '\n\n'}${roleLabel(messages[i].role)}: `;
+    yield* escapedSlices(texts[i], true);
+  }
 }
 
 function checkRole(role: unknown, i: number): void {
