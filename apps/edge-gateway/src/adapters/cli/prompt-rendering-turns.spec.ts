@@ -46,8 +46,8 @@ describe('the prompt escaped a slice per turn', () => {
     expect(second.slice(`first line: user: stays${br}`.length)).toBe(expected);
   });
 
-  it('a 4 MiB text of role lines only never holds the event loop for long, and the prompt is whole', async () => {
-    const text = '\nuser:'.repeat(Math.floor(4_194_304 / 6));
+  /** `work`'s result and the longest the event loop went without a turn meanwhile, in ms. */
+  async function longestStall<T>(work: () => Promise<T>): Promise<{ result: T; longest: number }> {
     let longest = 0;
     let last = performance.now();
     const ticker = setInterval(() => {
@@ -55,11 +55,34 @@ describe('the prompt escaped a slice per turn', () => {
       longest = Math.max(longest, now - last);
       last = now;
     }, 1);
-    const prompt = await renderPromptInTurns([{ role: 'user', content: text }], 'text', never);
+    const result = await work();
     clearInterval(ticker);
+    return { result, longest: Math.max(longest, performance.now() - last) };
+  }
+
+  it('a 4 MiB text of role lines only never holds the event loop for long, and the prompt is whole', async () => {
+    const text = '\nuser:'.repeat(Math.floor(4_194_304 / 6));
+    const { result: prompt, longest } = await longestStall(() =>
+      renderPromptInTurns([{ role: 'user', content: text }], 'text', never),
+    );
     expect(prompt.length).toBe(text.length + text.length / 6);
     expect(prompt.startsWith('\n\\user:\n\\user:')).toBe(true);
     // One pass takes seconds on a 2-core host; a slice is a few tens of ms even under load.
+    expect(longest).toBeLessThan(400);
+  });
+
+  it('jsonl: 4 MiB of U+2028 (an escape per character) never holds the event loop for long, one line per message', async () => {
+    const text = '\u2028'.repeat(1_398_000);
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'x' },
+      { role: 'user', content: text },
+    ];
+    const { result: prompt, longest } = await longestStall(() => renderPromptInTurns(messages, 'jsonl', never));
+    expect(prompt).toBe(renderPrompt(messages, 'jsonl'));
+    const lines = prompt.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(JSON.parse(lines[1])).toEqual({ role: 'user', content: text });
+    expect(lines[1]).not.toContain('\u2028');
     expect(longest).toBeLessThan(400);
   });
 

@@ -88,13 +88,17 @@ function* escapedSlices(text: string, fromSecondLine: boolean): Generator<string
 /** JSON.stringify leaves these raw; a line reader that splits on them would cut a `jsonl` line. */
 const JSON_RAW_BREAKS = /[\u0085\u2028\u2029]/g;
 
-/** One `jsonl` line: the message as JSON in pure single-line form, ending in `"\n"`. */
-function jsonLine(role: string, content: string): string {
-  const json = JSON.stringify({ role, content }).replace(
-    JSON_RAW_BREAKS,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-  return `${json}\n`;
+/**
+ * One `jsonl` line: the message as JSON in pure single-line form, ending in `"\n"`, in pieces of at
+ * most {@link ESCAPE_SLICE_CHARS} characters (a text of nothing but U+2028 is an escape per character).
+ */
+function* jsonLinePieces(role: string, content: string): Generator<string, void, undefined> {
+  const json = JSON.stringify({ role, content });
+  for (let at = 0; at < json.length; at += ESCAPE_SLICE_CHARS)
+    yield json
+      .slice(at, at + ESCAPE_SLICE_CHARS)
+      .replace(JSON_RAW_BREAKS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  yield '\n';
 }
 
 /**
@@ -155,7 +159,7 @@ function* promptPieces(messages: readonly ChatMessage[], format: PromptFormat): 
   const texts = messages.map((message, i) => messageText(message, i));
   messages.forEach((message, i) => checkRole(message.role, i));
   if (format === 'jsonl') {
-    for (let i = 0; i < messages.length; i++) yield jsonLine(messages[i].role, texts[i]);
+    for (let i = 0; i < messages.length; i++) yield* jsonLinePieces(messages[i].role, texts[i]);
     return;
   }
   if (messages.length === 1 && messages[0].role === 'user') {
