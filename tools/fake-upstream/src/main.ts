@@ -2,11 +2,27 @@ import { parseArgs } from 'node:util';
 import { startFakeUpstream } from './fake-upstream';
 
 /**
- * CLI for benchmarks: `node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal]`.
+ * CLI for benchmarks: `node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal]`
+ * (`--help` prints {@link USAGE}).
  * `--journal` keeps the call journal (`GET /__calls`: every inference call's model, `tag` knob, start and end, ms).
  * Prints `fake-upstream listening on http://HOST:PORT/v1` once listening; SIGTERM/SIGINT close it and exit 0.
  */
+/** What `--help` prints: the flags, and where the per-request knobs are described. */
+const USAGE = `usage: node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal]
+  --port      port to listen on (0: a free one; default 0)
+  --host      address to bind (default 127.0.0.1)
+  --name      name sent in every answer's x-fake-upstream header (default fake-upstream)
+  --models    model ids GET /v1/models lists (comma-separated)
+  --journal   keep the call journal: GET /__calls lists every inference call (model, tag, start, end, ms)
+Per-request behaviour (delays, chunks, failures, usage, ...) is set by knobs: a header x-fake-<knob> or
+a body member "fake": { "<knob>": value }. The knobs are listed in tools/fake-upstream/README.md.
+`;
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
   const { values } = parseArgs({
     options: {
       port: { type: 'string', default: '0' },
@@ -38,6 +54,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`fake-upstream: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(
+    `fake-upstream: ${err instanceof Error ? err.message : String(err)} (--help lists the options)\n`,
+  );
   process.exit(2);
 });
