@@ -12,17 +12,20 @@ import { changedKeys, frozenCopy, keyspace } from './testing/keyspace';
 
 const CHAT: QueueClient = { id: 'chat-ui', band: 10, weight: 1 };
 const BATCH: QueueClient = { id: 'batch', band: -1, weight: 1 };
+// `batch` has a token budget, so every pool provider shares the tag `pools` (docs/architecture.md, "Token budgets").
 const CLIENTS = [
   { id: 'chat-ui', settings: 'priority: 10' },
-  { id: 'batch', settings: 'priority: -1' },
+  { id: 'batch', settings: 'priority: -1, tokens_per_minute: 1000' },
 ];
+const TAG = 'pools';
 
 /**
  * The exporter only reads (docs/architecture.md, "Status model"; README "Status"): BullMQ's `Queue`
  * would write its `meta` hash unless told not to, so this pins that a running exporter, scraped, pushing
  * and browsed on every read route of its board, leaves every key of Redis as it found it, but for its
  * own push lock, which it deletes when it closes. The queues it reads are a frozen copy of what real
- * gateway queues left (held leases and waiters of two clients), so nothing else changes them meanwhile.
+ * gateway queues left (held leases and waiters of two clients), so nothing else changes them meanwhile;
+ * the budgeted client's budget holds a bucket that has left its window, which reading it must not drop.
  */
 describe.each([
   ['a single Redis', false],
@@ -49,7 +52,7 @@ describe.each([
   it('through /status, /metrics, the push and every read route of the queue board', async () => {
     const live = configPrefix('keyspace-live');
     const prefix = configPrefix('keyspace');
-    const where = { pool: 'pool.llama-a', ...(cluster ? { shardTag: 'pool.llama-a' } : {}) };
+    const where = { pool: 'pool.llama-a', ...(cluster ? { shardTag: TAG } : {}) };
     closers.push(
       await seedLeases(server.urls[0], live, 'llama-a', 2, 2, {
         ...where,
@@ -59,6 +62,17 @@ describe.each([
     );
     closers.push(await seedLeases(server.urls[0], live, 'llama-b', 1, 0, { ...where, leaseClients: [BATCH] }));
     expect(await frozenCopy(reader, live, prefix)).toBeGreaterThan(10);
+    // batch's minute: 500 tokens 61 s ago (out of the window, not dropped yet) and 300 used 50 s ago.
+    const [seconds] = await reader.time();
+    const m = Number(seconds);
+    await reader.hset(`${prefix}:{${TAG}}:tb:batch`, {
+      [`m:${m - 61}`]: 500,
+      [`m:${m - 50}`]: 300,
+      'm:u': 800,
+      'm:r': 0,
+      'm:o': m - 61,
+      'm:n': m - 50,
+    });
     // The live queues keep renewing their leases: everything else must stay as it is.
     const read = async () => new Map([...(await keyspace(reader))].filter(([key]) => !key.startsWith(`${live}:`)));
     const before = await read();
@@ -95,6 +109,9 @@ describe.each([
       expect(s.clients?.map((c) => [c.id, c.in_flight, c.queued])).toEqual([
         ['chat-ui', 1, 1],
         ['batch', 2, 1],
+      ]);
+      expect(s.clients?.find((c) => c.id === 'batch')?.token_budgets).toMatchObject([
+        { window: 'minute', limit: 1000, reserved: 0, used: 300, remaining: 700 },
       ]);
       expect((await fetch(`${exporter.url}/metrics`)).status).toBe(200);
       const listed = (await (

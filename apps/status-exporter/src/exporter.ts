@@ -78,8 +78,7 @@ export class ExporterRefusal extends Error {}
  * (`readClientCounts`), the budgeted clients' windows (`readTokenBudgets`: the gateways' own
  * `budgets.lua`, exact on Redis time), the health records, and the read-only queue board
  * (`createQueueBoard`) on the same `Queue`s; the HTTP app on `host:port`, and the push loop when
- * `status.push_url` is set. The push lock is the one key it writes (reading a budget drops the
- * buckets that left their window, as any admission does, which changes no number anyone reads).
+ * `status.push_url` is set. The push lock is the one key it writes (`budgets.lua` only reads too).
  * A Redis that is down at start is not fatal: counts are `null` until it answers.
  * @throws ExporterRefusal for the memory backend; the listen error when the port is taken.
  */

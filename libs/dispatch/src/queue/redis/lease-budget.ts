@@ -64,8 +64,8 @@ export async function readClientBudgets(
  * (docs/architecture.md, "Status model"): the same `budgets.lua` on `redis`, under `prefix`
  * (`queue.prefix`), summed over `shardTags` (the tags the config gives its pool providers,
  * `leaseAddresses`; none: the default tag). One script call per tag, none when no client among
- * `clients` has a budget. The script drops the buckets that have left their window, as every
- * admission does: no number any reader sees changes (docs/architecture.md, "Token budgets").
+ * `clients` has a budget. The script only reads: the buckets that have left their window are taken out
+ * of the numbers, not deleted (admissions delete them; docs/architecture.md, "Token budgets").
  * @throws the Redis error (connection lost, command timeout).
  */
 export function readTokenBudgets(

@@ -180,7 +180,11 @@ describe('RedisProviderQueue token budgets across replicas', () => {
     });
     await lease.release({ tokens: 40, reported: true });
     expect((await q.clientBudgets([c]))[0]).toMatchObject({ usedTokens: 200, reservedTokens: 0, remainingTokens: 800 });
+    // A read writes nothing: the next admission drops the old bucket, and the sums stay as read.
+    expect(await admin.hexists(key, `m:${cur - 61}`)).toBe(1);
+    await (await q.acquireLease(request(c, 100))).release({ tokens: 0, reported: true });
     expect(await admin.hexists(key, `m:${cur - 61}`)).toBe(0);
+    expect((await q.clientBudgets([c]))[0]).toMatchObject({ usedTokens: 200, reservedTokens: 0, remainingTokens: 800 });
   });
 
   it('drops buckets wholly outside the window on Redis time, and hints the time until the oldest charge leaves', async () => {
@@ -200,7 +204,8 @@ describe('RedisProviderQueue token budgets across replicas', () => {
       'm:n': cur - 59,
     });
     expect((await q.clientBudgets([c]))[0]).toMatchObject({ usedTokens: 900, reservedTokens: 0, remainingTokens: 100 });
-    expect(await admin.hexists(key, `m:${cur - 61}`)).toBe(0);
+    // The read left the hash alone; the admission below drops the bucket.
+    expect(await admin.hexists(key, `m:${cur - 61}`)).toBe(1);
     const refused = (await q.acquireLease(request(c, 200)).catch((e: unknown) => e)) as AdmissionError;
     expect(refused.code).toBe('rate_limit_exceeded');
     // The 900 leave the window at the start of second cur + 2: within 2 s of Redis time.
@@ -208,6 +213,7 @@ describe('RedisProviderQueue token budgets across replicas', () => {
     expect(refused.message).toMatch(/Used 900 .*Requested 200\. Please try again in (\d+ms|1(\.\d)?s|2s)\.$/);
     const lease = await q.acquireLease(request(c, 100));
     expect(lease.budget).toMatchObject({ window: 'minute', remainingTokens: 0 });
+    expect(await admin.hexists(key, `m:${cur - 61}`)).toBe(0);
     const ttl = await admin.pttl(key);
     expect(ttl).toBeGreaterThan(86_400_000);
     expect(ttl).toBeLessThanOrEqual(86_520_000);

@@ -1,6 +1,7 @@
 --[[
   Every window of the given clients' token budgets on this tag (docs/architecture.md, "Token
-  budgets"), after dropping the buckets that left them, on Redis time.
+  budgets"), on Redis time, without the buckets that left them: the numbers an admission's expiry
+  leaves, read only (no write command: the status exporter writes nothing but its push lock).
 
   KEYS[1]    seq      `<base>:seq`: not read, it routes the call to the tag's slot
   ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
@@ -12,16 +13,26 @@
 --- @include "includes/rcall"
 --- @include "includes/args"
 --- @include "includes/now-ms"
---- @include "includes/budget"
+--- @include "includes/budget-window"
 
 local base = ARGV[1]
 local clients = groupArgs(ARGV, 2, 2)
+
+-- Window w of the hash `key` as a reader sees it at `now`: {u, r, o, n} with the buckets wholly outside
+-- it taken out, the numbers an admission's expiry leaves, and nothing written (one HMGET, one more when
+-- buckets left the window since the last admission expired it).
+local function budgetView(key, w, now)
+  local v = rcall('HMGET', key, windowFields(w))
+  local st = {u = tonumber(v[1] or '0'), r = tonumber(v[2] or '0'), o = tonumber(v[3] or ''), n = tonumber(v[4] or '')}
+  budgetAge(key, w, now, st)
+  return st
+end
 
 local now = nowMs()
 local reply = {'budgets'}
 for _, c in ipairs(clients) do
   local w = c[2]
-  local st = budgetRead(budgetKey(base, c[1]), {{w}}, now)[1]
+  local st = budgetView(budgetKey(base, c[1]), w, now)
   local reset = 0
   if st.n then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
   reply[#reply + 1] = tostring(st.r)

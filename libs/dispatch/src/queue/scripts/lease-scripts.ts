@@ -2,6 +2,9 @@ import { defineScript, type LuaSources } from '../../lua/script-loader';
 import addLease from './includes/add-lease.lua';
 import args from './includes/args.lua';
 import budget from './includes/budget.lua';
+import budgetKey from './includes/budget-key.lua';
+import budgetSettle from './includes/budget-settle.lua';
+import budgetWindow from './includes/budget-window.lua';
 import clientCounts from './includes/client-counts.lua';
 import dropLease from './includes/drop-lease.lua';
 import dropWaiter from './includes/drop-waiter.lua';
@@ -43,6 +46,9 @@ const SOURCES: LuaSources = {
   'includes/add-lease': addLease,
   'includes/args': args,
   'includes/budget': budget,
+  'includes/budget-key': budgetKey,
+  'includes/budget-settle': budgetSettle,
+  'includes/budget-window': budgetWindow,
   'includes/client-counts': clientCounts,
   'includes/drop-lease': dropLease,
   'includes/drop-waiter': dropWaiter,

@@ -19,7 +19,7 @@
 --- @include "rcall"
 --- @include "client-counts"
 --- @include "park"
---- @include "budget"
+--- @include "budget-settle"
 local function dropLease(base, qname, jobId, solo, confirmed, tokened, charge)
   local q = base .. ':' .. qname .. ':'
   local job = {}

@@ -12,7 +12,7 @@
 --- @include "unwant"
 --- @include "client-counts"
 --- @include "park"
---- @include "budget"
+--- @include "budget-settle"
 local function dropWaiter(base, qname, jobId)
   local q = base .. ':' .. qname .. ':'
   local job = rcall('HMGET', q .. jobId, 'cands', 'cl', 'pool', 'cap', 'solo', 'tb')
