@@ -30,7 +30,8 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
     // Spans are built only while tracing is on (or loading): nothing per request otherwise.
     if (tracingWanted()) flushOnClose((req.socket as { server?: Server }).server);
     metrics.startCompletion();
-    res.once('close', () => {
+    // 'close' comes once per response: a plain listener, no once-wrapper to make and remove per request.
+    res.on('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
       const outcome = res.locals.outcome;
       const current = config();
