@@ -2,10 +2,28 @@ import type { Response } from 'express';
 import { clientClosed, shuttingDown } from '../errors';
 
 /**
+ * The requests running under each drain signal: one `abort` listener per signal, however many
+ * requests run, instead of an EventTarget listener added and removed per request.
+ */
+const running = new WeakMap<AbortSignal, Set<AttemptSignals>>();
+
+/** The requests running under `shutdown`, listening to it once (the first time it is seen). */
+function runningUnder(shutdown: AbortSignal): Set<AttemptSignals> {
+  let set = running.get(shutdown);
+  if (set === undefined) {
+    const live = new Set<AttemptSignals>();
+    running.set(shutdown, live);
+    shutdown.addEventListener('abort', () => [...live].forEach((a) => a.shutDown()), { once: true });
+    set = live;
+  }
+  return set;
+}
+
+/**
  * The abort signals of one request's upstream attempts: one AbortController per attempt, so a
  * failover starts clean. The client's disconnect aborts the current attempt with `clientClosed()`,
  * the end of the drain after SIGTERM with `shuttingDown()`; the first-byte and idle timers abort
- * their own. The queue wait shares the attempt it leads to. {@link close} removes the listeners.
+ * their own. The queue wait shares the attempt it leads to. {@link close} stops listening.
  */
 export class AttemptSignals {
   /** The attempt running now (or about to). */
@@ -19,14 +37,17 @@ export class AttemptSignals {
     this.current.abort(clientClosed());
   };
 
-  private readonly onShutdown = () => this.current.abort(shuttingDown());
+  /** The requests under the drain signal, this one among them until {@link close}; undefined without one. */
+  private readonly drained: Set<AttemptSignals> | undefined;
 
   constructor(
     private readonly res: Response,
-    private readonly shutdown: AbortSignal | undefined,
+    shutdown: AbortSignal | undefined,
   ) {
     res.on('close', this.onClose);
-    shutdown?.addEventListener('abort', this.onShutdown, { once: true });
+    // A drain already over aborts nothing more (as a listener added to an aborted signal never fires).
+    this.drained = shutdown === undefined || shutdown.aborted ? undefined : runningUnder(shutdown);
+    this.drained?.add(this);
   }
 
   /** Starts the next attempt (a failover). */
@@ -35,9 +56,14 @@ export class AttemptSignals {
     return this.current;
   }
 
+  /** The drain ran out: the running attempt ends with `shuttingDown()`. */
+  shutDown(): void {
+    this.current.abort(shuttingDown());
+  }
+
   /** Stops listening to the client and the drain; call once the request is over. */
   close(): void {
     this.res.off('close', this.onClose);
-    this.shutdown?.removeEventListener('abort', this.onShutdown);
+    this.drained?.delete(this);
   }
 }

@@ -24,7 +24,12 @@ export async function callDirect(req: CompletionRequest, route: DirectRoute, att
   if (!target) throw new ApiError({ code: 'no_available_provider', fields: { model: req.body.model } });
   const sent = carriedBody(target.adapter, req.endpoint, req.body);
   const resourceId = target.providerId ?? target.adapter.id;
-  const result = await callUpstream(req, sent, { ...target, resourceId }, attempt).catch((err: unknown) => {
+  const result = await callUpstream(
+    req,
+    sent,
+    { nodeId: target.nodeId, resourceId, adapter: target.adapter, upstreamModel: target.upstreamModel },
+    attempt,
+  ).catch((err: unknown) => {
     logUpstreamFailure(req, resourceId, err, 'upstream failed');
     throw toClientError(err, req.requestId);
   });

@@ -41,7 +41,20 @@ export interface PoolPick extends TrialPick {
  *   candidate is left; the queue's refusal; the upstream's failure as the client may see it
  *   (`toClientError`); any other error as it was raised.
  */
-export async function callWithFailover(
+export function callWithFailover(
+  req: CompletionRequest,
+  route: PoolRoute,
+  pick: PoolPick,
+  attempts: AttemptSignals,
+): Promise<void> {
+  // No trial held, none to give back: no promise layer around the attempts.
+  return pick.trial
+    ? attemptsOfTrial(req, route, pick, attempts)
+    : attemptWithFailover(req, route, pick, attempts, { settled: false });
+}
+
+/** {@link callWithFailover} for a request that holds a trial: gives it back unless its attempt booked it. */
+async function attemptsOfTrial(
   req: CompletionRequest,
   route: PoolRoute,
   pick: PoolPick,
@@ -90,7 +103,12 @@ async function attemptWithFailover(
       const result = await callUpstream(
         req,
         sent,
-        { ...candidate, resourceId: providerId },
+        {
+          nodeId: candidate.nodeId,
+          resourceId: providerId,
+          adapter: candidate.adapter,
+          upstreamModel: candidate.upstreamModel,
+        },
         attempt,
         () => {
           // Prefill is done: the prompt part of the request's token weight goes back (docs/architecture.md, "Token limits").

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { GatewayMetrics } from './gateway-metrics';
 import { echoed } from '../errors';
 import { loggedRequestId, requestIdFrom, requestIdOf } from '../http/request/request-id';
-import { ensureTracing, flushOnClose, recordRequestSpans } from './tracing';
+import { ensureTracing, flushOnClose, recordRequestSpans, tracingWanted } from './tracing';
 
 /** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */
 export const MAX_LOGGED_CHARS = 256;
@@ -27,25 +27,27 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
   ensureTracing(process.env, logger);
   return (req, res, next) => {
     const startedAt = performance.now();
-    flushOnClose((req.socket as { server?: Server }).server);
-    // `assignRequestId` runs before every route that mounts the observer (app.ts) and set the header.
-    const requestId = requestIdOf(res) ?? requestIdFrom(req.headers['x-request-id']);
+    // Spans are built only while tracing is on (or loading): nothing per request otherwise.
+    if (tracingWanted()) flushOnClose((req.socket as { server?: Server }).server);
     metrics.startCompletion();
-    res.once('close', () => {
+    // 'close' comes once per response: a plain listener, no once-wrapper to make and remove per request.
+    res.on('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
       const outcome = res.locals.outcome;
       const current = config();
       metrics.finishCompletion(current, res.locals.model, res.locals.client?.id, status, outcome, startedAt);
-      recordRequestSpans({
-        requestId,
-        method: req.method,
-        route: req.route?.path ?? req.path,
-        status,
-        model: metrics.modelLabel(current, res.locals.model),
-        outcome,
-        startedAt,
-        endedAt: performance.now(),
-      });
+      if (tracingWanted())
+        recordRequestSpans({
+          // `assignRequestId` runs before every route that mounts the observer (app.ts) and set the header.
+          requestId: requestIdOf(res) ?? requestIdFrom(req.headers['x-request-id']),
+          method: req.method,
+          route: req.route?.path ?? req.path,
+          status,
+          model: metrics.modelLabel(current, res.locals.model),
+          outcome,
+          startedAt,
+          endedAt: performance.now(),
+        });
       if (!logger.isLevelEnabled('info')) return;
       // The app's logger with `request_id` as the line's first field: the same JSON as the request's child
       // logger writes (its bindings come first too), without building a child logger per request.

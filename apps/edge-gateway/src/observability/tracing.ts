@@ -73,6 +73,15 @@ export function ensureTracing(env: Record<string, string | undefined>, logger: L
 }
 
 /**
+ * True when a finished request's spans are wanted: tracing is on, or its exporter is still loading
+ * ({@link recordRequestSpans} records them once it is). False once tracing is off for good, so the
+ * request path builds nothing for spans nobody exports.
+ */
+export function tracingWanted(): boolean {
+  return tracer !== undefined || (started !== undefined && !settled);
+}
+
+/**
  * Flushes the buffered spans when `server` closes: on SIGTERM the gateway closes its server once
  * the last request finished (README "Running a fleet"), so the spans of the drain are sent before
  * the process exits. Once per server; nothing while tracing is off.

@@ -26,15 +26,16 @@ export function readBytes(body: Readable, limit: number, where: string): Promise
       }
       parts.push(part);
     };
+    // Plain listeners, no once-wrappers per answer: 'end' and 'close' come once, and a promise settles once.
     body.on('data', onData);
-    body.once('error', reject);
+    body.on('error', reject);
     let ended = false;
-    body.once('end', () => {
+    body.on('end', () => {
       ended = true;
       resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
     });
     // Closed without an end or an error: cut short, as an iterator would report it.
-    body.once('close', () => {
+    body.on('close', () => {
       if (!ended) reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
     });
   });

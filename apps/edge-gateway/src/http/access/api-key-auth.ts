@@ -1,4 +1,5 @@
-import { ClientKeys, KeySet, presentedKey, type GatewaySettings } from '@iop/validate';
+import type { QueueClient } from '@iop/dispatch';
+import { ClientKeys, KeySet, presentedKey, type FlowClient, type GatewaySettings } from '@iop/validate';
 import type { RequestHandler } from 'express';
 import { ApiError, invalidApiKey } from '../../errors';
 import { PRIORITY_HEADER, requestClient } from '../request/priority-header';
@@ -44,6 +45,7 @@ export type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
  */
 export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
   const current = clientKeysOf(gateway);
+  const unlowered = unloweredClients();
   return (req, res, next) => {
     const keys = current();
     const match = keys.open ? null : /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
@@ -53,14 +55,34 @@ export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
       res.setHeader('www-authenticate', 'Bearer');
       return next(invalidApiKey());
     }
+    const priority = req.headers[PRIORITY_HEADER];
     try {
-      res.locals.client = requestClient(client, req.headers[PRIORITY_HEADER], keys.sole);
+      res.locals.client = priority === undefined ? unlowered(keys, client) : requestClient(client, priority, keys.sole);
     } catch (err) {
       // The key was accepted: the 400 for the header is this client's, in the log and the metrics.
       res.locals.client = requestClient(client, undefined);
       return next(err);
     }
     next();
+  };
+}
+
+/**
+ * The queue's view of each client of a request without `x-iop-priority` (`requestClient` with no
+ * header: the client's own band), built once per client and key lists and shared by its requests:
+ * nobody changes a `QueueClient`. Rebuilt when a config refresh brings new key lists.
+ */
+function unloweredClients(): (keys: ClientKeys, client: FlowClient) => QueueClient {
+  let of: ClientKeys | undefined;
+  const built = new Map<FlowClient, QueueClient>();
+  return (keys, client) => {
+    if (keys !== of) {
+      of = keys;
+      built.clear();
+    }
+    let view = built.get(client);
+    if (view === undefined) built.set(client, (view = requestClient(client, undefined, keys.sole)));
+    return view;
   };
 }
 

@@ -158,13 +158,15 @@ export function readJsonBody(req: IncomingMessage, limit: number, maxValues: num
       if (decoded <= SMALL_BODY_BYTES && values.count <= SMALL_BODY_VALUES) parse();
       else onePerTurn(parse);
     };
-    req.once('aborted', () => stop(clientClosed()));
-    req.once('error', () => stop(clientClosed()));
+    // Plain listeners, no once-wrappers per request: each event comes once, and `stop` and `onEnd` act once.
+    const gone = () => stop(clientClosed());
+    req.on('aborted', gone);
+    req.on('error', gone);
     if (decode) {
       req.on('data', onWire);
       decode.on('data', onDecoded);
-      decode.once('end', onEnd);
-      decode.once('error', () =>
+      decode.on('end', onEnd);
+      decode.on('error', () =>
         stop(
           invalidRequest(
             'The request body could not be decoded. Send UTF-8 JSON, uncompressed or with a valid Content-Encoding.',
@@ -175,7 +177,7 @@ export function readJsonBody(req: IncomingMessage, limit: number, maxValues: num
     } else {
       // Uncompressed: what is received is what is decoded, one listener counts both.
       req.on('data', onDecoded);
-      req.once('end', onEnd);
+      req.on('end', onEnd);
     }
   });
 }
