@@ -11,8 +11,7 @@
  * The npm script builds the gateway, the fake upstream and this tool first; run directly as
  * `node dist/tools/bench/main.js [--quick] [flags]` (see USAGE).
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAdmission } from './admission-probe';
@@ -36,29 +35,12 @@ import { smokeTest } from './smoke-test';
 import { parseCommandLine, USAGE, type CommandLine } from './command-line';
 import { runProfile, runRss, runStreaming, runThroughput, warmUp } from './scenarios';
 import { ServiceSet } from './service-process';
+import { argsSuffix, gitCommit, jsonNumbers, workspaceRoot } from './run-meta';
 
 /** Targets whose memory is measured at many open streams (fresh processes each). */
 const RSS_TARGETS: readonly TargetId[] = ['memory', 'memory-semi4', 'bullmq-1', 'portkey'];
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
-
-/** The workspace root: the nearest directory above this file with nx.json. */
-function workspaceRoot(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'nx.json'))) return dir;
-    if (path.dirname(dir) === dir) return process.cwd();
-  }
-}
-
-function gitCommit(root: string): string {
-  try {
-    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: root, encoding: 'utf8' }).trim() !== '';
-    return dirty ? `${sha} (with uncommitted changes)` : sha;
-  } catch {
-    return 'unknown';
-  }
-}
 
 const firstLine = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 300);
 
@@ -79,9 +61,9 @@ async function main(): Promise<number> {
   const upstreamMain =
     cli.upstreamMain ??
     firstExisting(['main.js', 'main.cjs'].map((f) => path.join(root, 'dist/tools/fake-upstream', f)));
-  const preload = firstExisting(['loopback-preload.js', 'loopback-preload.cjs'].map((f) => path.join(__dirname, f)));
-  const bareProxy = firstExisting(['bare-proxy.js', 'bare-proxy.cjs'].map((f) => path.join(__dirname, f)));
-  if (!gatewayMain || !upstreamMain || !preload || !bareProxy) {
+  const bundle = (name: string) => firstExisting(['.js', '.cjs'].map((ext) => path.join(__dirname, name + ext)));
+  const [preload, bareProxy, expressFloor] = ['loopback-preload', 'bare-proxy', 'express-floor'].map(bundle);
+  if (!gatewayMain || !upstreamMain || !preload || !bareProxy || !expressFloor) {
     process.stderr.write(
       'build first: npx nx run-many -t build -p edge-gateway fake-upstream bench (npm run bench does)\n',
     );
@@ -94,6 +76,7 @@ async function main(): Promise<number> {
     upstreamMain: path.resolve(upstreamMain),
     preload,
     bareProxy,
+    expressFloor,
     workDir,
   };
   const outDir = path.resolve(cli.out ?? path.join(root, 'tools/bench/results'));
@@ -281,20 +264,6 @@ async function main(): Promise<number> {
     await services.stopAll();
     rmSync(workDir, { recursive: true, force: true });
   }
-}
-
-function argsSuffix(): string {
-  const args = process.argv.slice(2);
-  return args.length
-    ? process.env.npm_lifecycle_event === 'bench'
-      ? ` -- ${args.join(' ')}`
-      : ` ${args.join(' ')}`
-    : '';
-}
-
-/** JSON has no NaN: write not-measured numbers as null. */
-function jsonNumbers(_key: string, value: unknown): unknown {
-  return typeof value === 'number' && !Number.isFinite(value) ? null : value;
 }
 
 main().then(
