@@ -30,6 +30,7 @@ import { runRedisCost } from './redis-cost';
 import { runRelay } from './relay-cost';
 import { emptyFlow } from './flow-judging';
 import { runFlow } from './flow-scenario';
+import { runInstructions } from './instructions-scenario';
 import { runTokenEstimate } from './token-estimate';
 import { smokeTest } from './smoke-test';
 import { parseCommandLine, USAGE, type CommandLine } from './command-line';
@@ -215,6 +216,14 @@ async function main(): Promise<number> {
       } catch (err) {
         log(`token-estimate: ${firstLine(err)}`);
       }
+    }
+    if (opts.scenarios.includes('instructions')) {
+      const o = opts.instructions;
+      log(
+        `instructions: per target a process under callgrind (${o.warmupRequests} warm-up requests, ${o.rounds} window(s) of ${o.requests} at c=${o.connections}), ` +
+          'then one under strace',
+      );
+      results.instructions = await runInstructions(launcher, opts.targets, o, workDir, log);
     }
     results.checks = evaluateTargets(results);
 

@@ -6,6 +6,7 @@ import { redisCostChecks, redisCostSection } from './redis-cost-report';
 import { relayTable } from './relay-cost';
 import { relayChecks, streamTtfbChecks } from './relay-judging';
 import { tokenEstimateSection } from './token-estimate-report';
+import { instructionsSection } from './instructions-report';
 import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
@@ -462,6 +463,12 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('## Token-weight estimate against real tokenizers (scenario `token-estimate`)');
     out.push('');
     out.push(tokenEstimateSection(results.tokenEstimate));
+  }
+  if (results.instructions) {
+    out.push('');
+    out.push('## Instructions and syscalls per request (scenario `instructions`)');
+    out.push('');
+    out.push(instructionsSection(results.instructions));
   }
   if (results.profile) {
     out.push('');
