@@ -56,7 +56,7 @@ export interface LaunchOptions {
  */
 export interface NodeWrapper {
   command: string;
-  /** Arguments before `node`; `{name}` in one is replaced by the process's name made file-safe. */
+  /** Arguments before `node`. */
   args: string[];
   /** Longest wait for the ready line, ms (a program under valgrind starts tens of times slower). */
   readyTimeoutMs: number;
@@ -64,15 +64,13 @@ export interface NodeWrapper {
 
 /** `command` and `args` of a `node` process, under `wrapper` when there is one. */
 function nodeCommand(
-  name: string,
   args: string[],
   wrapper: NodeWrapper | undefined,
 ): Pick<ServiceSpec, 'command' | 'args' | 'readyTimeoutMs'> {
   if (!wrapper) return { command: process.execPath, args };
-  const safe = name.replace(/[^\w.-]+/g, '_');
   return {
     command: wrapper.command,
-    args: [...wrapper.args.map((a) => a.replaceAll('{name}', safe)), process.execPath, ...args],
+    args: [...wrapper.args, process.execPath, ...args],
     readyTimeoutMs: wrapper.readyTimeoutMs,
   };
 }
@@ -159,7 +157,7 @@ export class TargetLauncher {
         ];
         const proxy = await this.services.start({
           name,
-          ...nodeCommand(name, args, opts.wrapper),
+          ...nodeCommand(args, opts.wrapper),
           ready: /(?:bare-proxy|express-floor) listening on (http:\/\/\S+)/,
         });
         return { id, label, urls: [`${proxy.announced}/v1/chat/completions`], headers: {}, processes: [proxy] };
@@ -207,7 +205,7 @@ export class TargetLauncher {
         const args = [...(opts.nodeArgs ?? []), '--require', this.paths.preload, entry, `--port=${port}`, '--headless'];
         const pk = await this.services.start({
           name,
-          ...nodeCommand(name, args, opts.wrapper),
+          ...nodeCommand(args, opts.wrapper),
           env: { NODE_ENV: 'production' },
           ready: /Ready for connections/,
         });
@@ -262,7 +260,7 @@ export class TargetLauncher {
     ];
     return this.services.start({
       name: `gateway ${name}`,
-      ...nodeCommand(`gateway ${name}`, args, opts.wrapper),
+      ...nodeCommand(args, opts.wrapper),
       // An empty variable counts as unset: LOG_LEVEL '' is the shipped default (info), and a REDIS_URL in the
       // bench's own environment cannot switch the memory target.
       env: { LOG_LEVEL: logLevel === 'default' ? '' : logLevel, REDIS_URL: '', IOP_SHUTDOWN_GRACE_MS: '2000' },
