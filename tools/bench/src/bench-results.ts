@@ -5,6 +5,7 @@ import type { ProfileSummary } from './cpu-profile';
 import type { OpenStreamsResult } from './open-streams-probe';
 import type { FlowOptions } from './flow-config';
 import type { FlowResults } from './flow-judging';
+import type { InstructionsOptions, InstructionsResults } from './instructions-results';
 import type { RelayOptions, RelayRow } from './relay-judging';
 import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
@@ -36,6 +37,8 @@ export interface BenchOptions {
   redisCost: RedisCostOptions;
   /** Length, replicas and call time of the flow-control scenario. */
   flow: FlowOptions;
+  /** Requests, warm-up and connections of the instructions scenario. */
+  instructions: InstructionsOptions;
   /** `auto`: profile the memory backend when its c=1 target is missed. */
   profile: 'auto' | 'always' | 'never';
   /** Seconds of load while profiling. */
@@ -164,6 +167,8 @@ export interface BenchResults {
   flow?: FlowResults;
   /** Scenario `token-estimate`: the token-weight estimate against real tokenizers. */
   tokenEstimate?: TokenEstimateResults;
+  /** Scenario `instructions`: user-space instructions and syscalls per request (README "Benchmarks"). */
+  instructions?: InstructionsResults;
   checks: TargetCheck[];
   profile?: { reason: string; concurrency: number; seconds: number; summary?: ProfileSummary; error?: string };
 }

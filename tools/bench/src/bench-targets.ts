@@ -4,46 +4,9 @@ import path from 'node:path';
 import { BENCH_MODEL, benchGatewayYaml, clientHeaders } from './gateway-config';
 import { portkeyEntry, portkeyHeaders, type BenchPaths } from './target-files';
 export type { BenchPaths } from './target-files';
-import type { ServiceProcess, ServiceSet } from './service-process';
-
-/** The systems the benchmark compares, each in front of the same fake upstream process. */
-export type TargetId =
-  'direct' | 'node-floor' | 'memory' | 'memory-warn' | 'memory-semi4' | 'bullmq-1' | 'bullmq-3' | 'portkey';
-
-/** Every target, in report order. */
-export const TARGET_IDS: readonly TargetId[] = [
-  'direct',
-  'node-floor',
-  'memory',
-  'memory-warn',
-  'memory-semi4',
-  'bullmq-1',
-  'bullmq-3',
-  'portkey',
-];
-
-/** The V8 flag the README recommends for production gateways: a small young generation keeps RSS low. */
-export const RECOMMENDED_NODE_ARGS = ['--max-semi-space-size=4'];
-
-/**
- * How the Node floor is built and why (measured on 2 cores at c=64, CPU of the proxy per request in
- * the same run), for the report's Systems table.
- */
-export const FLOOR_DESIGN_NOTE =
-  'design: undici Pool (no cap on connections) + dispatch, res.write per chunk, ≈ 60–70 µs CPU per request; ' +
-  'Agent or Pool + request + stream.pipeline took ≈ 140 µs, Pool + request + res.write ≈ 70 µs';
-
-/** What each target is, for the report. */
-export const TARGET_LABELS: Record<TargetId, string> = {
-  direct: 'direct to upstream (floor)',
-  'node-floor': 'bare Node proxy: http + undici Pool.dispatch, parse JSON, rename model, write back (the Node floor)',
-  memory: 'iop-edge, memory backend',
-  'memory-warn': 'iop-edge, memory backend, LOG_LEVEL=warn (no access log)',
-  'memory-semi4': 'iop-edge, memory backend, node --max-semi-space-size=4 (README recommendation)',
-  'bullmq-1': 'iop-edge, Redis backend, 1 replica',
-  'bullmq-3': 'iop-edge, Redis backend, 3 replicas',
-  portkey: 'Portkey gateway (npm)',
-};
+import type { ServiceProcess, ServiceSet, ServiceSpec } from './service-process';
+import { RECOMMENDED_NODE_ARGS, TARGET_LABELS, type TargetId } from './target-ids';
+export * from './target-ids';
 
 /** A running target: where to send requests and which processes serve them. */
 export interface BenchTarget {
@@ -82,6 +45,34 @@ export interface LaunchOptions {
   clients?: boolean;
   /** With `clients`: give each client token budgets (`BenchGatewayConfig.budgets`). */
   budgets?: boolean;
+  /** Run each of the target's `node` processes under this command, e.g. valgrind (`NodeWrapper`). */
+  wrapper?: NodeWrapper;
+}
+
+/**
+ * A command the target's `node` runs under: `<command> <args…> node <node args…>` (e.g.
+ * `valgrind --tool=callgrind …`). The process the bench then holds (`ServiceProcess.pid`) is the
+ * wrapper's, which for valgrind is the measured program itself.
+ */
+export interface NodeWrapper {
+  command: string;
+  /** Arguments before `node`. */
+  args: string[];
+  /** Longest wait for the ready line, ms (a program under valgrind starts tens of times slower). */
+  readyTimeoutMs: number;
+}
+
+/** `command` and `args` of a `node` process, under `wrapper` when there is one. */
+function nodeCommand(
+  args: string[],
+  wrapper: NodeWrapper | undefined,
+): Pick<ServiceSpec, 'command' | 'args' | 'readyTimeoutMs'> {
+  if (!wrapper) return { command: process.execPath, args };
+  return {
+    command: wrapper.command,
+    args: [...wrapper.args, process.execPath, ...args],
+    readyTimeoutMs: wrapper.readyTimeoutMs,
+  };
 }
 
 /**
@@ -156,21 +147,18 @@ export class TargetLauncher {
     switch (id) {
       case 'direct':
         return { id, label, urls: [`${this.upstreamUrl}/chat/completions`], headers: {}, processes: [] };
-      case 'node-floor': {
+      case 'node-floor':
+      case 'express-floor': {
+        const name = `${id}${opts.tag ?? ''}`;
+        const script = id === 'node-floor' ? this.paths.bareProxy : this.paths.expressFloor;
+        const args = [
+          ...(opts.nodeArgs ?? []),
+          ...[script, '--upstream', this.upstreamUrl, '--model', BENCH_MODEL, '--port', '0'],
+        ];
         const proxy = await this.services.start({
-          name: `node-floor${opts.tag ?? ''}`,
-          command: process.execPath,
-          args: [
-            ...(opts.nodeArgs ?? []),
-            this.paths.bareProxy,
-            '--upstream',
-            this.upstreamUrl,
-            '--model',
-            BENCH_MODEL,
-            '--port',
-            '0',
-          ],
-          ready: /bare-proxy listening on (http:\/\/\S+)/,
+          name,
+          ...nodeCommand(args, opts.wrapper),
+          ready: /(?:bare-proxy|express-floor) listening on (http:\/\/\S+)/,
         });
         return { id, label, urls: [`${proxy.announced}/v1/chat/completions`], headers: {}, processes: [proxy] };
       }
@@ -213,10 +201,11 @@ export class TargetLauncher {
       case 'portkey': {
         const { entry, version } = portkeyEntry(this.paths.root);
         const port = await freePort();
+        const name = `portkey${opts.tag ?? ''}`;
+        const args = [...(opts.nodeArgs ?? []), '--require', this.paths.preload, entry, `--port=${port}`, '--headless'];
         const pk = await this.services.start({
-          name: `portkey${opts.tag ?? ''}`,
-          command: process.execPath,
-          args: [...(opts.nodeArgs ?? []), '--require', this.paths.preload, entry, `--port=${port}`, '--headless'],
+          name,
+          ...nodeCommand(args, opts.wrapper),
           env: { NODE_ENV: 'production' },
           ready: /Ready for connections/,
         });
@@ -265,19 +254,13 @@ export class TargetLauncher {
     logLevel: GatewayLogLevel,
     opts: LaunchOptions,
   ): Promise<ServiceProcess> {
+    const args = [
+      ...(opts.nodeArgs ?? []),
+      ...[this.paths.gatewayMain, 'serve', '--config', file, '--listen', '127.0.0.1:0', ...redisArgs],
+    ];
     return this.services.start({
       name: `gateway ${name}`,
-      command: process.execPath,
-      args: [
-        ...(opts.nodeArgs ?? []),
-        this.paths.gatewayMain,
-        'serve',
-        '--config',
-        file,
-        '--listen',
-        '127.0.0.1:0',
-        ...redisArgs,
-      ],
+      ...nodeCommand(args, opts.wrapper),
       // An empty variable counts as unset: LOG_LEVEL '' is the shipped default (info), and a REDIS_URL in the
       // bench's own environment cannot switch the memory target.
       env: { LOG_LEVEL: logLevel === 'default' ? '' : logLevel, REDIS_URL: '', IOP_SHUTDOWN_GRACE_MS: '2000' },

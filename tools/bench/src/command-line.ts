@@ -12,7 +12,8 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,relay,rss,admission,redis-cost,flow,token-estimate (default all); e.g. --scenarios redis-cost runs that one alone
+  --scenarios LIST      of throughput,streaming,relay,rss,admission,redis-cost,flow,token-estimate,instructions
+                        (default all but instructions); e.g. --scenarios redis-cost runs that one alone
                         (targets are launched only for throughput, streaming and relay)
   --relay-streams N     relay: streams open at once per target and round (default 400; --quick 200)
   --relay-chunks N      relay: chunks per stream (default 200; --quick 100)
@@ -23,6 +24,10 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --flow-seconds S      flow: length of the mixed run with clients, bands and fair share (default 60; --quick 15)
   --flow-replicas N     flow: gateway replicas (default 3)
   --flow-hold-ms MS     flow: how long the upstream holds each call (default 40)
+  --instr-requests N    instructions: requests per callgrind window and in the strace window (default 2000; --quick 500)
+  --instr-warmup N      instructions: uncounted requests to each fresh process first, in 10 loads (default 10000; --quick 3000)
+  --instr-idle-seconds S  instructions: idle window that measures the background (default 5; --quick 2)
+  --instr-connections N instructions: connections of every load (default 8)
   --profile MODE        auto (when the memory backend misses a c=1 or c=64 target) | always | never (default auto); c=64
   --out DIR             where latest.md/latest.json go (default tools/bench/results)
   --gateway-main FILE   a built gateway other than dist/apps/edge-gateway/main.js
@@ -38,7 +43,16 @@ export const SCENARIOS = [
   'redis-cost',
   'flow',
   'token-estimate',
+  'instructions',
 ] as const;
+
+/**
+ * The scenarios of a run without `--scenarios`: all but `instructions`, whose callgrind windows take
+ * about half an hour on 2 cores (README "Benchmarks").
+ */
+export const DEFAULT_SCENARIOS: ReadonlyArray<(typeof SCENARIOS)[number]> = SCENARIOS.filter(
+  (s) => s !== 'instructions',
+);
 
 /** Parsed command line: the run's options, and where files are when not in their default places. */
 export interface CommandLine {
@@ -70,6 +84,10 @@ export function parseCommandLine(argv: string[]): CommandLine {
       'flow-seconds': { type: 'string' },
       'flow-replicas': { type: 'string' },
       'flow-hold-ms': { type: 'string' },
+      'instr-requests': { type: 'string' },
+      'instr-warmup': { type: 'string' },
+      'instr-connections': { type: 'string' },
+      'instr-idle-seconds': { type: 'string' },
       targets: { type: 'string' },
       scenarios: { type: 'string' },
       profile: { type: 'string', default: 'auto' },
@@ -90,8 +108,13 @@ export function parseCommandLine(argv: string[]): CommandLine {
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got ${value}`);
     return n;
   };
-  const list = <T extends string>(value: string | undefined, allowed: readonly T[], name: string): T[] => {
-    if (value === undefined) return [...allowed];
+  const list = <T extends string>(
+    value: string | undefined,
+    allowed: readonly T[],
+    name: string,
+    fallback: readonly T[] = allowed,
+  ): T[] => {
+    if (value === undefined) return [...fallback];
     const items = value
       .split(',')
       .map((s) => s.trim())
@@ -117,7 +140,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
     openStreams: int(values['open-streams'], 1000, 'open-streams'),
     // Direct is the floor every overhead is measured against.
     targets: TARGET_IDS.filter((id) => id === 'direct' || targets.includes(id)),
-    scenarios: list(values.scenarios, SCENARIOS, 'scenarios'),
+    scenarios: list(values.scenarios, SCENARIOS, 'scenarios', DEFAULT_SCENARIOS),
     relay: {
       streams: int(values['relay-streams'], quick ? 200 : 400, 'relay-streams'),
       chunks: int(values['relay-chunks'], quick ? 100 : 200, 'relay-chunks'),
@@ -141,6 +164,14 @@ export function parseCommandLine(argv: string[]): CommandLine {
       seconds: int(values['flow-seconds'], quick ? 15 : 60, 'flow-seconds'),
       replicas: int(values['flow-replicas'], 3, 'flow-replicas'),
       holdMs: int(values['flow-hold-ms'], 40, 'flow-hold-ms'),
+    },
+    instructions: {
+      requests: int(values['instr-requests'], quick ? 500 : 2000, 'instr-requests'),
+      warmupRequests: int(values['instr-warmup'], quick ? 3000 : 10_000, 'instr-warmup', 0),
+      warmupLoads: 10,
+      idleSeconds: int(values['instr-idle-seconds'], quick ? 2 : 5, 'instr-idle-seconds'),
+      connections: int(values['instr-connections'], 8, 'instr-connections'),
+      rounds,
     },
   };
   return { options, out: values.out, gatewayMain: values['gateway-main'], upstreamMain: values['upstream-main'] };

@@ -11,8 +11,7 @@
  * The npm script builds the gateway, the fake upstream and this tool first; run directly as
  * `node dist/tools/bench/main.js [--quick] [flags]` (see USAGE).
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAdmission } from './admission-probe';
@@ -31,34 +30,18 @@ import { runRedisCost } from './redis-cost';
 import { runRelay } from './relay-cost';
 import { emptyFlow } from './flow-judging';
 import { runFlow } from './flow-scenario';
+import { runInstructions } from './instructions-scenario';
 import { runTokenEstimate } from './token-estimate';
 import { smokeTest } from './smoke-test';
 import { parseCommandLine, USAGE, type CommandLine } from './command-line';
 import { runProfile, runRss, runStreaming, runThroughput, warmUp } from './scenarios';
 import { ServiceSet } from './service-process';
+import { argsSuffix, gitCommit, jsonNumbers, workspaceRoot } from './run-meta';
 
 /** Targets whose memory is measured at many open streams (fresh processes each). */
 const RSS_TARGETS: readonly TargetId[] = ['memory', 'memory-semi4', 'bullmq-1', 'portkey'];
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
-
-/** The workspace root: the nearest directory above this file with nx.json. */
-function workspaceRoot(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'nx.json'))) return dir;
-    if (path.dirname(dir) === dir) return process.cwd();
-  }
-}
-
-function gitCommit(root: string): string {
-  try {
-    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: root, encoding: 'utf8' }).trim() !== '';
-    return dirty ? `${sha} (with uncommitted changes)` : sha;
-  } catch {
-    return 'unknown';
-  }
-}
 
 const firstLine = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 300);
 
@@ -79,9 +62,9 @@ async function main(): Promise<number> {
   const upstreamMain =
     cli.upstreamMain ??
     firstExisting(['main.js', 'main.cjs'].map((f) => path.join(root, 'dist/tools/fake-upstream', f)));
-  const preload = firstExisting(['loopback-preload.js', 'loopback-preload.cjs'].map((f) => path.join(__dirname, f)));
-  const bareProxy = firstExisting(['bare-proxy.js', 'bare-proxy.cjs'].map((f) => path.join(__dirname, f)));
-  if (!gatewayMain || !upstreamMain || !preload || !bareProxy) {
+  const bundle = (name: string) => firstExisting(['.js', '.cjs'].map((ext) => path.join(__dirname, name + ext)));
+  const [preload, bareProxy, expressFloor] = ['loopback-preload', 'bare-proxy', 'express-floor'].map(bundle);
+  if (!gatewayMain || !upstreamMain || !preload || !bareProxy || !expressFloor) {
     process.stderr.write(
       'build first: npx nx run-many -t build -p edge-gateway fake-upstream bench (npm run bench does)\n',
     );
@@ -94,6 +77,7 @@ async function main(): Promise<number> {
     upstreamMain: path.resolve(upstreamMain),
     preload,
     bareProxy,
+    expressFloor,
     workDir,
   };
   const outDir = path.resolve(cli.out ?? path.join(root, 'tools/bench/results'));
@@ -233,6 +217,14 @@ async function main(): Promise<number> {
         log(`token-estimate: ${firstLine(err)}`);
       }
     }
+    if (opts.scenarios.includes('instructions')) {
+      const o = opts.instructions;
+      log(
+        `instructions: per target a process under callgrind (${o.warmupRequests} warm-up requests, ${o.rounds} window(s) of ${o.requests} at c=${o.connections}), ` +
+          'then one under strace',
+      );
+      results.instructions = await runInstructions(launcher, opts.targets, o, workDir, log);
+    }
     results.checks = evaluateTargets(results);
 
     // Profiled at c=64, where the throughput target against the Node floor is measured.
@@ -281,20 +273,6 @@ async function main(): Promise<number> {
     await services.stopAll();
     rmSync(workDir, { recursive: true, force: true });
   }
-}
-
-function argsSuffix(): string {
-  const args = process.argv.slice(2);
-  return args.length
-    ? process.env.npm_lifecycle_event === 'bench'
-      ? ` -- ${args.join(' ')}`
-      : ` ${args.join(' ')}`
-    : '';
-}
-
-/** JSON has no NaN: write not-measured numbers as null. */
-function jsonNumbers(_key: string, value: unknown): unknown {
-  return typeof value === 'number' && !Number.isFinite(value) ? null : value;
 }
 
 main().then(

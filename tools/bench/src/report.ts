@@ -1,11 +1,12 @@
 import type { BenchResults, RssRow, StreamingRow, TargetCheck, ThroughputRow } from './bench-results';
-import type { TargetId } from './bench-targets';
+import { TARGET_SHORT, type TargetId } from './target-ids';
 import type { ProfileSummary } from './cpu-profile';
 import { flowChecks, flowSection } from './flow-report';
 import { redisCostChecks, redisCostSection } from './redis-cost-report';
 import { relayTable } from './relay-cost';
 import { relayChecks, streamTtfbChecks } from './relay-judging';
 import { tokenEstimateSection } from './token-estimate-report';
+import { instructionsSection } from './instructions-report';
 import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
@@ -186,17 +187,6 @@ export function leanPathChecks(results: BenchResults): TargetCheck[] {
   ];
 }
 
-const TARGET_SHORT: Record<TargetId, string> = {
-  direct: 'direct',
-  'node-floor': 'bare Node proxy',
-  memory: 'memory backend',
-  'memory-warn': 'memory, LOG_LEVEL=warn',
-  'memory-semi4': 'memory backend, --max-semi-space-size=4',
-  'bullmq-1': 'Redis backend, 1 replica',
-  'bullmq-3': 'Redis backend, 3 replicas',
-  portkey: 'Portkey',
-};
-
 /** The non-streaming table: one row per concurrency and target. */
 export function throughputTable(rows: ThroughputRow[]): string {
   return table(
@@ -278,6 +268,8 @@ export function rssTable(rows: RssRow[], streams: number): string {
 export function throughputRatioTable(rows: ThroughputRow[]): string | undefined {
   const pairs: Array<[TargetId, TargetId, string]> = [
     ['memory', 'node-floor', 'memory / Node floor'],
+    ['express-floor', 'node-floor', 'express floor / Node floor'],
+    ['memory', 'express-floor', 'memory / express floor'],
     ['bullmq-1', 'memory', 'Redis ×1 / memory'],
     ['bullmq-3', 'memory', 'Redis ×3 / memory'],
     ['bullmq-3', 'bullmq-1', 'Redis ×3 / Redis ×1'],
@@ -471,6 +463,12 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('## Token-weight estimate against real tokenizers (scenario `token-estimate`)');
     out.push('');
     out.push(tokenEstimateSection(results.tokenEstimate));
+  }
+  if (results.instructions) {
+    out.push('');
+    out.push('## Instructions and syscalls per request (scenario `instructions`)');
+    out.push('');
+    out.push(instructionsSection(results.instructions));
   }
   if (results.profile) {
     out.push('');

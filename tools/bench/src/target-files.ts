@@ -12,6 +12,8 @@ export interface BenchPaths {
   preload: string;
   /** `bare-proxy.js` (the `node-floor` target), next to the bench's own bundle. */
   bareProxy: string;
+  /** `express-floor.js` (the `express-floor` target), next to the bench's own bundle. */
+  expressFloor: string;
   /** Scratch directory of this run (configs, CPU profiles). */
   workDir: string;
 }

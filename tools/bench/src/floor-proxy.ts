@@ -1,0 +1,124 @@
+/**
+ * What the two Node floors of the benchmark share (`bare-proxy.ts`: target `node-floor`;
+ * `express-floor.ts`: target `express-floor`): the command line, one undici `Pool` to the upstream,
+ * the per-request forwarding (read the body, `JSON.parse`, rename `model`, `JSON.stringify`, POST it
+ * upstream through `Pool.dispatch`, relay status, content type and every chunk back with `res.write`)
+ * and the ready line. The floors differ only in what routes a request to {@link FloorProxy.forward}.
+ * See README "Benchmarks" for why the floor is built this way.
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseArgs } from 'node:util';
+import { Pool, type Dispatcher } from 'undici';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** One floor proxy process: its options and its forwarding handler. */
+export interface FloorProxy {
+  /**
+   * Forwards one request to the upstream and relays the answer (status, content type, body chunk by
+   * chunk). Answers 400 `{"error":{"message":"invalid JSON"}}` to a body that is not JSON and 502 when
+   * the upstream fails before its status line. Never throws.
+   */
+  forward: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * Listens on `--host`:`--port`, prints `<name> listening on http://HOST:PORT` once it does, and closes
+   * the server and the pool on SIGTERM (exit status 0).
+   */
+  serve: (server: Server) => void;
+}
+
+/**
+ * Parses `--upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1]` from
+ * `process.argv` and opens the pool. Exits the process with status 2 and a usage line when
+ * `--upstream` is missing.
+ * @param name the program's name in the usage and ready lines, e.g. `bare-proxy`.
+ */
+export function floorProxy(name: string): FloorProxy {
+  const { values } = parseArgs({
+    options: {
+      upstream: { type: 'string' },
+      model: { type: 'string' },
+      port: { type: 'string', default: '0' },
+      host: { type: 'string', default: '127.0.0.1' },
+    },
+  });
+  if (!values.upstream) {
+    process.stderr.write(
+      `usage: ${name} --upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1]\n`,
+    );
+    process.exit(2);
+  }
+  const upstream = new URL(values.upstream.replace(/\/$/, ''));
+  const basePath = upstream.pathname;
+  const model = values.model;
+  // No cap on connections (as the gateway): 400 concurrent streams must not wait for one another.
+  const pool = new Pool(upstream.origin, { keepAliveTimeout: 60_000, pipelining: 1 });
+
+  const forward = (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let body: { model?: unknown };
+      try {
+        body = JSON.parse((chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8')) as {
+          model?: unknown;
+        };
+      } catch {
+        res.writeHead(400, JSON_HEADERS).end('{"error":{"message":"invalid JSON"}}');
+        return;
+      }
+      // The rename a gateway does (public model name → the upstream's), so the body is re-serialised.
+      if (model) body.model = model;
+      pool.dispatch(
+        {
+          path: `${basePath}${req.url?.replace(/^\/v1/, '') ?? ''}`,
+          method: 'POST',
+          headers: JSON_HEADERS,
+          body: JSON.stringify(body),
+        },
+        relay(res),
+      );
+    });
+  };
+
+  const serve = (server: Server): void => {
+    server.listen(Number(values.port), values.host, () => {
+      const { address, port } = server.address() as AddressInfo;
+      process.stdout.write(`${name} listening on http://${address}:${port}\n`);
+    });
+    process.once('SIGTERM', () => {
+      server.close();
+      server.closeAllConnections();
+      void pool.close().finally(() => process.exit(0));
+    });
+  };
+  return { forward, serve };
+}
+
+/** Relays one upstream answer to `res`: status, content type, then every chunk as it comes. */
+function relay(res: ServerResponse): Dispatcher.DispatchHandler {
+  let started = false;
+  return {
+    onRequestStart(controller) {
+      res.once('close', () => {
+        if (!res.writableFinished) controller.abort(new Error('client left'));
+      });
+    },
+    onResponseStart(controller, statusCode, headers) {
+      started = true;
+      res.writeHead(statusCode, { 'content-type': String(headers['content-type'] ?? 'application/json') });
+      res.on('drain', () => controller.resume());
+    },
+    onResponseData(controller, chunk) {
+      if (!res.write(chunk)) controller.pause();
+    },
+    onResponseEnd() {
+      res.end();
+    },
+    onResponseError(_controller, err) {
+      if (started) res.destroy(err);
+      else res.writeHead(502, JSON_HEADERS).end(JSON.stringify({ error: { message: err.message } }));
+    },
+  };
+}
