@@ -42,7 +42,10 @@ describe.each([
     // the first test's two holders reach the upstream together, not one cold start apart.
     for (const r of fleet.replicas) expect(await sendAs(r.url, 'mid', 'flow', 1)).toEqual({ status: 200 });
   }, 180_000);
-  beforeEach(() => {
+  beforeEach(async () => {
+    // The upstream's `current` counts calls still ending from the test before (a backlog's aborted
+    // calls): a test that waits for its own calls to arrive starts from none.
+    await waitUntil(() => upstream.stats().current === 0, 10_000, "the previous test's calls ended");
     upstream.reset();
     abort = new AbortController();
   });
@@ -105,9 +108,15 @@ describe.each([
   );
 
   it('sheds the sheddable waiter before it refuses a higher band', async () => {
-    // The holder's call outlasts every admission below, even on a loaded machine and a Cluster.
-    const holder = sendAs(urls()[0], 'mid', 'shed', 5000);
-    await waitUntil(() => upstream.stats().current === 1, 5000, 'the slot of shed held');
+    // The holder keeps the only slot until this test lets go (its client leaves), so no waiter below is
+    // granted however slowly a loaded machine or a Cluster admits them.
+    const letGo = new AbortController();
+    const holder = sendAs(urls()[0], 'mid', 'shed', 60_000, letGo.signal);
+    await waitUntil(
+      async () => upstream.stats().current === 1 && (await fleet.counts(['s1'])).get('s1')?.inFlight === 1,
+      5000,
+      'the slot of shed held',
+    );
     const batch = [sendAs(urls()[1], 'batch', 'shed', 10), sendAs(urls()[2], 'batch', 'shed', 10)];
     await waitUntil(async () => (await queued(['s1'])) === 2, 5000, 'two batch requests queued');
     const chat = [sendAs(urls()[2], 'hi', 'shed', 10), sendAs(urls()[0], 'mid', 'shed', 10)];
@@ -116,7 +125,8 @@ describe.each([
       { status: 429, code: 'queue_full' },
     ]);
     expect(await sendAs(urls()[1], 'hi', 'shed', 10)).toEqual({ status: 429, code: 'queue_full' });
-    await holder;
+    letGo.abort();
+    expect(await holder).toEqual({ status: 0 });
     expect(await Promise.all(chat)).toEqual([{ status: 200 }, { status: 200 }]);
   });
 
