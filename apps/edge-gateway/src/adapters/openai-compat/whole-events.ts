@@ -1,4 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { Readable } from 'node:stream';
 import { UpstreamError, upstreamError } from '../../errors';
 import { inBandError } from '../responses-translation/chat-stream-to-responses-stream';
 import { isDecodeError } from './content-decoding';
@@ -74,60 +75,192 @@ const NO_BYTES = Buffer.alloc(0);
  *   `response.failed`): fails with that error ({@link inBandError}: a 4xx about the request is not
  *   the provider's fault);
  * - otherwise (no end marker): fails with a 502.
- * @throws UpstreamError 502 as above, when a read fails (reset, body cut short, undecodable
- *   `Content-Encoding`), or (not booked) when one event passes `maxEventBytes`; the signal's reason
- *   when it fired. Stopping the iteration early closes `body`.
+ * `body` is read only once the iteration starts, and no further than the reader takes: one framed
+ * chunk ahead at most, the rest held back by the body's own flow control.
+ * @throws (from the iteration) UpstreamError 502 as above, when a read fails (reset, body cut
+ *   short, undecodable `Content-Encoding`), or (not booked) when one event passes `maxEventBytes`;
+ *   the signal's reason when it fired. Stopping the iteration early closes `body`.
  */
-export async function* wholeEvents(
-  body: AsyncIterable<Buffer>,
-  opts: WholeEventsOptions,
-): AsyncGenerator<Uint8Array, void, undefined> {
-  const marker = END_MARKER[opts.endpoint];
-  const framer = new SseFramer();
-  let finished = false;
-  let last: Buffer | undefined;
-  let failure: unknown;
-  try {
-    for await (const chunk of body) {
-      const pushed = framer.push(chunk);
-      const whole =
-        pushed !== undefined && opts.redact && holdsAny(pushed, ERROR_HINTS)
-          ? Buffer.from(opts.redact(pushed.toString('utf8')))
-          : pushed;
-      if (framer.heldBytes > opts.maxEventBytes)
-        throw tooLarge(opts.maxEventBytes, opts.where, `one stream event over ${opts.maxEventBytes} bytes`);
-      if (whole !== undefined) {
-        if (!finished && holdsAny(whole, marker.hints)) finished = parseEvents(whole).some(marker.isEnd);
-        last = whole;
-        yield whole;
-      } else if (last !== undefined) yield NO_BYTES;
-    }
-  } catch (err) {
-    if (opts.signal.aborted) throw opts.signal.reason ?? err;
-    if (err instanceof UpstreamError) throw err;
-    failure = err;
+export function wholeEvents(body: Readable, opts: WholeEventsOptions): AsyncIterable<Uint8Array> {
+  return { [Symbol.asyncIterator]: () => new WholeEventReader(body, opts) };
+}
+
+/** How a {@link WholeEventReader} ends once its framed chunks are taken: a last chunk, an error, or neither. */
+interface StreamEnd {
+  chunk?: Uint8Array;
+  error?: unknown;
+}
+
+/**
+ * The iterator of {@link wholeEvents}. It frames each chunk as the body emits it (`data` events) and
+ * hands it straight to a waiting `next()`: one promise per chunk, where an async generator over the
+ * body's own async iterator costs a `readable` event, a `read()` and two more promises (the relay's
+ * hot path: tools/bench, scenario `relay`).
+ */
+class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
+  private readonly framer = new SseFramer();
+  private readonly marker: (typeof END_MARKER)[StreamEndpoint];
+  /** The end marker has passed. */
+  private finished = false;
+  /** The last chunk of whole events: its last event tells why a stream without its end marker stopped. */
+  private last?: Buffer;
+  /** Framed chunks the reader has not taken yet (the body is paused while any wait). */
+  private readonly ready: Uint8Array[] = [];
+  /** Set once the body is over (or the reader stopped): what the reader gets after `ready`. */
+  private end?: StreamEnd;
+  private waiter?: { resolve: (step: IteratorResult<Uint8Array, undefined>) => void; reject: (err: unknown) => void };
+  private started = false;
+
+  constructor(
+    private readonly body: Readable,
+    private readonly opts: WholeEventsOptions,
+  ) {
+    this.marker = END_MARKER[opts.endpoint];
   }
-  // After the end marker, a read error or an unfinished event loses nothing the client needs.
-  if (finished) return;
-  const rest = framer.rest();
-  if (rest.length > 0) {
-    const cut = parseEvents(Buffer.concat([rest, Buffer.from('\n\n')]));
-    if (cut.length === 1 && marker.isEnd(cut[0])) {
-      yield Buffer.concat([rest, Buffer.from(blankLineAfter(rest))]);
+
+  next(): Promise<IteratorResult<Uint8Array, undefined>> {
+    const value = this.ready.shift();
+    if (value !== undefined) {
+      if (this.ready.length === 0 && this.end === undefined) this.body.resume();
+      return Promise.resolve({ done: false, value });
+    }
+    if (this.end !== undefined) return this.takeEnd();
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+      if (!this.started) this.start();
+    });
+  }
+
+  /** The reader stopped early: the body is closed (the upstream call with it). */
+  return(): Promise<IteratorResult<Uint8Array, undefined>> {
+    this.ready.length = 0;
+    if (this.end === undefined) {
+      this.end = {};
+      this.body.destroy();
+    } else this.end = {};
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  private start(): void {
+    this.started = true;
+    const body = this.body;
+    body.on('data', this.onData);
+    body.on('end', this.onEnd);
+    body.on('error', this.onError);
+    body.on('close', this.onClose);
+    if (body.readableEnded) this.onEnd();
+    else if (body.destroyed) this.onError(body.errored ?? prematureClose());
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.end !== undefined) return;
+    const opts = this.opts;
+    const pushed = this.framer.push(chunk);
+    const whole =
+      pushed !== undefined && opts.redact && holdsAny(pushed, ERROR_HINTS)
+        ? Buffer.from(opts.redact(pushed.toString('utf8')))
+        : pushed;
+    if (this.framer.heldBytes > opts.maxEventBytes) {
+      const err = tooLarge(opts.maxEventBytes, opts.where, `one stream event over ${opts.maxEventBytes} bytes`);
+      this.settle({ error: opts.signal.aborted ? (opts.signal.reason ?? err) : err });
+      this.body.destroy();
       return;
     }
+    if (whole !== undefined) {
+      if (!this.finished && holdsAny(whole, this.marker.hints))
+        this.finished = parseEvents(whole).some(this.marker.isEnd);
+      this.last = whole;
+      this.deliver(whole);
+    } else if (this.last !== undefined) this.deliver(NO_BYTES);
+  };
+
+  private readonly onEnd = (): void => {
+    if (this.end === undefined) this.settle(this.endOf(undefined));
+  };
+
+  private readonly onError = (err: unknown): void => {
+    if (this.end !== undefined) return;
+    const signal = this.opts.signal;
+    if (signal.aborted) this.settle({ error: signal.reason ?? err });
+    else if (err instanceof UpstreamError) this.settle({ error: err });
+    else this.settle(this.endOf(err));
+  };
+
+  /** Closed with neither its end nor an error (destroyed): a read that failed. */
+  private readonly onClose = (): void => {
+    if (this.end === undefined && !this.body.readableEnded) this.onError(this.body.errored ?? prematureClose());
+  };
+
+  private deliver(chunk: Uint8Array): void {
+    const waiter = this.waiter;
+    if (waiter !== undefined) {
+      this.waiter = undefined;
+      waiter.resolve({ done: false, value: chunk });
+    } else {
+      this.ready.push(chunk);
+      this.body.pause();
+    }
   }
-  if (failure !== undefined) throw streamFailure(failure, opts.where);
-  if (rest.length > 0)
-    throw upstreamError('The upstream stream ended in the middle of an event (the unfinished event was dropped).', {
-      detail: `${opts.where}: stream ended mid-event, ${rest.length} bytes of an unfinished event dropped`,
-    });
-  const lastEvent = last === undefined ? undefined : parseEvents(last).at(-1);
-  const reported = lastEvent === undefined ? undefined : upstreamErrorEvent(lastEvent);
-  if (reported !== undefined) throw inBandError(reported);
-  throw upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', {
-    detail: `${opts.where}: stream ended without ${marker.name}`,
-  });
+
+  private settle(end: StreamEnd): void {
+    this.end = end;
+    const waiter = this.waiter;
+    if (waiter === undefined || this.ready.length > 0) return;
+    this.waiter = undefined;
+    this.takeEnd().then(waiter.resolve, waiter.reject);
+  }
+
+  /** What the reader gets once every framed chunk is taken: the last chunk, then the error or the end. */
+  private takeEnd(): Promise<IteratorResult<Uint8Array, undefined>> {
+    const end = this.end as StreamEnd;
+    if (end.chunk !== undefined) {
+      const value = end.chunk;
+      end.chunk = undefined;
+      return Promise.resolve({ done: false, value });
+    }
+    if (end.error !== undefined) {
+      const error = end.error;
+      end.error = undefined;
+      return Promise.reject(error);
+    }
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  /** How the stream ends when the body is over, `failure` being the read's error if any (see {@link wholeEvents}). */
+  private endOf(failure: unknown): StreamEnd {
+    // After the end marker, a read error or an unfinished event loses nothing the client needs.
+    if (this.finished) return {};
+    const rest = this.framer.rest();
+    const where = this.opts.where;
+    if (rest.length > 0) {
+      const cut = parseEvents(Buffer.concat([rest, Buffer.from('\n\n')]));
+      if (cut.length === 1 && this.marker.isEnd(cut[0]))
+        return { chunk: Buffer.concat([rest, Buffer.from(blankLineAfter(rest))]) };
+    }
+    if (failure !== undefined) return { error: streamFailure(failure, where) };
+    if (rest.length > 0)
+      return {
+        error: upstreamError(
+          'The upstream stream ended in the middle of an event (the unfinished event was dropped).',
+          {
+            detail: `${where}: stream ended mid-event, ${rest.length} bytes of an unfinished event dropped`,
+          },
+        ),
+      };
+    const lastEvent = this.last === undefined ? undefined : parseEvents(this.last).at(-1);
+    const reported = lastEvent === undefined ? undefined : upstreamErrorEvent(lastEvent);
+    if (reported !== undefined) return { error: inBandError(reported) };
+    return {
+      error: upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', {
+        detail: `${where}: stream ended without ${this.marker.name}`,
+      }),
+    };
+  }
+}
+
+/** What a body closed before its end, with no error of its own, fails with (as node's stream helpers name it). */
+function prematureClose(): Error {
+  return Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
 }
 
 /** The error a failed read of the stream becomes: a `Content-Encoding` that cannot be undone, or a connection's failure. */
