@@ -18,7 +18,7 @@ const options = (signal = new AbortController().signal): WholeEventsOptions => (
 });
 
 /** A body its test pushes to by hand. */
-const body = () => new Readable({ read() {} });
+const body = () => new Readable({ read: () => undefined });
 
 /** Every chunk the iteration yields as text, and what it threw (undefined when it ended cleanly). */
 async function drain(events: AsyncIterable<Uint8Array>): Promise<{ text: string; error?: unknown }> {
