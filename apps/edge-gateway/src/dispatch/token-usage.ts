@@ -31,7 +31,8 @@ function lastUsage(text: string): TokenUsage | undefined {
 /** `chunk` as text when it mentions "usage", without decoding the chunks that do not. */
 function textWithUsage(chunk: Uint8Array | string): string | undefined {
   if (typeof chunk === 'string') return chunk.includes(MARK) ? chunk : undefined;
-  const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  // A Buffer (every HTTP adapter's chunk) is searched as it is: no view made per chunk.
+  const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   // Every usage object starts at a mark: decoding from the first one finds the same objects (a mark is ASCII, a character boundary).
   const at = bytes.indexOf(MARK);
   return at === -1 ? undefined : bytes.toString('utf8', at);
