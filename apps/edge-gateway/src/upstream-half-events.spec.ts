@@ -3,7 +3,7 @@ import { startFakeUpstream, type FakeUpstream } from '@iop/fake-upstream';
 import type { Socket } from 'node:net';
 import OpenAI from 'openai';
 import { streamEvents } from './testing/raw-answers';
-import { chunkHead, startRawUpstream, type RawRequest, type RawUpstream } from './testing/raw-upstream';
+import { ENDINGS, startRawUpstream, writeStream, type RawRequest, type RawUpstream } from './testing/raw-upstream';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 import { events, post, requestBody } from './testing/upstream-behaviour';
 
@@ -33,28 +33,6 @@ nodes:
       - { id: co, category: openai_compat, adapter: c, models: [cm], max_concurrency: 4 }
       - { id: sib, category: openai_compat, adapter: good, models: [pm], max_concurrency: 4 }
 `;
-
-/** How the raw upstream's stream ends after its last bytes. */
-type Ending = 'chunked, connection cut' | 'chunked, body ended' | 'close-delimited' | 'content-length';
-const ENDINGS: Ending[] = ['chunked, connection cut', 'chunked, body ended', 'close-delimited', 'content-length'];
-
-/** Writes `parts` (the stream's bytes, one write each) as an SSE answer ending as `ending` says. */
-function writeStream(socket: Socket, parts: string[], ending: Ending): void {
-  const bytes = parts.map((p) => Buffer.from(p));
-  const length = bytes.reduce((n, b) => n + b.length, 0);
-  const framing =
-    ending === 'content-length'
-      ? `content-length: ${length}`
-      : ending === 'close-delimited'
-        ? 'connection: close'
-        : 'transfer-encoding: chunked';
-  socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n${framing}\r\n\r\n`);
-  for (const b of bytes)
-    socket.write(ending.startsWith('chunked') ? Buffer.concat([chunkHead(b.length), b, Buffer.from('\r\n')]) : b);
-  if (ending === 'chunked, body ended') socket.write('0\r\n\r\n');
-  // A cut chunked body and a close-delimited one end with the connection; the others keep it.
-  if (ending === 'chunked, connection cut' || ending === 'close-delimited') socket.end();
-}
 
 /** An event cut short: all but its last 16 bytes (its end, and its blank line). */
 const half = (text: string) => text.slice(0, -16);

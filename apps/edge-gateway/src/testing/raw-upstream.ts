@@ -144,3 +144,30 @@ const answeredAt = new WeakMap<Socket, number>();
 const CRLF = Buffer.from('\r\n');
 /** The size line of one chunk of a chunked body. */
 export const chunkHead = (size: number) => Buffer.from(`${size.toString(16)}\r\n`);
+
+/** How the raw upstream's stream ends after its last bytes. */
+export type Ending = 'chunked, connection cut' | 'chunked, body ended' | 'close-delimited' | 'content-length';
+export const ENDINGS: Ending[] = [
+  'chunked, connection cut',
+  'chunked, body ended',
+  'close-delimited',
+  'content-length',
+];
+
+/** Writes `parts` (the stream's bytes, one write each) as an SSE answer ending as `ending` says. */
+export function writeStream(socket: Socket, parts: string[], ending: Ending): void {
+  const bytes = parts.map((p) => Buffer.from(p));
+  const length = bytes.reduce((n, b) => n + b.length, 0);
+  const framing =
+    ending === 'content-length'
+      ? `content-length: ${length}`
+      : ending === 'close-delimited'
+        ? 'connection: close'
+        : 'transfer-encoding: chunked';
+  socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n${framing}\r\n\r\n`);
+  for (const b of bytes)
+    socket.write(ending.startsWith('chunked') ? Buffer.concat([chunkHead(b.length), b, Buffer.from('\r\n')]) : b);
+  if (ending === 'chunked, body ended') socket.write('0\r\n\r\n');
+  // A cut chunked body and a close-delimited one end with the connection; the others keep it.
+  if (ending === 'chunked, connection cut' || ending === 'close-delimited') socket.end();
+}

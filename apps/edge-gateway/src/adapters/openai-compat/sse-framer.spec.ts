@@ -64,11 +64,26 @@ describe('SseFramer: whole events only, bytes unchanged (README "Streaming")', (
     expect(new SseFramer().push(chunk)).toBe(chunk);
   });
 
-  it('keeps a CRLF split between two chunks one line ending', () => {
+  it('keeps a CRLF split between two chunks one line ending: its LF goes on with the event it ended', () => {
     const framer = new SseFramer();
     expect(framer.push(Buffer.from('data: a\r\n\r'))?.toString()).toBe('data: a\r\n\r');
-    expect(framer.push(Buffer.from('\ndata: b\r\n'))).toBeUndefined();
-    expect(framer.push(Buffer.from('\r\n'))?.toString()).toBe('\ndata: b\r\n\r\n');
+    expect(framer.push(Buffer.from('\ndata: b\r\n'))?.toString()).toBe('\n');
+    expect(framer.push(Buffer.from('\r\n'))?.toString()).toBe('data: b\r\n\r\n');
+    expect(framer.rest().length).toBe(0);
+  });
+
+  it('holds nothing back when the last LF of a CRLF stream comes in a read of its own', () => {
+    const framer = new SseFramer();
+    expect(framer.push(Buffer.from('data: [DONE]\r\n\r'))?.toString()).toBe('data: [DONE]\r\n\r');
+    expect(framer.push(Buffer.from('\n'))?.toString()).toBe('\n');
+    expect(framer.rest().length).toBe(0);
+  });
+
+  it('cuts a CR-only stream at its empty lines, one byte at a time too', () => {
+    const stream = 'data: a\r\rdata: [DONE]\r\r';
+    const framer = new SseFramer();
+    const out = [...Buffer.from(stream)].map((b) => framer.push(Buffer.from([b]))?.toString() ?? '');
+    expect(out.filter((o) => o !== '')).toEqual(['data: a\r\r', 'data: [DONE]\r\r']);
     expect(framer.rest().length).toBe(0);
   });
 });

@@ -20,6 +20,8 @@ export class SseFramer {
   private atLineStart = true;
   /** The last byte seen was a CR: an LF next completes that line ending, it does not end another line. */
   private afterCr = false;
+  /** That CR ended an event (an empty line): an LF next, in this read or the next, goes with that event. */
+  private crEnded = false;
 
   /** Bytes held: the start of an event not finished yet. */
   get heldBytes(): number {
@@ -36,9 +38,8 @@ export class SseFramer {
     // The common case: a chunk of whole events (servers write one event per write). Two LFs end an
     // empty line whatever comes before them.
     const n = chunk.length;
-    if (this.heldLength === 0 && n >= 2 && chunk[n - 1] === LF && chunk[n - 2] === LF) {
+    if (this.heldLength === 0 && !this.afterCr && n >= 2 && chunk[n - 1] === LF && chunk[n - 2] === LF) {
       this.atLineStart = true;
-      this.afterCr = false;
       return chunk;
     }
     const end = this.lastBoundary(chunk);
@@ -78,28 +79,27 @@ export class SseFramer {
       return end;
     }
     let end = -1;
-    let crEnded = false;
     for (let i = 0; i < chunk.length; i++) {
       const byte = chunk[i];
       if (byte === LF) {
         if (this.afterCr) {
           // The LF of a CRLF: the line ended at the CR; an event it ended takes the LF along.
           this.afterCr = false;
-          if (crEnded) end = i + 1;
+          if (this.crEnded) end = i + 1;
         } else {
           if (this.atLineStart) end = i + 1;
           this.atLineStart = true;
         }
-        crEnded = false;
+        this.crEnded = false;
       } else if (byte === CR) {
-        crEnded = this.atLineStart;
-        if (crEnded) end = i + 1;
+        this.crEnded = this.atLineStart;
+        if (this.crEnded) end = i + 1;
         this.atLineStart = true;
         this.afterCr = true;
       } else {
         this.atLineStart = false;
         this.afterCr = false;
-        crEnded = false;
+        this.crEnded = false;
       }
     }
     return end;

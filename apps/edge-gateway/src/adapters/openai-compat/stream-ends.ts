@@ -60,10 +60,13 @@ export function streamFailure(err: unknown, where: string): UpstreamError {
   });
 }
 
-/** The events in `bytes` (whole events), parsed by eventsource-parser. */
+/** The events in `bytes` (whole events, any line endings), parsed by eventsource-parser. */
 export function parseEvents(bytes: Buffer): EventSourceMessage[] {
   const events: EventSourceMessage[] = [];
-  createParser({ onEvent: (e) => events.push(e) }).feed(bytes.toString('utf8'));
+  const text = bytes.toString('utf8');
+  // Whole events end on a blank line; one ended by a lone CR is held by the parser in case an LF
+  // follows (CRLF), so an LF is added: the CR then ends its line, as it does in the stream.
+  createParser({ onEvent: (e) => events.push(e) }).feed(text.endsWith('\r') ? `${text}\n` : text);
   return events;
 }
 

@@ -107,6 +107,31 @@ describe('wholeEvents', () => {
     expect(await drain(wholeEvents(cut, options()))).toEqual({ text: EVENT + 'data: [DONE]\n\n' });
   });
 
+  it.each([
+    ['CRLF, the last LF in a read of its own', ['data: a\r\n\r\n', 'data: [DONE]\r\n\r', '\n']],
+    ['CR', ['data: a\r\r', 'data: [DONE]\r\r']],
+    ['CR, one byte per read', [...'data: a\r\rdata: [DONE]\r\r']],
+    ['CRLF, one byte per read', [...'data: a\r\n\r\ndata: [DONE]\r\n\r\n']],
+  ])('finds the end marker of a stream with line endings %s, and passes every byte on', async (_how, parts) => {
+    const b = body();
+    const done = drain(wholeEvents(b, options()));
+    for (const part of parts) {
+      b.push(part);
+      await new Promise((r) => setImmediate(r));
+    }
+    b.push(null);
+    expect(await done).toEqual({ text: parts.join('') });
+  });
+
+  it('ends cleanly whatever follows its end marker: a comment, an event, or one cut short', async () => {
+    const b = body();
+    b.push(`${EVENT}${DONE}: keep-alive\n\ndata: {"late":1}\n\n: cut`);
+    b.push(null);
+    expect(await drain(wholeEvents(b, options()))).toEqual({
+      text: `${EVENT}${DONE}: keep-alive\n\ndata: {"late":1}\n\n`,
+    });
+  });
+
   it("ends with the abort's reason when the call's signal fired", async () => {
     const attempt = new AbortController();
     const b = body();

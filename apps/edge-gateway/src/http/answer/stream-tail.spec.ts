@@ -19,8 +19,27 @@ describe('StreamTail', () => {
     const split = tailOf([EVENT.repeat(3), 'data: [DO', 'NE]\n']);
     expect(split.finished()).toBe(true);
     expect(split.closing()).toBe('\n');
-    expect(tailOf([EVENT, 'data: [DONE]\n\n', ': keep-alive']).finished()).toBe(false);
     expect(tailOf([EVENT]).closing()).toBe('');
+    expect(tailOf([EVENT]).finished()).toBe(false);
+  });
+
+  it('ends a chat stream at its [DONE] line: a comment or an event after it is a trailer', () => {
+    expect(tailOf([EVENT, 'data: [DONE]\n\n', ': keep-alive\n\n']).finished()).toBe(true);
+    expect(tailOf([EVENT, 'data: [DONE]\n\n', ': keep-alive']).finished()).toBe(true);
+    expect(tailOf([EVENT, 'data: [DONE]\n\ndata: {"late":true}\n\n']).finished()).toBe(true);
+    // `[DONE]` inside a delta's text is not the marker.
+    expect(tailOf(['data: {"choices":[{"delta":{"content":"data: [DONE]"}}]}\n\n']).finished()).toBe(false);
+  });
+
+  it('reads line endings of every kind: CRLF and CR streams are finished and need no blank line added', () => {
+    for (const eol of ['\r\n', '\r']) {
+      const tail = tailOf([EVENT.replaceAll('\n', eol), `data: [DONE]${eol}${eol}`]);
+      expect(tail.finished()).toBe(true);
+      expect(tail.closing()).toBe('');
+    }
+    expect(tailOf(['data: [DONE]\r\n\r', '\n']).closing()).toBe('');
+    expect(tailOf(['data: [DONE]\r']).closing()).toBe('\n\n');
+    expect(tailOf(['data: [DONE]\r\n']).closing()).toBe('\n');
   });
 
   it("sees a chat stream's own error event as its last data line, whatever came after it", () => {

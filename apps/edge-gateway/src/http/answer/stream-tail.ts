@@ -9,6 +9,10 @@ const TAIL_CHARS = 64;
 const DATA_CHARS = 24;
 const DATA_BYTES = DATA_CHARS * 4;
 const DATA = Buffer.from('data:');
+/** Bytes of the chat end marker: a chunk without them is not read for it. */
+const DONE = Buffer.from('[DONE]');
+/** A `data: [DONE]` line (any line ending, or the chunk's end: a marker cut short by the close). */
+const DONE_LINE = /(?:^|[\r\n])data:[ \t]*\[DONE\][ \t]*(?:[\r\n]|$)/;
 
 /**
  * What the gateway must remember of a stream it passes through, read from its last bytes and (for
@@ -29,6 +33,8 @@ export class StreamTail {
   private response?: Record<string, unknown>;
   private head = '';
   private sequence = -1;
+  /** A chat stream's `data: [DONE]` line has passed: what follows it (a comment, a ping) is a trailer. */
+  private done = false;
 
   constructor(private readonly endpoint: Endpoint) {}
 
@@ -46,6 +52,7 @@ export class StreamTail {
       this.recentBytes -= oldest.length;
     }
     if (this.endpoint !== 'responses') {
+      if (!this.done && bytes.indexOf(DONE) !== -1) this.done = DONE_LINE.test(bytes.toString('latin1'));
       const at = bytes.lastIndexOf(DATA);
       if (at !== -1) {
         this.dataChunk = bytes;
@@ -78,9 +85,12 @@ export class StreamTail {
     return chunk.toString('utf8', this.dataAt, Math.min(chunk.length, this.dataAt + DATA_BYTES)).slice(0, DATA_CHARS);
   }
 
-  /** True when the stream ended as its format says a finished stream ends (chat: `data: [DONE]`). */
+  /**
+   * True when the stream ended as its format says a finished stream ends (chat: a `data: [DONE]`
+   * line passed; bytes after it, a comment or a late event, change nothing).
+   */
   finished(): boolean {
-    return this.endpoint !== 'chat' || /data:\s*\[DONE\]\s*$/.test(this.last);
+    return this.endpoint !== 'chat' || this.done || /data:\s*\[DONE\]\s*$/.test(this.last);
   }
 
   /**
@@ -95,10 +105,15 @@ export class StreamTail {
     return type === 'error' || type === 'response.failed';
   }
 
-  /** The blank line an event cut short by the end of the stream is missing ('' when none is). */
+  /**
+   * The blank line an event cut short by the end of the stream is missing ('' when none is: the
+   * stream ends with an empty line, whatever its line endings, LF, CRLF or CR).
+   */
   closing(): string {
     const last = this.last;
-    if (last === '' || last.endsWith('\n\n') || last.endsWith('\r\n\r\n')) return '';
+    if (last === '' || endsWithBlankLine(last)) return '';
+    // After an LF one more makes the empty line; after a lone CR an LF would only complete its CRLF,
+    // so two are added, as after no line ending at all.
     return last.endsWith('\n') ? '\n' : '\n\n';
   }
 
@@ -114,6 +129,19 @@ export class StreamTail {
     out += `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: ++this.sequence, code, message, param })}\n\n`;
     return out;
   }
+}
+
+/** Length of the line ending (CRLF 2, LF or CR 1) that ends `text` at `end`, or 0. */
+function lineEndingBefore(text: string, end: number): number {
+  if (end >= 2 && text.endsWith('\r\n', end)) return 2;
+  const c = text.charCodeAt(end - 1);
+  return c === 10 || c === 13 ? 1 : 0;
+}
+
+/** True when `text` ends with an empty line: two line endings in a row, of any kinds (WHATWG HTML, "Server-sent events"). */
+function endsWithBlankLine(text: string): boolean {
+  const one = lineEndingBefore(text, text.length);
+  return one > 0 && lineEndingBefore(text, text.length - one) > 0;
 }
 
 /** The first 256 characters of the last event in `text` (whole events, README "Streaming"); undefined when it holds none. */
