@@ -5,7 +5,7 @@ import { clientSafeCode, messageOf } from './upstream-errors';
 
 /*
  * How an upstream's SSE stream ends, and what its events say when it fails: the rules
- * `whole-events.ts` applies (docs/architecture.md, "Whole events only"; OpenAI API reference,
+ * `whole-events.ts` applies (docs/architecture.md, "HTTP surface": whole events only; OpenAI API reference,
  * "Streaming").
  */
 

@@ -3,7 +3,7 @@ import { UpstreamError } from '../../errors';
 import { wholeEvents, type WholeEventsOptions } from './whole-events';
 
 /**
- * The reader of an upstream's SSE body on its own (docs/architecture.md, "Whole events only"): how it
+ * The reader of an upstream's SSE body on its own (docs/architecture.md, "HTTP surface": whole events only): how it
  * reads the body (not before the iteration, no further than the reader takes) and how each way a body
  * can stop becomes the end of the iteration. The adapters' tests cover the same rules through HTTP.
  */
