@@ -35,7 +35,7 @@ export function createProcessLogger(
   const stream = streamOf(logger);
   // Unref'd: the timer never keeps a process alive; an exit writes what is held (pino's exit hook).
   setInterval(() => {
-    if (stream !== undefined && !stream._writing && (stream._len ?? 0) > 0) logger.flush();
+    if (stream !== undefined && !stream._writing && (stream._len ?? 0) > 0) flushHeld(logger);
   }, LOG_FLUSH_MS).unref();
   process.stdout.on('error', () => undefined);
   return logger;
@@ -45,6 +45,15 @@ export function createProcessLogger(
 const FLUSH_TIMEOUT_MS = 1000;
 /** How often it looks whether the log stream is still writing, in ms. */
 const POLL_MS = 5;
+
+/** Starts writing the held lines; a stream already ended (the process is exiting) writes nothing more. */
+function flushHeld(logger: pino.Logger): void {
+  try {
+    logger.flush();
+  } catch {
+    // sonic-boom throws once destroyed: nothing is left to write to.
+  }
+}
 
 function streamOf(logger: pino.Logger): LogStream | undefined {
   return (logger as unknown as Record<symbol, LogStream | undefined>)[pino.symbols.streamSym];
@@ -62,7 +71,7 @@ export async function flushLogs(logger: pino.Logger): Promise<void> {
   const stream = streamOf(logger);
   const deadline = Date.now() + FLUSH_TIMEOUT_MS;
   while (stream !== undefined && Date.now() < deadline) {
-    if (!stream._writing && (stream._len ?? 0) > 0) logger.flush();
+    if (!stream._writing && (stream._len ?? 0) > 0) flushHeld(logger);
     if (!stream._writing && (stream._len ?? 0) === 0) return;
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
