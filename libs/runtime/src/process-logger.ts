@@ -1,25 +1,27 @@
 import pino from 'pino';
 
 /**
- * Bytes of log lines held before they are written (README "Logs"): one `write(2)` per about ten
+ * Bytes of log lines held before they are written (README "Production layout"): one `write(2)` per about ten
  * access lines instead of one per line. A line waits at most {@link LOG_FLUSH_MS}.
  */
 export const LOG_BUFFER_BYTES = 4096;
 
-/** Longest a log line waits in the buffer before it is written, in ms (README "Logs"). */
+/** Longest a log line waits in the buffer before it is written, in ms (README "Production layout"). */
 export const LOG_FLUSH_MS = 250;
 
 /** What pino's stdout stream (sonic-boom) shows of its state: a write in flight, bytes held. */
 interface LogStream {
   _writing?: boolean;
   _len?: number;
+  /** Emitted when a write ends with less than a batch held. */
+  once?(event: 'drain', listener: () => void): unknown;
 }
 
 /**
  * The process's logger: JSON lines (pino) on stdout at `level` (`LOG_LEVEL`), each with
- * `service` (or on `fd`). Lines are written asynchronously in batches of up to {@link LOG_BUFFER_BYTES}, and
+ * `service`, on stdout (or on `fd`). Lines are written asynchronously in batches of up to {@link LOG_BUFFER_BYTES}, and
  * none waits longer than {@link LOG_FLUSH_MS}; an orderly exit (a stop signal, `process.exit`)
- * writes what is held, a SIGKILL loses at most that (README "Logs"). A stdout whose reader is gone
+ * writes what is held, a SIGKILL loses at most that (README "Production layout"). A stdout whose reader is gone
  * (a broken log pipe) neither crashes the process nor keeps it from exiting (README "Security").
  */
 export function createProcessLogger(
@@ -33,9 +35,19 @@ export function createProcessLogger(
     pino.destination({ dest: fd, sync: false, minLength: LOG_BUFFER_BYTES }),
   );
   const stream = streamOf(logger);
+  let afterWrite = false;
   // Unref'd: the timer never keeps a process alive; an exit writes what is held (pino's exit hook).
+  // A tick that finds a write in flight writes what is held as soon as that write ends (sonic-boom
+  // keeps what came in meanwhile until it reaches the batch size), not a tick later.
   setInterval(() => {
-    if (stream !== undefined && !stream._writing && (stream._len ?? 0) > 0) flushHeld(logger);
+    if (stream === undefined || (stream._len ?? 0) === 0) return;
+    if (!stream._writing) return flushHeld(logger);
+    if (afterWrite) return;
+    afterWrite = true;
+    stream.once?.('drain', () => {
+      afterWrite = false;
+      if (!stream._writing && (stream._len ?? 0) > 0) flushHeld(logger);
+    });
   }, LOG_FLUSH_MS).unref();
   process.stdout.on('error', () => undefined);
   return logger;
