@@ -194,7 +194,8 @@ describe('CLI programs in a gateway process that holds secrets', () => {
     expect(Math.max(...healthz)).toBeLessThan(1000);
     // A survivor would be declared 1 s after its run's end: wait past that for a sweep line.
     await new Promise((r) => setTimeout(r, 1500));
-    expect(gateway.output()).toContain('CLI programs run in the bwrap sandbox');
+    await gateway.waitForOutput('CLI programs run in the bwrap sandbox');
+    await gateway.settled();
     expect(gateway.output()).not.toContain('swept /proc');
   }, 60_000);
 

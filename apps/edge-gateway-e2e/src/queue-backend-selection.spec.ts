@@ -40,10 +40,9 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
       ready: boolean;
       queue: { backend: string; reachable: boolean };
     };
-  /** The startup line `queue backend: ...` from the JSON logs. */
-  const backendLine = (g: GatewayProcess) =>
-    g
-      .output()
+  /** The startup line `queue backend: ...` from the JSON logs, once written. */
+  const backendLine = async (g: GatewayProcess) =>
+    (await g.waitForOutput('"msg":"queue backend: '))
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map(
@@ -60,7 +59,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     await flush();
     const gateway = await start({ env: { REDIS_URL: redis.url } });
     expect(await readyz(gateway)).toEqual({ ready: true, queue: { backend: 'redis', reachable: true } });
-    expect(backendLine(gateway)).toMatchObject({
+    expect(await backendLine(gateway)).toMatchObject({
       level: 30,
       queue: 'redis',
       source: 'REDIS_URL',
@@ -78,7 +77,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     // REDIS_URL names a port nothing listens on: a gateway that used it would not be ready.
     const gateway = await start({ env: { REDIS_URL: 'redis://127.0.0.1:1' }, args: ['--redis', redis.url] });
     expect(await readyz(gateway)).toEqual({ ready: true, queue: { backend: 'redis', reachable: true } });
-    expect(backendLine(gateway)).toMatchObject({
+    expect(await backendLine(gateway)).toMatchObject({
       level: 30,
       source: '--redis',
       msg: `queue backend: redis at ${redis.url} (--redis overrides REDIS_URL and queue.backend: memory)`,
@@ -92,9 +91,10 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     const withPassword = redis.url.replace('redis://', 'redis://:s3cret@');
     const gateway = await start({ env: { REDIS_URL: withPassword } });
     expect((await readyz(gateway)).queue.backend).toBe('redis');
-    expect(backendLine(gateway)?.msg).toBe(
+    expect((await backendLine(gateway))?.msg).toBe(
       `queue backend: redis at ${redis.url.replace('redis://', 'redis://***@')} (REDIS_URL overrides queue.backend: memory)`,
     );
+    await gateway.settled();
     expect(gateway.output()).not.toContain('s3cret');
   });
 
@@ -102,7 +102,7 @@ describe('queue backend selection of the built gateway on examples/edge.yaml', (
     await flush();
     const gateway = await start({ env: { REDIS_URL: '' } });
     expect(await readyz(gateway)).toEqual({ ready: true, queue: { backend: 'memory', reachable: true } });
-    expect(backendLine(gateway)).toMatchObject({
+    expect(await backendLine(gateway)).toMatchObject({
       level: 30,
       queue: 'memory',
       msg: 'queue backend: memory (queue.backend: memory)',

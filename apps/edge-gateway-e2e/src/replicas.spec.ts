@@ -275,6 +275,7 @@ describe('provider pools across gateway replicas (Redis backend)', () => {
     expect(maxSeen('up-3')).toBe(3);
     expect(maxSeen('up-5')).toBe(5);
     // The origin never had to fence: its renewals went on while the others died.
+    await origin.settled();
     expect(origin.output()).not.toMatch(/ lost \(/);
     await waitUntil(idle, 3000, 'counts back to 0');
   }, 60_000);

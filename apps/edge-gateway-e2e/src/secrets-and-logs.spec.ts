@@ -25,7 +25,8 @@ async function runBriefly(
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // 'close', not 'exit': the lines an orderly exit writes last are read by then.
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
   const deadline = Date.now() + 15_000;
   while (child.exitCode === null && child.signalCode === null && !/listening on/.test(output)) {
     if (Date.now() > deadline) break;

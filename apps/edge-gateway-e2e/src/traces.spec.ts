@@ -101,6 +101,6 @@ describe('OpenTelemetry traces over OTLP from the built gateway', () => {
     expect(attr(call, 'gen_ai.usage.input_tokens')).toBe(usage.prompt_tokens);
     expect(attr(call, 'gen_ai.usage.output_tokens')).toBe(usage.completion_tokens);
     expect(attr(call, 'iop.provider')).toBe('llama-a');
-    expect(gateway.output()).toContain('tracing: exporting spans over OTLP/HTTP');
+    await gateway.waitForOutput('tracing: exporting spans over OTLP/HTTP');
   });
 });

@@ -144,8 +144,16 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
         3000,
         'every replica to see pa healthy',
       );
-    // Each transition logged once over the whole fleet, by the replica that made it.
+    // Each transition logged once over the whole fleet, by the replica that made it (its line is
+    // written within the logger's flush interval; every replica's held lines are out before counting).
     const all = (re: RegExp) => replicas.flatMap((r) => lines(r, re));
+    const transitions = [
+      /provider pa: healthy → unhealthy/,
+      /provider pa: half_open → trial/,
+      /provider pa: trial → healthy/,
+    ];
+    for (const re of transitions) await waitUntil(() => all(re).length > 0, 5000, `a line ${re} from a replica`);
+    await Promise.all(replicas.map((r) => r.settled()));
     expect(all(/provider pa: healthy → unhealthy/)).toHaveLength(1);
     expect(all(/provider pa: half_open → trial/)).toHaveLength(1);
     expect(all(/provider pa: trial → healthy/)).toHaveLength(1);
@@ -227,6 +235,8 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
     await waitUntil(async () => (await resource(at(0), 'solo')).in_flight === 0, 4000, 'the stalled stream to be cut');
     const next = await post(at(1), '/v1/chat/completions', chat('sm'));
     expect(next.status).toBe(200);
+    await replicas[0].waitForOutput(/client accepted no byte for gateway.stream_idle_timeout_ms/);
+    await replicas[0].settled();
     expect(lines(replicas[0], /client accepted no byte for gateway.stream_idle_timeout_ms/)).toHaveLength(1);
     socket.destroy();
   });
@@ -288,6 +298,7 @@ describe('a Redis outage is logged once when it starts and once when it ends', (
         'service to resume',
       );
       await sleep(1200);
+      await gateway.waitForOutput(/redis reachable again for provider health and affinity/);
       expect(lines(gateway, /redis unavailable for provider health and affinity/)).toHaveLength(1);
       expect(lines(gateway, /redis reachable again for provider health and affinity/)).toHaveLength(1);
       expect(lines(gateway, /redis queue: Redis unreachable/)).toHaveLength(1);

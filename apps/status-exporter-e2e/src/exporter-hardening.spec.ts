@@ -121,9 +121,11 @@ describe('status exporter hardening (README "Security")', () => {
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close', not 'exit': the lines an orderly exit writes last are read by then.
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
     // Either it refuses to start, or it runs (Redis down) and logs its start-up, the Redis errors
-    // included, before its "listening on" line: wait for one or the other, then stop it.
+    // included: wait for the exit or the "listening on" line, then stop it; its orderly exit writes
+    // every log line it held.
     await waitUntil(
       () => child.exitCode !== null || /listening on/.test(output),
       15_000,
@@ -145,7 +147,8 @@ describe('status exporter hardening (README "Security")', () => {
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close', not 'exit': the lines an orderly exit writes last are read by then.
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
     await waitUntil(() => output.includes('warning: --redis carries credentials'), 5000, 'the warning');
     child.kill('SIGTERM');
     await exited;

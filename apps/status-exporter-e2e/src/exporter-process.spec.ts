@@ -126,7 +126,7 @@ describe('status-exporter as a process (node dist/apps/status-exporter/main.js)'
       const first = receivers[0].received;
       await new Promise((r) => setTimeout(r, 400));
       expect(receivers[0].received).toBe(first);
-      expect(p.output()).toMatch(/status-exporter: push settings reloaded/);
+      await p.waitForOutput(/status-exporter: push settings reloaded/);
     } finally {
       for (const { server } of receivers) {
         server.closeAllConnections();

@@ -61,6 +61,6 @@ describe('status exporters as processes: one pushes at a time', () => {
     const firstFromStandby = () => posts.find((p) => pidOf(p.from) === standby.child.pid);
     await waitUntil(() => firstFromStandby() !== undefined, PUSH_LOCK_TTL_MS + 5000, 'the other exporter to push');
     expect((firstFromStandby()?.at ?? Infinity) - killed).toBeLessThanOrEqual(PUSH_LOCK_TTL_MS + 500);
-    expect(standby.output()).toMatch(/took the push lock/);
+    await standby.waitForOutput(/took the push lock/);
   }, 60_000);
 });

@@ -53,8 +53,8 @@ describe('status-exporter queue backend selection on examples/edge.yaml', () => 
       env(redis.url),
     );
     expect(exporter.url).toBeDefined();
-    expect(exporter.output()).toContain(`queue backend: redis at ${redis.url} (${reason})`);
-    expect(gateway.output()).toContain(`queue backend: redis at ${redis.url} (${reason})`);
+    await exporter.waitForOutput(`queue backend: redis at ${redis.url} (${reason})`);
+    await gateway.waitForOutput(`queue backend: redis at ${redis.url} (${reason})`);
     // Counts come from that Redis (null would mean it could not read them).
     expect(await llamaA(exporter)).toMatchObject({ max_concurrency: 4, in_flight: 0, queued: 0 });
     const metrics = await (await fetch(`${exporter.url}/metrics`)).text();

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { waitUntil } from '@iop/dispatch/testing';
+import { LOG_FLUSH_MS } from '@iop/runtime';
 
 /** The built gateway (`nx run edge-gateway:build`); this project's `test` target depends on it. */
 export const GATEWAY_MAIN = path.resolve(__dirname, '../../../../dist/apps/edge-gateway/main.js');
@@ -10,8 +12,22 @@ export const GATEWAY_MAIN = path.resolve(__dirname, '../../../../dist/apps/edge-
 export interface GatewayProcess {
   url: string;
   child: ChildProcess;
-  /** stdout + stderr so far, for failure messages. */
+  /**
+   * stdout + stderr so far. A log line is written up to {@link LOG_FLUSH_MS} after it is logged
+   * (README "Production layout"): wait for it with {@link GatewayProcess.waitForOutput}.
+   */
   output(): string;
+  /**
+   * Waits until the output matches `expected` (a log line written in its batch).
+   * @returns the output then
+   * @throws Error with the output when it does not within `timeoutMs` (default 5000 ms)
+   */
+  waitForOutput(expected: RegExp | string, timeoutMs?: number): Promise<string>;
+  /**
+   * Waits until every line the process logged before the call is in the output: twice
+   * {@link LOG_FLUSH_MS}, the longest a logged line is held. For checks that a line is absent.
+   */
+  settled(): Promise<void>;
   /** SIGTERM and wait for exit (graceful); resolves to the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
@@ -47,7 +63,8 @@ export async function spawnGateway(
     },
   );
   let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the lines an orderly exit writes last are read by then.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`gateway did not listen within ${opts.timeoutMs ?? 15000} ms:\n${output}`)),
@@ -72,6 +89,8 @@ export async function spawnGateway(
     url,
     child,
     output: () => output,
+    waitForOutput: (expected, timeoutMs) => waitForOutput(() => output, expected, timeoutMs),
+    settled: () => new Promise((r) => setTimeout(r, 2 * LOG_FLUSH_MS)),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return exited;
@@ -81,4 +100,22 @@ export async function spawnGateway(
       await exited;
     },
   };
+}
+
+/**
+ * Waits until `output()` matches `expected`: a spawned process's log line reaches its stdout up to
+ * {@link LOG_FLUSH_MS} after it is logged (README "Production layout").
+ * @returns the output then
+ * @throws Error with the output when it does not within `timeoutMs`
+ */
+export async function waitForOutput(
+  output: () => string,
+  expected: RegExp | string,
+  timeoutMs = 5000,
+): Promise<string> {
+  const matches = () => (typeof expected === 'string' ? output().includes(expected) : expected.test(output()));
+  await waitUntil(matches, timeoutMs, `${String(expected)} in the output`).catch((err: Error) => {
+    throw new Error(`${err.message}; output:\n${output()}`);
+  });
+  return output();
 }

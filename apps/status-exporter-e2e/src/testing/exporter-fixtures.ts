@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { waitUntil } from '@iop/dispatch/testing';
 
 /** The built gateway (`nx run edge-gateway:build`); this project's `test` target depends on it. */
 export const GATEWAY_MAIN = path.resolve(__dirname, '../../../../dist/apps/edge-gateway/main.js');
@@ -21,7 +22,16 @@ export interface ServiceProcess {
   /** The URL from its "listening on" line, or undefined when it exited first. */
   url?: string;
   child: ChildProcess;
+  /**
+   * stdout + stderr so far. A log line is written up to 250 ms (the logger's flush interval) after
+   * it is logged (README "Production layout"): wait for it with {@link ServiceProcess.waitForOutput}.
+   */
   output(): string;
+  /**
+   * Waits until the output contains `expected` (a log line written in its batch).
+   * @throws Error with the output when it does not within `timeoutMs` (default 5000 ms)
+   */
+  waitForOutput(expected: RegExp | string, timeoutMs?: number): Promise<void>;
   /** Resolves to the exit code once the process exited. */
   exited: Promise<number | null>;
   /** SIGTERM and wait; resolves to the exit code. */
@@ -44,7 +54,8 @@ export async function spawnService(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the lines an orderly exit writes last are read by then.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const url = await new Promise<string | undefined>((resolve, reject) => {
     const timer = setTimeout(
       () =>
@@ -73,6 +84,12 @@ export async function spawnService(
     url,
     child,
     output: () => output,
+    waitForOutput: async (expected, timeoutMs = 5000) => {
+      const matches = () => (typeof expected === 'string' ? output.includes(expected) : expected.test(output));
+      await waitUntil(matches, timeoutMs, `${String(expected)} in the output`).catch((err: Error) => {
+        throw new Error(`${err.message}; output:\n${output}`);
+      });
+    },
     exited,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
