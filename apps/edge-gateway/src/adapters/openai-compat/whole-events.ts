@@ -111,10 +111,8 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
   /** The reader stopped early: the body is closed (the upstream call with it). */
   return(): Promise<IteratorResult<Uint8Array, undefined>> {
     this.ready.length = 0;
-    if (this.end === undefined) {
-      this.end = {};
-      this.body.destroy();
-    } else this.end = {};
+    if (this.end === undefined) this.body.destroy();
+    this.end = {};
     return Promise.resolve({ done: true, value: undefined });
   }
 
