@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { waitUntil } from '@iop/dispatch/testing';
+import { waitForOutput } from '@iop/dispatch/testing';
 import { LOG_FLUSH_MS } from '@iop/runtime';
 
 /** The built gateway (`nx run edge-gateway:build`); this project's `test` target depends on it. */
@@ -100,22 +100,4 @@ export async function spawnGateway(
       await exited;
     },
   };
-}
-
-/**
- * Waits until `output()` matches `expected`: a spawned process's log line reaches its stdout up to
- * {@link LOG_FLUSH_MS} after it is logged (README "Production layout").
- * @returns the output then
- * @throws Error with the output when it does not within `timeoutMs`
- */
-export async function waitForOutput(
-  output: () => string,
-  expected: RegExp | string,
-  timeoutMs = 5000,
-): Promise<string> {
-  const matches = () => (typeof expected === 'string' ? output().includes(expected) : expected.test(output()));
-  await waitUntil(matches, timeoutMs, `${String(expected)} in the output`).catch((err: Error) => {
-    throw new Error(`${err.message}; output:\n${output()}`);
-  });
-  return output();
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { waitUntil } from '@iop/dispatch/testing';
+import { waitForOutput } from '@iop/dispatch/testing';
 
 /** The built gateway (`nx run edge-gateway:build`); this project's `test` target depends on it. */
 export const GATEWAY_MAIN = path.resolve(__dirname, '../../../../dist/apps/edge-gateway/main.js');
@@ -84,12 +84,7 @@ export async function spawnService(
     url,
     child,
     output: () => output,
-    waitForOutput: async (expected, timeoutMs = 5000) => {
-      const matches = () => (typeof expected === 'string' ? output.includes(expected) : expected.test(output));
-      await waitUntil(matches, timeoutMs, `${String(expected)} in the output`).catch((err: Error) => {
-        throw new Error(`${err.message}; output:\n${output}`);
-      });
-    },
+    waitForOutput: async (expected, timeoutMs) => void (await waitForOutput(() => output, expected, timeoutMs)),
     exited,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

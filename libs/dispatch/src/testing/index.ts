@@ -1,5 +1,5 @@
 export { type TestRedis, startRedis, uniquePrefix, scanKeys, spawnRedis, freePort } from './redis-server';
-export { waitUntil } from './wait-until';
+export { waitForOutput, waitUntil } from './wait-until';
 export { rawExchange, type RawExchange } from './raw-http';
 export { seedLeases } from './seed-leases';
 export { proxyClusterMasters, startRedisCluster, type TestRedisCluster } from './redis-cluster';
