@@ -261,7 +261,9 @@ export function redisCostSection(cost: RedisCostResults): string {
     const runs = cost.runs.filter((r) => r.breakdown.length);
     const commands = [...new Set(runs.flatMap((r) => r.breakdown.map((b) => b.command)))];
     const order = (cmd: string) => -(runs[0]?.breakdown.find((b) => b.command === cmd)?.perRequest ?? 0);
-    commands.sort((a, b) => (a === 'evalsha' ? -1 : b === 'evalsha' ? 1 : order(a) - order(b) || a.localeCompare(b)));
+    // The script calls first: `fcall` (Redis Functions), or `evalsha` where Redis has none.
+    const script = (cmd: string) => (cmd === 'fcall' || cmd === 'evalsha' ? 0 : 1);
+    commands.sort((a, b) => script(a) - script(b) || order(a) - order(b) || a.localeCompare(b));
     if (commands.length) {
       out.push('');
       out.push(
@@ -278,9 +280,9 @@ export function redisCostSection(cost: RedisCostResults): string {
       );
       out.push('');
       out.push(
-        'Every command Redis executed in the measured windows, over all rounds, divided by the requests. `evalsha` is the scripts themselves ' +
+        'Every command Redis executed in the measured windows, over all rounds, divided by the requests. `fcall` (`evalsha` on a Redis without Functions) is the scripts themselves ' +
           '(admit, release, renew, poll); the other rows are mostly the commands the scripts ran. µs as Redis accounts them: ' +
-          "`evalsha`'s include its inner commands', so the column does not add up; Redis CPU above also covers reading, parsing and replying.",
+          "a script call's include its inner commands, so the column does not add up; Redis CPU above also covers reading, parsing and replying.",
       );
     }
   }

@@ -26,7 +26,7 @@ export interface CommandShare {
   command: string;
   /** Calls per request (background commands during the run included). */
   perRequest: number;
-  /** Microseconds Redis accounted to it per request (`EVALSHA` includes its inner commands). */
+  /** Microseconds Redis accounted to it per request (a script call, `FCALL` or `EVALSHA`, includes its inner commands). */
   usecPerRequest: number;
 }
 

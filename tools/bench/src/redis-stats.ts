@@ -2,14 +2,14 @@ import { Redis } from 'ioredis';
 
 /**
  * What Redis itself counted, read from `INFO commandstats` and `INFO cpu`. `commandstats` counts
- * every command a Lua script runs under its own name as well as the `EVALSHA` that ran the script,
+ * every command a Lua script runs under its own name as well as the `FCALL` (or `EVALSHA`) that ran the script,
  * so a sum over the table is the number of commands Redis executed, nested ones included.
  */
 
 /** One command's counters, summed since start-up or the last `CONFIG RESETSTAT`. */
 export interface CommandCounter {
   calls: number;
-  /** Microseconds Redis spent in the command (for `EVALSHA`: the whole script, inner commands included). */
+  /** Microseconds Redis spent in the command (for `FCALL` or `EVALSHA`: the whole script, inner commands included). */
   usec: number;
 }
 

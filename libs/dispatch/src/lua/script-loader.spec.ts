@@ -165,25 +165,25 @@ describe('in a real Redis', () => {
     },
   );
 
-  it('runs a script Redis does not hold (EVAL after NOSCRIPT), then by its sha, counting each run once', async () => {
+  it.each(ALL_SCRIPTS.map((s) => [s.name, s] as const))(
+    'loads the Redis Functions library of %s under its function name',
+    async (_, script) => {
+      expect(await client.function('LOAD', 'REPLACE', script.library)).toBe(script.functionName);
+    },
+  );
+
+  it('runs a script by FCALL, counting each run once', async () => {
     const script = LEASE_SCRIPTS.leave;
     const base = `${uniquePrefix('lua')}:{t}`;
-    await client.script('FLUSH');
     const before = scriptCallCounts()[script.name];
-    const evalshaCalls = async () =>
-      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
-
-    expect(await script.run(client, [`${base}:seq`], [base, 'provider.a', 'r1.1'])).toEqual({
-      status: 'gone',
-      values: [],
-    });
-    expect((await client.script('EXISTS', script.sha)) as number[]).toEqual([1]);
-    const evalsha = await evalshaCalls();
-    expect(await script.run(client, [`${base}:seq`], [base, 'provider.a', 'r1.2'])).toEqual({
-      status: 'gone',
-      values: [],
-    });
-    expect(await evalshaCalls()).toBe(evalsha + 1);
+    const fcalls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+    const sent = await fcalls();
+    for (const id of ['r1.1', 'r1.2'])
+      expect(await script.run(client, [`${base}:seq`], [base, 'provider.a', id])).toEqual({
+        status: 'gone',
+        values: [],
+      });
+    expect(await fcalls()).toBe(sent + 2);
     expect(scriptCallCounts()[script.name]).toBe(before + 2);
   });
 

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import type { RedisClient } from '../queue/redis-connection';
+import {
+  functionLibraryText,
+  functionsRefused,
+  isFunctionMissing,
+  loadLibrary,
+  refusesFunctions,
+  type ScriptParts,
+} from './function-library';
 
 /**
  * The `.lua` files of one scripts folder, by path relative to that folder without `.lua`
@@ -26,13 +34,13 @@ export function includesOf(text: string): string[] {
 }
 
 /**
- * The text Redis runs for script `name` of `sources`: its file, with every include it names (directly
- * or through other includes) inlined once, in dependency order (an include comes before every file
- * that names it, so each local function is declared before its first use), at the place of the
- * script's first include line. The same sources give the same text, whatever their key order.
+ * Script `name` of `sources` split where its includes go: its file, with every include it names
+ * (directly or through other includes) inlined once, in dependency order (an include comes before
+ * every file that names it, so each local function is declared before its first use), at the place of
+ * the script's first include line. The same sources give the same parts, whatever their key order.
  * @throws Error naming the chain when a file is missing or includes form a cycle.
  */
-export function buildScriptText(name: string, sources: LuaSources): string {
+export function buildScriptParts(name: string, sources: LuaSources): ScriptParts {
   const source = (path: string, chain: readonly string[]) => {
     if (!Object.hasOwn(sources, path))
       throw new Error(`lua file ${path}.lua not found (${[...chain, path].join(' > ')})`);
@@ -50,47 +58,84 @@ export function buildScriptText(name: string, sources: LuaSources): string {
     ordered.push(path);
   };
   visit(name, []);
-  const inlined = ordered
+  const includes = ordered
     .slice(0, -1)
     .map((path) => sources[path].replace(INCLUDE_LINE, '').trim() + '\n')
     .join('');
-  let first = true;
-  return sources[name].replace(INCLUDE_LINE, () => {
-    const replacement = first ? inlined : '';
-    first = false;
-    return replacement;
-  });
+  const own = sources[name];
+  const first = new RegExp(INCLUDE_LINE.source, 'm').exec(own)?.index ?? 0;
+  return { head: own.slice(0, first), includes, body: own.slice(first).replace(INCLUDE_LINE, '') };
+}
+
+/** The text `EVAL` runs for script `name` of `sources`: {@link buildScriptParts} joined. @throws as `buildScriptParts`. */
+export function buildScriptText(name: string, sources: LuaSources): string {
+  const { head, includes, body } = buildScriptParts(name, sources);
+  return head + includes + body;
 }
 
 /** Every script defined in this process, by name: for `scriptCallCounts`. */
 const DEFINED = new Map<string, LuaScript<string>>();
 
+/** What a script is defined with besides its sources. */
+export interface ScriptOptions<S extends string> {
+  /** How many of its arguments are keys (`KEYS`); the rest are `ARGV`. */
+  readonly numberOfKeys: number;
+  /** The status words it may answer (the first element of its reply). */
+  readonly statuses: readonly S[];
+  /**
+   * True for a script that ends or keeps up what exists (a lease, a waiter, a reservation) and must
+   * run while Redis is over `maxmemory`, as ending a lease frees memory (Redis flag `allow-oom`);
+   * false (the default) for one that adds state, such as admission, which Redis then refuses with an
+   * `OOM` error before it runs (docs/architecture.md, "Lua scripts"). @defaultValue false
+   */
+  readonly allowOom?: boolean;
+}
+
 /**
  * One Lua script as the Redis backends run it (docs/architecture.md, "Lua scripts"): its text built
- * from its `.lua` file and includes, and its SHA-1. `run` sends `EVALSHA` and, when Redis answers
- * `NOSCRIPT` (first call, a restart, `SCRIPT FLUSH`), `EVAL` with the text, on a single Redis as on a
- * Cluster (ioredis routes both by the slot of the first key).
+ * from its `.lua` file and includes, its SHA-1, and the same code as a Redis Functions library. `run`
+ * calls the function with `FCALL`, loading the library first when Redis answers that it does not
+ * hold it (first call, a restart, `FUNCTION FLUSH`); on a Redis without Functions (before 7.0, or
+ * an ACL user without `FCALL`) it sends `EVALSHA` and, on `NOSCRIPT`, `EVAL` with the text. On a
+ * Cluster ioredis routes each call by the slot of the first key, and a library is loaded on every
+ * master.
  */
 export class LuaScript<S extends string> {
   /** The script's own file (header, include lines, body). */
   readonly source: string;
-  /** The text sent to Redis: `source` with its includes inlined. */
+  /** The text `EVAL` runs: `source` with its includes inlined. */
   readonly lua: string;
   /** SHA-1 of `lua`, hex: the `EVALSHA` name. */
   readonly sha: string;
+  /** Name of its Redis Functions library and of the library's one function: `iop_<name>_<hash of the library>`. */
+  readonly functionName: string;
+  /** The library `FUNCTION LOAD` takes. */
+  readonly library: string;
+  readonly numberOfKeys: number;
+  readonly statuses: readonly S[];
   private runs = 0;
+  /** A library load in flight per client, so that calls that all found it missing load it once. */
+  private readonly loading = new WeakMap<RedisClient, Promise<void>>();
 
   /** Use `defineScript`. */
   constructor(
     readonly name: string,
     /** Every `.lua` file of the script's folder (the script's own and its includes). */
     readonly sources: LuaSources,
-    readonly numberOfKeys: number,
-    readonly statuses: readonly S[],
+    opts: ScriptOptions<S>,
   ) {
-    this.lua = buildScriptText(name, sources);
+    const parts = buildScriptParts(name, sources);
+    this.numberOfKeys = opts.numberOfKeys;
+    this.statuses = opts.statuses;
+    this.lua = parts.head + parts.includes + parts.body;
     this.source = sources[name];
     this.sha = createHash('sha1').update(this.lua).digest('hex');
+    const stem = `iop_${name.replace(/[^A-Za-z0-9]/g, '_')}_`;
+    const hash = createHash('sha1')
+      .update(functionLibraryText(stem, parts, opts.allowOom ?? false))
+      .digest('hex');
+    this.functionName = stem + hash.slice(0, 16);
+    this.library = functionLibraryText(this.functionName, parts, opts.allowOom ?? false);
   }
 
   /** Calls of `run` in this process so far (one per script execution asked for, retries not counted). */
@@ -101,21 +146,48 @@ export class LuaScript<S extends string> {
   /**
    * Runs the script once.
    * @param keys exactly `numberOfKeys` keys; all on one Cluster slot.
-   * @throws the Redis error (connection lost, command timeout, a script error), or Error when the
-   *   reply is not one of this script's status words followed by strings.
+   * @throws the Redis error (connection lost, command timeout, a script error, `OOM` for a script
+   *   without `allowOom` while Redis is over `maxmemory`), or Error when the reply is not one of this
+   *   script's status words followed by strings.
    */
   async run(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<ScriptReply<S>> {
     if (keys.length !== this.numberOfKeys)
       throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
     this.runs++;
-    let reply: unknown;
+    if (functionsRefused(client)) return decodeReply(this, await this.evalSha(client, keys, args));
     try {
-      reply = await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return decodeReply(this, await client.fcall(this.functionName, keys.length, ...keys, ...args));
+    } catch (e) {
+      if (refusesFunctions(client, e)) return decodeReply(this, await this.evalSha(client, keys, args));
+      if (!isFunctionMissing(e)) throw e;
+    }
+    try {
+      await this.load(client);
+    } catch (e) {
+      if (refusesFunctions(client, e)) return decodeReply(this, await this.evalSha(client, keys, args));
+      throw e;
+    }
+    return decodeReply(this, await client.fcall(this.functionName, keys.length, ...keys, ...args));
+  }
+
+  /** `FUNCTION LOAD` of the library, once for calls that found it missing together. @throws the Redis error. */
+  private load(client: RedisClient): Promise<void> {
+    let pending = this.loading.get(client);
+    if (pending === undefined) {
+      pending = loadLibrary(client, this.library).finally(() => this.loading.delete(client));
+      this.loading.set(client, pending);
+    }
+    return pending;
+  }
+
+  /** `EVALSHA`, and `EVAL` with the text when Redis answers `NOSCRIPT`. @throws the Redis error. */
+  private async evalSha(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]) {
+    try {
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (e) {
       if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-      reply = await client.eval(this.lua, keys.length, ...keys, ...args);
+      return client.eval(this.lua, keys.length, ...keys, ...args);
     }
-    return decodeReply(this, reply);
   }
 }
 
@@ -126,10 +198,10 @@ export class LuaScript<S extends string> {
 export function defineScript<const S extends string>(
   name: string,
   sources: LuaSources,
-  opts: { numberOfKeys: number; statuses: readonly S[] },
+  opts: ScriptOptions<S>,
 ): LuaScript<S> {
   if (DEFINED.has(name)) throw new Error(`script ${name} is defined twice`);
-  const script = new LuaScript(name, sources, opts.numberOfKeys, opts.statuses);
+  const script = new LuaScript(name, sources, opts);
   DEFINED.set(name, script);
   return script;
 }
@@ -152,7 +224,7 @@ export function decodeReply<S extends string>(
 
 /**
  * Script runs asked for by this process, by script name (every script defined so far, 0 when never
- * run): what each request costs in scripts, next to `INFO commandstats`, which counts every `EVALSHA` as one.
+ * run): what each request costs in scripts, next to `INFO commandstats`, which counts every `FCALL` (or `EVALSHA`) as one.
  */
 export function scriptCallCounts(): Record<string, number> {
   return Object.fromEntries([...DEFINED].map(([name, script]) => [name, script.calls]));
