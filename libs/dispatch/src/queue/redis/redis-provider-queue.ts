@@ -79,7 +79,13 @@ export class RedisProviderQueue implements ProviderQueue {
       this.watch.failover(e);
       if (this.subscriber.status === 'ready') this.subscriber.disconnect(true);
     };
-    this.producer = connectRedis({ ...target, failFast: true, commandTimeoutMs: opts.commandTimeoutMs, onReadOnly });
+    this.producer = connectRedis({
+      ...target,
+      failFast: true,
+      autoPipelining: true,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      onReadOnly,
+    });
     this.subscriber = connectRedis(target);
     const store = (this.store = new LeaseStore(this.producer, opts.prefix, opts.leaseTtlMs));
     const holder = (this.holder = new LeaseHolder(store, opts, opts.logger, this.rate));
