@@ -111,7 +111,9 @@ export class LuaScript<S extends string> {
   readonly functionName: string;
   /** The library `FUNCTION LOAD` takes. */
   readonly library: string;
+  /** How many of its arguments are keys (`ScriptOptions.numberOfKeys`). */
   readonly numberOfKeys: number;
+  /** The status words it may answer (`ScriptOptions.statuses`). */
   readonly statuses: readonly S[];
   private runs = 0;
   /** A library load in flight per client, so that calls that all found it missing load it once. */
