@@ -67,7 +67,7 @@ local shedMarkMs, solo = tonumber(ARGV[14]), ARGV[15] == '1'
 local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], tonumber(ARGV[19])
 local qnames = sliceArgs(ARGV, 20, 19 + n)
 
-local now = nowMs()
+local now, nowText = nowMs()
 local best, bestLoad, room, roomLoad
 local qs, mcs, acts, loads, takes, tcs = {}, {}, {}, {}, {}, {}
 local queued = 0
@@ -135,22 +135,22 @@ if pick ~= nil and rcall('EXISTS', base .. ':barrier') == 0 then
   -- A solo job's lease is marked so that no path that ends it takes it off a count it never joined.
   if solo then
     local tb, reply = reserve('granted', qnames[pick])
-    local fields = leaseFields(tb, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
-    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
+    local fields = leaseFields(tb, 'processedOn', nowText, 'cl', client, 'pool', pool, 'cap', cap, 'solo', '1')
+    writeJob(qs[pick] .. jobId, data, nowText, '0', unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
     return reply
   end
-  local held = countClient(base, 'a', pool, client, 1)
+  local held = countClient(base, 'a', pool, client, '1')
   if cap == '' or held <= tonumber(cap) then
     local tb, reply = reserve('granted', qnames[pick])
-    local fields = leaseFields(tb, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
-    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
+    local fields = leaseFields(tb, 'processedOn', nowText, 'cl', client, 'pool', pool, 'cap', cap)
+    writeJob(qs[pick] .. jobId, data, nowText, '0', unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
     return reply
   end
-  countClient(base, 'a', pool, client, -1)
+  countClient(base, 'a', pool, client, '-1')
   parked = true
 elseif cap ~= '' then
   parked = clientCount(base, 'a', pool, client) >= tonumber(cap)
@@ -193,9 +193,9 @@ local tb, reply = reserve('queued', qnames[target])
 local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st), unpack(tb)}
 for _, f in ipairs(tokenFields) do fields[#fields + 1] = f end
 if cands then fields[#fields + 1], fields[#fields + 2] = 'cands', cands end
-if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', 1 end
-writeJob(qs[target] .. jobId, data, now, rank, unpack(fields))
-if not solo then countClient(base, 'w', pool, client, 1) end
+if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', '1' end
+writeJob(qs[target] .. jobId, data, nowText, rank, unpack(fields))
+if not solo then countClient(base, 'w', pool, client, '1') end
 if parked then
   park(base, qnames[target], jobId, score, pool, client, nil)
 else
