@@ -105,17 +105,17 @@ end
 -- The client's token budget: refused here, before anything is written, when a window cannot hold it.
 local budget = nil
 if budgetArg ~= '' then
-  local weight, wins = budgetWindows(budgetArg)
+  local weight, wins, weightText = budgetWindows(budgetArg)
   local key = budgetKey(base, client)
   local refusal, states = budgetCheck(key, wins, weight, now)
   if refusal then return refusal end
-  budget = {key = key, wins = wins, states = states, weight = weight}
+  budget = {key = key, wins = wins, states = states, weight = weight, weightText = weightText}
 end
 -- Reserves the budget (if any) for the job about to be written: its `tb` field (a list for writeJob's
 -- tail) and the reply `{status, qname, standing...}`.
 local function reserve(status, qname)
   if budget == nil then return {}, {status, qname} end
-  local tb, standing = budgetReserve(budget.key, budget.wins, budget.states, budget.weight, now)
+  local tb, standing = budgetReserve(budget.key, budget.wins, budget.states, budget.weight, budget.weightText, now)
   return {'tb', tb}, {status, qname, unpack(standing)}
 end
 -- A lease's hash fields: `...` and its token weight, `tp`, `tq`, and `tc` when it holds tokens on a
