@@ -60,11 +60,12 @@
 --- @include "includes/tokens"
 --- @include "includes/budget"
 
-local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
-local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
-local shedMarkMs, solo = tonumber(ARGV[14]), ARGV[15] == '1'
-local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], tonumber(ARGV[19])
+-- A number never '' is parsed as `text + 0` (one strtod; tonumber runs two), one that may be '' by tonumber.
+local base, ttl, channelPrefix, jobId, data = ARGV[1], ARGV[2] + 0, ARGV[3], ARGV[4], ARGV[5]
+local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], ARGV[9] + 0, ARGV[10] + 0
+local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), ARGV[13] + 0
+local shedMarkMs, solo = ARGV[14] + 0, ARGV[15] == '1'
+local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], ARGV[19] + 0
 local qnames = sliceArgs(ARGV, 20, 19 + n)
 
 local now, nowText = nowMs()
@@ -75,7 +76,7 @@ for i = 1, n do
   local q = base .. ':' .. qnames[i] .. ':'
   local l = rcall('HMGET', q .. 'limits', 'max_concurrency', 'max_queued', 'max_tokens', 'default_completion')
   if not l[1] then return {'unconfigured', qnames[i]} end
-  local mc, mq, mt = tonumber(l[1]), tonumber(l[2]), tonumber(l[3] or '')
+  local mc, mq, mt = l[1] + 0, l[2] and l[2] + 0 or nil, tonumber(l[3] or '')
   local a, w = rcall('LLEN', q .. 'active'), rcall('ZCARD', q .. 'prioritized')
   local load = (a + w) / mc
   if best == nil or load < bestLoad then best, bestLoad = i, load end
@@ -142,7 +143,7 @@ if pick ~= nil and rcall('EXISTS', base .. ':barrier') == 0 then
     return reply
   end
   local held = countClient(base, 'a', pool, client, '1')
-  if cap == '' or held <= tonumber(cap) then
+  if cap == '' or held <= cap + 0 then
     local tb, reply = reserve('granted', qnames[pick])
     local fields = leaseFields(tb, 'processedOn', nowText, 'cl', client, 'pool', pool, 'cap', cap)
     writeJob(qs[pick] .. jobId, data, nowText, '0', unpack(fields))
