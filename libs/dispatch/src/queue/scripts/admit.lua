@@ -60,11 +60,14 @@
 --- @include "includes/tokens"
 --- @include "includes/budget"
 
--- A number never '' is parsed as `text + 0` (one strtod; tonumber runs two), one that may be '' by tonumber.
-local base, ttl, channelPrefix, jobId, data = ARGV[1], ARGV[2] + 0, ARGV[3], ARGV[4], ARGV[5]
-local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], ARGV[9] + 0, ARGV[10] + 0
-local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), ARGV[13] + 0
-local shedMarkMs, solo = ARGV[14] + 0, ARGV[15] == '1'
+-- A number never '' is parsed as `text + 0` (one strtod; tonumber runs two), one that may be '' by
+-- tonumber. ttl, rank, charge, sheddableRank and shedMarkMs stay texts: read only on some paths, by
+-- arithmetic (which converts a text), `+ 0` before a comparison, or written as they are (a number
+-- argument would be formatted with %.17g), so a job granted at once parses none of them.
+local base, ttl, channelPrefix, jobId, data = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), ARGV[13]
+local shedMarkMs, solo = ARGV[14], ARGV[15] == '1'
 local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], ARGV[19] + 0
 local qnames = sliceArgs(ARGV, 20, 19 + n)
 
@@ -173,7 +176,7 @@ if target == nil then
       victim, victimScore, at = last[1], tonumber(last[2]), i
     end
   end
-  if victim == nil or rankOf(victimScore) <= sheddableRank or rankOf(victimScore) <= rank then
+  if victim == nil or rankOf(victimScore) <= sheddableRank + 0 or rankOf(victimScore) <= rank + 0 then
     return {'full', tostring(queued)}
   end
   local _, back = dropWaiter(base, qnames[at], victim)

@@ -1,7 +1,7 @@
 --[[
   Makes a job whose hash is written a lease of the queue at `q` (`<base>:<qname>:`): in_flight + 1,
-  expiry now + ttl (ms, Redis time; whole numbers, written with `%d`, cheaper than Redis's `%.17g`
-  of a number argument).
+  expiry now + ttl (ms, Redis time; ttl a number or its text). The expiry is a whole number written
+  with `%d`, cheaper than Redis's `%.17g` of a number argument.
 ]]
 --- @include "rcall"
 local function addLease(q, jobId, now, ttl)
