@@ -60,14 +60,18 @@
 --- @include "includes/tokens"
 --- @include "includes/budget"
 
-local base, ttl, channelPrefix, jobId, data = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
-local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
-local shedMarkMs, solo = tonumber(ARGV[14]), ARGV[15] == '1'
-local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], tonumber(ARGV[19])
+-- A number never '' is parsed as `text + 0` (one strtod; tonumber runs two), one that may be '' by
+-- tonumber. ttl, rank, charge, sheddableRank and shedMarkMs stay texts: read only on some paths, by
+-- arithmetic (which converts a text), `+ 0` before a comparison, or written as they are (a number
+-- argument would be formatted with %.17g), so a job granted at once parses none of them.
+local base, ttl, channelPrefix, jobId, data = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local client, pool, band, rank, charge = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), ARGV[13]
+local shedMarkMs, solo = ARGV[14], ARGV[15] == '1'
+local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], ARGV[19] + 0
 local qnames = sliceArgs(ARGV, 20, 19 + n)
 
-local now = nowMs()
+local now, nowText = nowMs()
 local best, bestLoad, room, roomLoad
 local qs, mcs, acts, loads, takes, tcs = {}, {}, {}, {}, {}, {}
 local queued = 0
@@ -75,7 +79,7 @@ for i = 1, n do
   local q = base .. ':' .. qnames[i] .. ':'
   local l = rcall('HMGET', q .. 'limits', 'max_concurrency', 'max_queued', 'max_tokens', 'default_completion')
   if not l[1] then return {'unconfigured', qnames[i]} end
-  local mc, mq, mt = tonumber(l[1]), tonumber(l[2]), tonumber(l[3] or '')
+  local mc, mq, mt = l[1] + 0, l[2] and l[2] + 0 or nil, tonumber(l[3] or '')
   local a, w = rcall('LLEN', q .. 'active'), rcall('ZCARD', q .. 'prioritized')
   local load = (a + w) / mc
   if best == nil or load < bestLoad then best, bestLoad = i, load end
@@ -105,17 +109,17 @@ end
 -- The client's token budget: refused here, before anything is written, when a window cannot hold it.
 local budget = nil
 if budgetArg ~= '' then
-  local weight, wins = budgetWindows(budgetArg)
+  local weight, wins, weightText = budgetWindows(budgetArg)
   local key = budgetKey(base, client)
   local refusal, states = budgetCheck(key, wins, weight, now)
   if refusal then return refusal end
-  budget = {key = key, wins = wins, states = states, weight = weight}
+  budget = {key = key, wins = wins, states = states, weight = weight, weightText = weightText}
 end
 -- Reserves the budget (if any) for the job about to be written: its `tb` field (a list for writeJob's
 -- tail) and the reply `{status, qname, standing...}`.
 local function reserve(status, qname)
   if budget == nil then return {}, {status, qname} end
-  local tb, standing = budgetReserve(budget.key, budget.wins, budget.states, budget.weight, now)
+  local tb, standing = budgetReserve(budget.key, budget.wins, budget.states, budget.weight, budget.weightText, now)
   return {'tb', tb}, {status, qname, unpack(standing)}
 end
 -- A lease's hash fields: `...` and its token weight, `tp`, `tq`, and `tc` when it holds tokens on a
@@ -135,22 +139,22 @@ if pick ~= nil and rcall('EXISTS', base .. ':barrier') == 0 then
   -- A solo job's lease is marked so that no path that ends it takes it off a count it never joined.
   if solo then
     local tb, reply = reserve('granted', qnames[pick])
-    local fields = leaseFields(tb, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, 'solo', 1)
-    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
+    local fields = leaseFields(tb, 'processedOn', nowText, 'cl', client, 'pool', pool, 'cap', cap, 'solo', '1')
+    writeJob(qs[pick] .. jobId, data, nowText, '0', unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
     return reply
   end
-  local held = countClient(base, 'a', pool, client, 1)
-  if cap == '' or held <= tonumber(cap) then
+  local held = countClient(base, 'a', pool, client, '1')
+  if cap == '' or held <= cap + 0 then
     local tb, reply = reserve('granted', qnames[pick])
-    local fields = leaseFields(tb, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap)
-    writeJob(qs[pick] .. jobId, data, now, 0, unpack(fields))
+    local fields = leaseFields(tb, 'processedOn', nowText, 'cl', client, 'pool', pool, 'cap', cap)
+    writeJob(qs[pick] .. jobId, data, nowText, '0', unpack(fields))
     addLease(qs[pick], jobId, now, ttl)
     if tcs[pick] then addTokens(qs[pick], tp + tcs[pick]) end
     return reply
   end
-  countClient(base, 'a', pool, client, -1)
+  countClient(base, 'a', pool, client, '-1')
   parked = true
 elseif cap ~= '' then
   parked = clientCount(base, 'a', pool, client) >= tonumber(cap)
@@ -172,7 +176,7 @@ if target == nil then
       victim, victimScore, at = last[1], tonumber(last[2]), i
     end
   end
-  if victim == nil or rankOf(victimScore) <= sheddableRank or rankOf(victimScore) <= rank then
+  if victim == nil or rankOf(victimScore) <= sheddableRank + 0 or rankOf(victimScore) <= rank + 0 then
     return {'full', tostring(queued)}
   end
   local _, back = dropWaiter(base, qnames[at], victim)
@@ -193,9 +197,9 @@ local tb, reply = reserve('queued', qnames[target])
 local fields = {'cl', client, 'pool', pool, 'cap', cap, 'band', band, 'st', fmt(st), unpack(tb)}
 for _, f in ipairs(tokenFields) do fields[#fields + 1] = f end
 if cands then fields[#fields + 1], fields[#fields + 2] = 'cands', cands end
-if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', 1 end
-writeJob(qs[target] .. jobId, data, now, rank, unpack(fields))
-if not solo then countClient(base, 'w', pool, client, 1) end
+if solo then fields[#fields + 1], fields[#fields + 2] = 'solo', '1' end
+writeJob(qs[target] .. jobId, data, nowText, rank, unpack(fields))
+if not solo then countClient(base, 'w', pool, client, '1') end
 if parked then
   park(base, qnames[target], jobId, score, pool, client, nil)
 else

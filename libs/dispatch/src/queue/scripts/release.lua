@@ -24,7 +24,8 @@
 --- @include "includes/drop-lease"
 --- @include "includes/promote"
 
-local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+-- ttl stays text: only a grant reads it, by arithmetic (which converts a text).
+local base, qname, jobId, ttl, channelPrefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local solo, confirmed, tokened = ARGV[6] == '1', ARGV[7] == '1', ARGV[8] == '1'
 local used = tonumber(ARGV[9]) or -1
 

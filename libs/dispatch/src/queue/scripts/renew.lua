@@ -40,7 +40,7 @@ for _, lease in ipairs(leases) do
     if barrier and pool then
       writeJob(q .. jobId, '{}', now, 0, 'processedOn', now, 'cl', client, 'pool', pool, 'cap', cap, unpack(tokens))
       addLease(q, jobId, now, ttl)
-      countClient(base, 'a', pool, client, 1)
+      countClient(base, 'a', pool, client, '1')
     elseif barrier then
       writeJob(q .. jobId, '{}', now, 0, 'processedOn', now, 'solo', 1, unpack(tokens))
       addLease(q, jobId, now, ttl)

@@ -8,14 +8,15 @@
 -- the five values read from v[j + 1] (the oldest bucket kept, the bucket's charge and reserved part,
 -- the sums): nothing when the bucket was already dropped, else four fields and their values (a value
 -- the settle leaves as it is is written back as read, so that the list is built at once).
+-- (A number is parsed as `text + 0`, one strtod, not tonumber's two; an absent field reads false.)
 local function settleArgs(v, j, w, bf, bfr, i, weight, charge)
-  local o = tonumber(v[j + 1] or '')
-  if not o or tonumber(i) < o then return end
+  local o = v[j + 1]
+  if not o or i + 0 < o + 0 then return end
   local c, u = v[j + 2] or '0', v[j + 4] or '0'
-  if charge ~= weight then c = budgetInt(tonumber(c) + charge - weight) end
-  if charge > 0 then u = budgetInt(tonumber(u) + charge) end
+  if charge ~= weight then c = budgetInt(c + charge - weight) end
+  if charge > 0 then u = budgetInt(u + charge) end
   local fu, fr = windowFields(w)
-  return bf, c, bfr, budgetInt(tonumber(v[j + 3] or '0') - weight), fu, u, fr, budgetInt(tonumber(v[j + 5] or '0') - weight)
+  return bf, c, bfr, budgetInt((v[j + 3] or 0) - weight), fu, u, fr, budgetInt((v[j + 5] or 0) - weight)
 end
 -- The five fields a settle reads of window w for its bucket's fields bf and bfr (settleArgs' values).
 local function settleFields(w, bf, bfr)
@@ -30,7 +31,7 @@ end
 local function budgetSettle(base, client, tb, charge)
   local weight, mi, di = string.match(tb or '', '^(%d+)|(%d*)|(%d*)$')
   if not weight or (mi == '' and di == '') then return end
-  weight = tonumber(weight)
+  weight = weight + 0
   if charge < 0 then charge = weight end
   -- The bucket indexes as the job keeps them (strings): no number is formatted into a field name.
   local key, out = budgetKey(base, client)

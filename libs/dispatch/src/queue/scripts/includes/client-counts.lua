@@ -1,7 +1,8 @@
 --[[
   A client's counts in one pool (docs/architecture.md, "Clients, priority and fair share"), in the
   tag's hash `<base>:clients`: field `a|<pool>|<client>` its leases, `w|<pool>|<client>` its waiting
-  jobs (parked ones included). Returns the new count.
+  jobs (parked ones included). Returns the new count. `by` is text ('1', '-1'): Redis formats a number
+  argument with `%.17g`, costlier than the HINCRBY.
 ]]
 --- @include "rcall"
 local function countClient(base, which, pool, client, by)

@@ -25,7 +25,7 @@ local function dropLease(base, qname, jobId, solo, confirmed, tokened, charge)
   local job = {}
   if not solo or tokened then job = rcall('HMGET', q .. jobId, 'cl', 'pool', 'cap', 'solo', 'tp', 'tc', 'tb') end
   local n = rcall('ZREM', q .. 'leases', jobId)
-  rcall('LREM', q .. 'active', 1, jobId)
+  rcall('LREM', q .. 'active', '1', jobId)
   rcall('DEL', q .. jobId)
   if not confirmed then rcall('HDEL', base .. ':granted', jobId) end
   if n == 1 and job[6] then
@@ -34,7 +34,7 @@ local function dropLease(base, qname, jobId, solo, confirmed, tokened, charge)
   end
   if n == 1 and job[7] and job[1] then budgetSettle(base, job[1], job[7], charge or 0) end
   if n == 0 or solo or not job[1] or job[4] then return n, nil end
-  local held = countClient(base, 'a', job[2], job[1], -1)
-  if job[3] and job[3] ~= '' and held < tonumber(job[3]) then return n, unpark(base, job[2], job[1]) end
+  local held = countClient(base, 'a', job[2], job[1], '-1')
+  if job[3] and job[3] ~= '' and held < job[3] + 0 then return n, unpark(base, job[2], job[1]) end
   return n, nil
 end

@@ -24,7 +24,7 @@ local function dropWaiter(base, qname, jobId)
   rcall('DEL', q .. jobId)
   if job[6] then budgetSettle(base, job[2], job[6], 0) end
   unwant(base, job[1], qname, jobId)
-  if not job[5] then countClient(base, 'w', job[3], job[2], -1) end
+  if not job[5] then countClient(base, 'w', job[3], job[2], '-1') end
   if inLine and job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) < tonumber(job[4]) then
     return 1, unpark(base, job[3], job[2])
   end

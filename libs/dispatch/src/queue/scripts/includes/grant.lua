@@ -28,8 +28,8 @@ local function grant(base, qname, from, jobId, job, now, ttl, channelPrefix, tc)
   rcall('HSET', base .. ':granted', jobId, qname)
   rcall('PUBLISH', channelPrefix .. (ownerOf(jobId) or ''), jobId .. '|' .. qname)
   if job[2] and not job[7] then
-    countClient(base, 'a', job[3], job[2], 1)
-    countClient(base, 'w', job[3], job[2], -1)
+    countClient(base, 'a', job[3], job[2], '1')
+    countClient(base, 'w', job[3], job[2], '-1')
     advanceVirtual(base, job[3], job[5], job[6])
   end
 end

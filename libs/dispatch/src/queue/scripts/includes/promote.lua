@@ -20,17 +20,20 @@ local function promote(base, qname, now, ttl, channelPrefix, freed)
   local q = base .. ':' .. qname .. ':'
   local mc, active, mt, dc, held
   local granted = 0
+  -- After a release, nothing waiting for qname is the common case: its line and its `wanted` set both
+  -- empty (Redis deletes an empty set) is one command, not the loop's two reads.
+  if freed and rcall('EXISTS', q .. 'wanted', q .. 'prioritized') == 0 then return 0 end
   while mc == nil or active < mc do
     -- With no sibling's waiter listing qname and a slot known (or, `freed`, most likely) free, the own
     -- line's head is taken out at once (one command, not a look and a ZREM); it is put back, score
     -- unchanged, if no slot can be granted after all.
-    local want = rcall('ZRANGE', q .. 'wanted', 0, 0, 'WITHSCORES')
+    local want = rcall('ZRANGE', q .. 'wanted', '0', '0', 'WITHSCORES')
     local popped = #want == 0 and (mc ~= nil or freed == true)
     local own
     if popped then
       own = rcall('ZPOPMIN', q .. 'prioritized')
     else
-      own = rcall('ZRANGE', q .. 'prioritized', 0, 0, 'WITHSCORES')
+      own = rcall('ZRANGE', q .. 'prioritized', '0', '0', 'WITHSCORES')
     end
     if #own == 0 and #want == 0 then break end
     if mc == nil then

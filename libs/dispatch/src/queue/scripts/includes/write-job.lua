@@ -8,5 +8,5 @@
 ]]
 --- @include "rcall"
 local function writeJob(key, data, now, priority, ...)
-  rcall('HSET', key, 'name', 'lease', 'data', data, 'opts', '{}', 'timestamp', now, 'delay', 0, 'priority', priority, ...)
+  rcall('HSET', key, 'name', 'lease', 'data', data, 'opts', '{}', 'timestamp', now, 'delay', '0', 'priority', priority, ...)
 end
