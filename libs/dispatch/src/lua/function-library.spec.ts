@@ -100,7 +100,15 @@ describe('scripts as Redis Functions (docs/architecture.md, "Lua scripts")', () 
       expect(await calls(client, 'evalsha')).toBe(2);
       expect(await calls(client, 'eval')).toBe(1);
       expect(await calls(client, 'fcall')).toBe(0);
+      // Over maxmemory the flags hold as in the library: a script that ends state runs, one that adds it is refused.
+      const ends = counter('acl, allow-oom', true);
+      await ends.run(limited, [key], []);
+      await client.config('SET', 'maxmemory-policy', 'noeviction');
+      await client.config('SET', 'maxmemory', '1');
+      await expect(script.run(limited, [key], [])).rejects.toThrow(/^OOM /);
+      expect(await ends.run(limited, [key], [])).toEqual({ status: 'seen', values: ['4'] });
     } finally {
+      await client.config('SET', 'maxmemory', '0');
       limited.disconnect();
       await client.acl('DELUSER', user);
     }

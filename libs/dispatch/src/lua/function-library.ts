@@ -42,23 +42,33 @@ end}
 `;
 }
 
-/** Clients whose Redis refused Functions (an older Redis, or an ACL without FCALL): they run `EVALSHA`. */
-const WITHOUT_FUNCTIONS = new WeakSet<RedisClient>();
+/**
+ * How a client whose Redis refused Functions runs scripts: `eval` on a Redis before 7.0 (plain
+ * `EVALSHA`, whose text may carry no flags), `eval-flags` for an ACL user without `FCALL` or
+ * `FUNCTION` on Redis 7.0 or later (`EVALSHA` of texts that carry the same flags as the library, such
+ * as `allow-oom`, in a `#!lua` line: Redis "Script flags" documentation).
+ */
+export type EvalMode = 'eval' | 'eval-flags';
 
-/** True once `client`'s Redis refused `FCALL` or `FUNCTION LOAD`: its scripts run with `EVALSHA`. */
-export function functionsRefused(client: RedisClient): boolean {
-  return WITHOUT_FUNCTIONS.has(client);
+/** Clients whose Redis refused Functions, and how they run scripts instead. */
+const WITHOUT_FUNCTIONS = new WeakMap<RedisClient, EvalMode>();
+
+/** How `client` runs scripts once its Redis refused `FCALL` or `FUNCTION LOAD`; undefined while it runs Functions. */
+export function evalModeOf(client: RedisClient): EvalMode | undefined {
+  return WITHOUT_FUNCTIONS.get(client);
 }
 
 /**
  * Marks `client` as one whose scripts run with `EVALSHA` when `e` says its Redis has no Functions
- * (Redis before 7.0: `ERR unknown command`) or its ACL user may not use them (`NOPERM`).
+ * (Redis before 7.0: `ERR unknown command`, mode `eval`) or its ACL user may not use them (`NOPERM`,
+ * mode `eval-flags`).
  * @returns true when `e` was such an error (and the client is marked), else false.
  */
 export function refusesFunctions(client: RedisClient, e: unknown): boolean {
   if (!(e instanceof Error)) return false;
-  if (!/^ERR unknown command|^NOPERM/.test(e.message)) return false;
-  WITHOUT_FUNCTIONS.add(client);
+  if (/^ERR unknown command/.test(e.message)) WITHOUT_FUNCTIONS.set(client, 'eval');
+  else if (/^NOPERM/.test(e.message)) WITHOUT_FUNCTIONS.set(client, 'eval-flags');
+  else return false;
   return true;
 }
 

@@ -3,7 +3,7 @@ import { posix } from 'node:path';
 import type { RedisClient } from '../queue/redis-connection';
 import {
   functionLibraryText,
-  functionsRefused,
+  evalModeOf,
   isFunctionMissing,
   loadLibrary,
   refusesFunctions,
@@ -107,6 +107,13 @@ export class LuaScript<S extends string> {
   readonly lua: string;
   /** SHA-1 of `lua`, hex: the `EVALSHA` name. */
   readonly sha: string;
+  /**
+   * `lua` with the library's flags in a `#!lua` line (`#!lua flags=allow-oom`), for `EVALSHA` on a
+   * Redis 7.0 or later whose ACL refuses Functions; `lua` itself for a script without flags.
+   */
+  readonly flaggedLua: string;
+  /** SHA-1 of `flaggedLua`, hex. */
+  readonly flaggedSha: string;
   /** Name of its Redis Functions library and of the library's one function: `iop_<name>_<hash of the library>`. */
   readonly functionName: string;
   /** The library `FUNCTION LOAD` takes. */
@@ -132,6 +139,8 @@ export class LuaScript<S extends string> {
     this.lua = parts.head + parts.includes + parts.body;
     this.source = sources[name];
     this.sha = createHash('sha1').update(this.lua).digest('hex');
+    this.flaggedLua = opts.allowOom ? `#!lua flags=allow-oom\n${this.lua}` : this.lua;
+    this.flaggedSha = createHash('sha1').update(this.flaggedLua).digest('hex');
     const stem = `iop_${name.replace(/[^A-Za-z0-9]/g, '_')}_`;
     const hash = createHash('sha1')
       .update(functionLibraryText(stem, parts, opts.allowOom ?? false))
@@ -156,7 +165,7 @@ export class LuaScript<S extends string> {
     if (keys.length !== this.numberOfKeys)
       throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
     this.runs++;
-    if (functionsRefused(client)) return decodeReply(this, await this.evalSha(client, keys, args));
+    if (evalModeOf(client) !== undefined) return decodeReply(this, await this.evalSha(client, keys, args));
     try {
       return decodeReply(this, await client.fcall(this.functionName, keys.length, ...keys, ...args));
     } catch (e) {
@@ -182,13 +191,18 @@ export class LuaScript<S extends string> {
     return pending;
   }
 
-  /** `EVALSHA`, and `EVAL` with the text when Redis answers `NOSCRIPT`. @throws the Redis error. */
+  /**
+   * `EVALSHA`, and `EVAL` with the text when Redis answers `NOSCRIPT`: the text with the library's
+   * flags where Redis can read them (`eval-flags`), so that a script with `allowOom` still runs over
+   * `maxmemory`; the plain text on a Redis before 7.0. @throws the Redis error.
+   */
   private async evalSha(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]) {
+    const flagged = evalModeOf(client) === 'eval-flags';
     try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await client.evalsha(flagged ? this.flaggedSha : this.sha, keys.length, ...keys, ...args);
     } catch (e) {
       if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-      return client.eval(this.lua, keys.length, ...keys, ...args);
+      return client.eval(flagged ? this.flaggedLua : this.lua, keys.length, ...keys, ...args);
     }
   }
 }
