@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { startRedis, uniquePrefix, type TestRedis } from '../../testing';
 import type { AdmissionError } from '../admission-error';
 import { RedisProviderQueue } from './redis-provider-queue';
@@ -174,6 +175,34 @@ describe('RedisProviderQueue keeps BullMQ as the queue', () => {
     } finally {
       await bull.close();
       await q.close();
+    }
+  });
+});
+
+describe('RedisProviderQueue for a Redis user without Functions (README "Redis requirements")', () => {
+  it('serves leases by EVALSHA and says so once at info', async () => {
+    const admin = new Redis(redis.url);
+    const user = `nofn${process.pid}`;
+    await admin.acl('SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-fcall', '-fcall_ro', '-function');
+    const lines: string[] = [];
+    const logger = { ...silent, info: (_: object, msg: string) => void lines.push(msg) };
+    const url = new URL(redis.url);
+    url.username = user;
+    url.password = 'pw';
+    const q = new RedisProviderQueue({ redisUrl: url.toString(), prefix: uniquePrefix('nofn'), logger });
+    try {
+      await q.configure([provider('a', 1)]);
+      const lease = await q.acquireLease(request([provider('a', 1)]));
+      expect((await q.counts(['a'])).get('a')).toEqual({ inFlight: 1, queued: 0 });
+      await lease.release();
+      expect((await q.counts(['a'])).get('a')).toEqual({ inFlight: 0, queued: 0 });
+      expect(lines.filter((l) => l.includes('lease scripts run by EVALSHA'))).toEqual([
+        'redis queue: the Redis user may not use FCALL or FUNCTION LOAD: lease scripts run by EVALSHA (README "Redis requirements")',
+      ]);
+    } finally {
+      await q.close();
+      await admin.acl('DELUSER', user);
+      admin.disconnect();
     }
   });
 });

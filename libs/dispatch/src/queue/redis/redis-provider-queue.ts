@@ -11,6 +11,7 @@ import type {
   QueueProvider,
 } from '../provider-queue';
 import type { ClientBudgetWindow } from '../token-budget';
+import { evalModeOf } from '../../lua/function-library';
 import { connectRedis, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
@@ -64,6 +65,8 @@ export class RedisProviderQueue implements ProviderQueue {
   /** The pools' recent lease times, for the Retry-After of `queue_full` (docs/architecture.md, "Clients, priority and fair share"). */
   private readonly rate = new ServiceRate();
   private closed = false;
+  /** True once `noteScriptMode` logged how scripts run. */
+  private scriptModeNoted = false;
   /** The one start-up check of Redis's settings (after the first connection). */
   private settingsCheck: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -124,6 +127,22 @@ export class RedisProviderQueue implements ProviderQueue {
     this.startTimers();
   }
 
+  /**
+   * Says once, at info, when the first scripts (the limits written at start) found that Redis refuses
+   * Functions, so the lease scripts run by `EVALSHA` (docs/architecture.md, "Lua scripts").
+   */
+  private noteScriptMode(): void {
+    const mode = evalModeOf(this.producer);
+    if (mode === undefined || this.scriptModeNoted) return;
+    this.scriptModeNoted = true;
+    this.opts.logger.info(
+      { scripts: 'evalsha' },
+      mode === 'eval'
+        ? 'redis queue: this Redis has no Functions (before 7.0): lease scripts run by EVALSHA'
+        : 'redis queue: the Redis user may not use FCALL or FUNCTION LOAD: lease scripts run by EVALSHA (README "Redis requirements")',
+    );
+  }
+
   /** Key layout of this deployment (for the exporter and tests). */
   get keys(): LeaseKeys {
     return this.store.keys;
@@ -138,6 +157,7 @@ export class RedisProviderQueue implements ProviderQueue {
     } catch (e) {
       this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again on reconnect)');
     }
+    this.noteScriptMode();
     this.waiters.moveOffRemoved(kept);
   }
 
