@@ -1,5 +1,4 @@
-import type { RedisClient } from '../queue/redis-connection';
-import { masterNodes } from '../queue/redis-connection';
+import { masterNodes, type RedisClient } from '../queue/redis-connection';
 
 /**
  * A script split where its includes go (docs/architecture.md, "Lua scripts"): `head` is the text
