@@ -113,6 +113,23 @@ describe('scripts as Redis Functions (docs/architecture.md, "Lua scripts")', () 
       await client.acl('DELUSER', user);
     }
   });
+
+  it('answers with EVALSHA for an ACL user that may call functions but not load them', async () => {
+    const user = `noload${process.pid}`;
+    await client.acl('SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-function');
+    const limited = new Redis(redis.url, { username: user });
+    try {
+      const script = counter('acl without FUNCTION LOAD');
+      const key = `${uniquePrefix('fn')}:n`;
+      expect(await script.run(limited, [key], [])).toEqual({ status: 'seen', values: ['1'] });
+      expect(await script.run(limited, [key], [])).toEqual({ status: 'seen', values: ['2'] });
+      expect(await calls(client, 'fcall')).toBe(1);
+      expect(await calls(client, 'evalsha')).toBe(2);
+    } finally {
+      limited.disconnect();
+      await client.acl('DELUSER', user);
+    }
+  });
 });
 
 describe('on a Redis without Functions (FCALL unknown, as before Redis 7.0)', () => {

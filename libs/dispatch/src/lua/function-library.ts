@@ -59,14 +59,15 @@ export function evalModeOf(client: RedisClient): EvalMode | undefined {
 
 /**
  * Marks `client` as one whose scripts run with `EVALSHA` when `e` says its Redis has no Functions
- * (Redis before 7.0: `ERR unknown command`, mode `eval`) or its ACL user may not use them (`NOPERM`,
- * mode `eval-flags`).
+ * (Redis before 7.0: `ERR unknown command`, mode `eval`) or its ACL user may not use them (`NOPERM`
+ * naming `fcall` or `function|load`, mode `eval-flags`).
  * @returns true when `e` was such an error (and the client is marked), else false.
  */
 export function refusesFunctions(client: RedisClient, e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   if (/^ERR unknown command/.test(e.message)) WITHOUT_FUNCTIONS.set(client, 'eval');
-  else if (/^NOPERM/.test(e.message)) WITHOUT_FUNCTIONS.set(client, 'eval-flags');
+  // The ACL refuses FCALL or FUNCTION LOAD themselves (a NOPERM of a command a script runs is that script's error).
+  else if (/^NOPERM.*'(?:fcall|function\|load)'/i.test(e.message)) WITHOUT_FUNCTIONS.set(client, 'eval-flags');
   else return false;
   return true;
 }
