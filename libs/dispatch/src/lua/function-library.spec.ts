@@ -88,11 +88,21 @@ describe('scripts as Redis Functions (docs/architecture.md, "Lua scripts")', () 
     expect(LEASE_SCRIPTS.release.library).toContain(`flags = {'allow-oom'}`);
   });
 
-  it('answers with EVALSHA for an ACL user that may not use Functions', async () => {
-    const user = `evalonly${process.pid}`;
-    await client.acl('SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-fcall', '-fcall_ro', '-function');
+  /** Runs `test` with a connection as a fresh ACL user of `rules` (beside `+@all` on every key and channel). */
+  async function asUser(name: string, rules: string[], test: (limited: Redis) => Promise<void>): Promise<void> {
+    const user = `${name}${process.pid}`;
+    await client.acl('SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', ...rules);
     const limited = new Redis(redis.url, { username: user });
     try {
+      await test(limited);
+    } finally {
+      limited.disconnect();
+      await client.acl('DELUSER', user);
+    }
+  }
+
+  it('answers with EVALSHA for an ACL user that may not use Functions', () =>
+    asUser('evalonly', ['-fcall', '-fcall_ro', '-function'], async (limited) => {
       const script = counter('acl');
       const key = `${uniquePrefix('fn')}:n`;
       expect(await script.run(limited, [key], [])).toEqual({ status: 'seen', values: ['1'] });
@@ -105,31 +115,23 @@ describe('scripts as Redis Functions (docs/architecture.md, "Lua scripts")', () 
       await ends.run(limited, [key], []);
       await client.config('SET', 'maxmemory-policy', 'noeviction');
       await client.config('SET', 'maxmemory', '1');
-      await expect(script.run(limited, [key], [])).rejects.toThrow(/^OOM /);
-      expect(await ends.run(limited, [key], [])).toEqual({ status: 'seen', values: ['4'] });
-    } finally {
-      await client.config('SET', 'maxmemory', '0');
-      limited.disconnect();
-      await client.acl('DELUSER', user);
-    }
-  });
+      try {
+        await expect(script.run(limited, [key], [])).rejects.toThrow(/^OOM /);
+        expect(await ends.run(limited, [key], [])).toEqual({ status: 'seen', values: ['4'] });
+      } finally {
+        await client.config('SET', 'maxmemory', '0');
+      }
+    }));
 
-  it('answers with EVALSHA for an ACL user that may call functions but not load them', async () => {
-    const user = `noload${process.pid}`;
-    await client.acl('SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-function');
-    const limited = new Redis(redis.url, { username: user });
-    try {
+  it('answers with EVALSHA for an ACL user that may call functions but not load them', () =>
+    asUser('noload', ['-function'], async (limited) => {
       const script = counter('acl without FUNCTION LOAD');
       const key = `${uniquePrefix('fn')}:n`;
       expect(await script.run(limited, [key], [])).toEqual({ status: 'seen', values: ['1'] });
       expect(await script.run(limited, [key], [])).toEqual({ status: 'seen', values: ['2'] });
       expect(await calls(client, 'fcall')).toBe(1);
       expect(await calls(client, 'evalsha')).toBe(2);
-    } finally {
-      limited.disconnect();
-      await client.acl('DELUSER', user);
-    }
-  });
+    }));
 });
 
 describe('on a Redis without Functions (FCALL unknown, as before Redis 7.0)', () => {
