@@ -88,6 +88,23 @@ describe('scripts as Redis Functions (docs/architecture.md, "Lua scripts")', () 
     expect(LEASE_SCRIPTS.release.library).toContain(`flags = {'allow-oom'}`);
   });
 
+  it('runs a script that ends state over maxmemory even when its library was never loaded (by EVAL of its flagged text)', async () => {
+    const ends = counter('allow-oom, first call over maxmemory', true);
+    const adds = counter('not loaded, refused when out of memory');
+    const key = `${uniquePrefix('fn')}:n`;
+    await client.config('SET', 'maxmemory-policy', 'noeviction');
+    await client.config('SET', 'maxmemory', '1');
+    await expect(adds.run(client, [key], [])).rejects.toThrow(/^OOM /);
+    expect(await ends.run(client, [key], [])).toEqual({ status: 'seen', values: ['1'] });
+    expect(await ends.run(client, [key], [])).toEqual({ status: 'seen', values: ['2'] });
+    expect(await calls(client, 'eval')).toBe(1);
+    expect(await calls(client, 'evalsha')).toBe(2);
+    await client.config('SET', 'maxmemory', '0');
+    // Below maxmemory again, it is loaded and called as a function.
+    expect(await ends.run(client, [key], [])).toEqual({ status: 'seen', values: ['3'] });
+    expect(await calls(client, 'function|load')).toBe(1);
+  });
+
   /** Runs `test` with a connection as a fresh ACL user of `rules` (beside `+@all` on every key and channel). */
   async function asUser(name: string, rules: string[], test: (limited: Redis) => Promise<void>): Promise<void> {
     const user = `${name}${process.pid}`;

@@ -5,6 +5,7 @@ import {
   functionLibraryText,
   evalModeOf,
   isFunctionMissing,
+  isOutOfMemory,
   loadLibrary,
   refusesFunctions,
   type ScriptParts,
@@ -122,6 +123,8 @@ export class LuaScript<S extends string> {
   readonly numberOfKeys: number;
   /** The status words it may answer (`ScriptOptions.statuses`). */
   readonly statuses: readonly S[];
+  /** Whether it runs while Redis is over `maxmemory` (`ScriptOptions.allowOom`). */
+  readonly allowOom: boolean;
   private runs = 0;
   /** A library load in flight per client, so that calls that all found it missing load it once. */
   private readonly loading = new WeakMap<RedisClient, Promise<void>>();
@@ -136,6 +139,7 @@ export class LuaScript<S extends string> {
     const parts = buildScriptParts(name, sources);
     this.numberOfKeys = opts.numberOfKeys;
     this.statuses = opts.statuses;
+    this.allowOom = opts.allowOom ?? false;
     this.lua = parts.head + parts.includes + parts.body;
     this.source = sources[name];
     this.sha = createHash('sha1').update(this.lua).digest('hex');
@@ -176,6 +180,9 @@ export class LuaScript<S extends string> {
       await this.load(client);
     } catch (e) {
       if (refusesFunctions(client, e)) return decodeReply(this, await this.evalSha(client, keys, args));
+      // Over maxmemory FUNCTION LOAD is refused; a script that ends or keeps up state must still run, and
+      // EVAL reads the same allow-oom flag from the text's #!lua line (docs/architecture.md, "Redis over maxmemory").
+      if (this.allowOom && isOutOfMemory(e)) return decodeReply(this, await this.evalSha(client, keys, args, true));
       throw e;
     }
     return decodeReply(this, await client.fcall(this.functionName, keys.length, ...keys, ...args));
@@ -193,11 +200,16 @@ export class LuaScript<S extends string> {
 
   /**
    * `EVALSHA`, and `EVAL` with the text when Redis answers `NOSCRIPT`: the text with the library's
-   * flags where Redis can read them (`eval-flags`), so that a script with `allowOom` still runs over
+   * flags where Redis can read them (`eval-flags`, or `flagged`: a Redis 7 that refused to load the
+   * library over `maxmemory`), so that a script with `allowOom` still runs over
    * `maxmemory`; the plain text on a Redis before 7.0. @throws the Redis error.
    */
-  private async evalSha(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]) {
-    const flagged = evalModeOf(client) === 'eval-flags';
+  private async evalSha(
+    client: RedisClient,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    flagged = evalModeOf(client) === 'eval-flags',
+  ) {
     try {
       return await client.evalsha(flagged ? this.flaggedSha : this.sha, keys.length, ...keys, ...args);
     } catch (e) {

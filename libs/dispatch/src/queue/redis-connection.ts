@@ -50,6 +50,15 @@ export function reconnectOnReadOnly(onReadOnly?: (error: Error) => void): (error
 }
 
 /**
+ * True when `error` is a reply of the Redis server (`-ERR`, `-OOM`, `-NOPERM`, ...: ioredis's
+ * `ReplyError`, an `EXECABORT` included), as opposed to a lost connection or a command timeout: Redis
+ * answered. A `READONLY` reply is left out: it starts a failover (`reconnectOnReadOnly`).
+ */
+export function isAnswerError(error: unknown): error is Error {
+  return error instanceof Error && error.name === 'ReplyError' && !error.message.startsWith('READONLY');
+}
+
+/**
  * Opens a connection to a single Redis or a Redis Cluster (docs/architecture.md, "Redis and Redis
  * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s; a `READONLY`
  * reply (a failover) drops and re-opens the connection. The caller must attach an `error` listener.

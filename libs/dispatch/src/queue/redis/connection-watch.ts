@@ -1,3 +1,4 @@
+import { isOutOfMemory } from '../../lua/function-library';
 import { queueUnavailable } from '../admission-errors';
 import type { RedisClient } from '../redis-connection';
 import type { QueueLogger } from './redis-queue-options';
@@ -29,6 +30,8 @@ export interface ConnectionWatchOptions {
  */
 export class ConnectionWatch {
   private outage = false;
+  /** True while the liveness refresh is refused with `OOM` (Redis over `maxmemory`); logged once. */
+  private overMaxmemory = false;
   /** `performance.now()` when this replica's liveness refresh last succeeded: Redis answered then. */
   private reachedAt = performance.now();
   /** The check of the last (re)connect; admissions wait for it. */
@@ -87,6 +90,30 @@ export class ConnectionWatch {
   reached(sentAt: number): void {
     this.reachedAt = Math.max(this.reachedAt, sentAt);
     if (this.connected()) this.endOutage();
+  }
+
+  /**
+   * Redis answered the liveness refresh sent at `sentAt` (`performance.now()`) with an error reply: it
+   * is answering, so it is not silent (a refusal is no outage: waiting requests stay in line and are
+   * granted as releases free slots). An `OOM` reply (over `maxmemory` under `noeviction`) is logged once,
+   * until {@link writesAccepted}: admissions are refused with `OOM` meanwhile, while the scripts that end
+   * or keep up state run (docs/architecture.md, "Redis over maxmemory").
+   */
+  refused(sentAt: number, error: Error): void {
+    this.reached(sentAt);
+    if (this.opts.isClosed() || this.overMaxmemory || !isOutOfMemory(error)) return;
+    this.overMaxmemory = true;
+    this.opts.logger.warn(
+      { err: error },
+      'redis queue: Redis is over maxmemory and refuses new writes (OOM): new pooled requests answer queue_unavailable; waiting requests and held leases go on (README "Redis requirements")',
+    );
+  }
+
+  /** The liveness refresh succeeded: ends the `OOM` condition of {@link refused}, logged once. */
+  writesAccepted(): void {
+    if (!this.overMaxmemory) return;
+    this.overMaxmemory = false;
+    this.opts.logger.info({}, 'redis queue: Redis accepts writes again (below maxmemory)');
   }
 
   /**

@@ -12,7 +12,7 @@ import type {
 } from '../provider-queue';
 import type { ClientBudgetWindow } from '../token-budget';
 import { evalModeOf } from '../../lua/function-library';
-import { connectRedis, type RedisClient } from '../redis-connection';
+import { connectRedis, isAnswerError, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
 import { readClientBudgets } from './lease-budget';
@@ -65,6 +65,8 @@ export class RedisProviderQueue implements ProviderQueue {
   /** The pools' recent lease times, for the Retry-After of `queue_full` (docs/architecture.md, "Clients, priority and fair share"). */
   private readonly rate = new ServiceRate();
   private closed = false;
+  /** True while the last `configure` could not write the limits: the next renewal round that reaches Redis does. */
+  private limitsUnwritten = false;
   /** True once `noteScriptMode` logged how scripts run. */
   private scriptModeNoted = false;
   /** The one start-up check of Redis's settings (after the first connection). */
@@ -152,11 +154,7 @@ export class RedisProviderQueue implements ProviderQueue {
     if (this.closed) throw queueClosing();
     await this.watch.waitForFirstConnection();
     const kept = this.slots.apply(providers);
-    try {
-      await this.recovery.writeLimits();
-    } catch (e) {
-      this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again on reconnect)');
-    }
+    await this.writeLimits();
     this.noteScriptMode();
     this.waiters.moveOffRemoved(kept);
   }
@@ -271,6 +269,20 @@ export class RedisProviderQueue implements ProviderQueue {
   }
 
   /**
+   * Writes every provider's limits; when Redis refuses (over `maxmemory`, a command timeout), logs it
+   * and leaves them for the next renewal round that reaches Redis (or the next reconnect).
+   */
+  private async writeLimits(): Promise<void> {
+    this.limitsUnwritten = false;
+    try {
+      await this.recovery.writeLimits();
+    } catch (e) {
+      this.limitsUnwritten = true;
+      this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again once Redis accepts writes)');
+    }
+  }
+
+  /**
    * Renews every held lease, then refreshes this replica's liveness, then settles leftovers. Overdue
    * leases are fenced first and liveness is refreshed only after every renewal succeeded, so a replica
    * that looks alive holds no lease that expired (docs/architecture.md, "Expired leases").
@@ -280,8 +292,16 @@ export class RedisProviderQueue implements ProviderQueue {
     this.holder.fenceOverdue();
     await this.holder.renew();
     const sentAt = performance.now();
-    await this.liveness.refresh();
-    this.watch.reached(sentAt);
+    try {
+      await this.liveness.refresh();
+      this.watch.reached(sentAt);
+      this.watch.writesAccepted();
+      if (this.limitsUnwritten) await this.writeLimits();
+    } catch (e) {
+      // An error reply (OOM over maxmemory, a NOPERM) is an answer: Redis is up, not silent.
+      if (!isAnswerError(e)) throw e;
+      this.watch.refused(sentAt, e);
+    }
     await this.holder.settleLeftovers();
   }
 
