@@ -1,5 +1,5 @@
 import { freePort } from '@iop/dispatch/testing';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BENCH_MODEL, benchGatewayYaml, clientHeaders } from './gateway-config';
 import { portkeyEntry, portkeyHeaders, type BenchPaths } from './target-files';
@@ -133,7 +133,7 @@ export class TargetLauncher {
     replicas: number,
     redisUrl: string,
   ): Promise<{ origins: string[]; processes: ServiceProcess[] }> {
-    const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
+    const file = this.configFile();
     writeFileSync(file, yaml);
     const processes: ServiceProcess[] = [];
     for (let i = 0; i < replicas; i++)
@@ -231,7 +231,7 @@ export class TargetLauncher {
     logLevel: GatewayLogLevel,
     opts: LaunchOptions,
   ): Promise<ServiceProcess> {
-    const file = path.join(this.paths.workDir, `edge-${++this.configCount}.yaml`);
+    const file = this.configFile();
     writeFileSync(
       file,
       benchGatewayYaml({
@@ -245,6 +245,17 @@ export class TargetLauncher {
     );
     const redisArgs = queue.backend === 'redis' ? ['--redis', queue.redisUrl] : [];
     return this.startGateway(name, file, redisArgs, logLevel, opts);
+  }
+
+  /**
+   * A fresh path for a gateway's edge.yaml, in a directory that holds config files only: a gateway
+   * watches its config file's directory (README "Config refresh"), so its own log file, written
+   * on every request, must not sit beside it, or every log line wakes the watcher.
+   */
+  private configFile(): string {
+    const dir = path.join(this.paths.workDir, 'config');
+    mkdirSync(dir, { recursive: true });
+    return path.join(dir, `edge-${++this.configCount}.yaml`);
   }
 
   private startGateway(
