@@ -77,7 +77,7 @@ export function refusesFunctions(client: RedisClient, e: unknown): boolean {
  * memory), or the `EXECABORT` of a `MULTI` one of whose commands was so refused (ioredis keeps those
  * in `previousErrors`).
  */
-export function isOutOfMemory(e: unknown): boolean {
+export function isOutOfMemory(e: unknown): e is Error {
   if (!(e instanceof Error)) return false;
   const previous: unknown = (e as { previousErrors?: unknown }).previousErrors;
   return e.message.startsWith('OOM ') || (Array.isArray(previous) && previous.some(isOutOfMemory));

@@ -1,5 +1,5 @@
-import { isOutOfMemory } from '../../lua/function-library';
 import { queueUnavailable } from '../admission-errors';
+import { isAnswerError } from '../redis-connection';
 import type { RedisClient } from '../redis-connection';
 import type { QueueLogger } from './redis-queue-options';
 import { withTimeout } from './with-timeout';
@@ -32,6 +32,8 @@ export class ConnectionWatch {
   private outage = false;
   /** True while the liveness refresh is refused with `OOM` (Redis over `maxmemory`); logged once. */
   private overMaxmemory = false;
+  /** Redis's refusal of the last renewal or liveness refresh (`MISCONF …`), until a refresh succeeds; for the outage's words. */
+  private refusal: string | undefined;
   /** `performance.now()` when this replica's liveness refresh last succeeded: Redis answered then. */
   private reachedAt = performance.now();
   /** The check of the last (re)connect; admissions wait for it. */
@@ -83,30 +85,40 @@ export class ConnectionWatch {
     await withTimeout(this.reconnectCheck, this.opts.commandTimeoutMs).catch((e: unknown) => {
       throw queueUnavailable(e);
     });
-    if (this.silentTooLong()) throw queueUnavailable(`Redis has not answered for ${Math.round(this.silentMs())} ms`);
+    if (this.silentTooLong()) throw queueUnavailable(this.silence());
   }
 
   /** Redis answered a command sent at `sentAt` (`performance.now()`); ends an outage of a hung Redis. */
   reached(sentAt: number): void {
+    this.refusal = undefined;
     this.reachedAt = Math.max(this.reachedAt, sentAt);
     if (this.connected()) this.endOutage();
   }
 
   /**
-   * Redis answered the liveness refresh sent at `sentAt` (`performance.now()`) with an error reply: it
-   * is answering, so it is not silent (a refusal is no outage: waiting requests stay in line and are
-   * granted as releases free slots). An `OOM` reply (over `maxmemory` under `noeviction`) is logged once,
-   * until {@link writesAccepted}: admissions are refused with `OOM` meanwhile, while the scripts that end
-   * or keep up state run (docs/architecture.md, "Redis over maxmemory").
+   * Redis answered the liveness refresh sent at `sentAt` (`performance.now()`) with `OOM` (over
+   * `maxmemory` under `noeviction`): it is answering, so it is not silent, and the refusal is no outage:
+   * the scripts that end or keep up state still run, so waiting requests stay in line and are granted
+   * as releases free slots; admissions are refused with `OOM` meanwhile. Logged once, until
+   * {@link writesAccepted} (docs/architecture.md, "Redis over maxmemory").
    */
-  refused(sentAt: number, error: Error): void {
+  outOfMemory(sentAt: number, error: Error): void {
     this.reached(sentAt);
-    if (this.opts.isClosed() || this.overMaxmemory || !isOutOfMemory(error)) return;
+    if (this.opts.isClosed() || this.overMaxmemory) return;
     this.overMaxmemory = true;
     this.opts.logger.warn(
       { err: error },
       'redis queue: Redis is over maxmemory and refuses new writes (OOM): new pooled requests answer queue_unavailable; waiting requests and held leases go on (README "Redis requirements")',
     );
+  }
+
+  /**
+   * A renewal or the liveness refresh failed with `error`, other than `OOM`: a refusal Redis answered
+   * (`MISCONF`, `NOREPLICAS`, `NOPERM`; the queue cannot write, so it counts as silence) is kept for the
+   * words of the outage it leads to; a lost connection or a timeout is silence itself.
+   */
+  failedWrite(error: unknown): void {
+    if (isAnswerError(error)) this.refusal = error.message;
   }
 
   /** The liveness refresh succeeded: ends the `OOM` condition of {@link refused}, logged once. */
@@ -132,7 +144,19 @@ export class ConnectionWatch {
    */
   checkSilence(): void {
     if (this.opts.isClosed() || this.outage || !this.connected() || !this.silentTooLong()) return;
-    this.startOutage(`no answer for ${Math.round(this.silentMs())} ms on an open connection (hung or overloaded)`);
+    this.startOutage(
+      this.refusal === undefined
+        ? `no answer for ${Math.round(this.silentMs())} ms on an open connection (hung or overloaded)`
+        : `writes refused for ${Math.round(this.silentMs())} ms: ${this.refusal}`,
+    );
+  }
+
+  /** Why admissions fail while {@link silentTooLong}: silence, or the refusal Redis keeps answering. */
+  private silence(): string {
+    const ms = Math.round(this.silentMs());
+    return this.refusal === undefined
+      ? `Redis has not answered for ${ms} ms`
+      : `Redis has refused writes for ${ms} ms: ${this.refusal}`;
   }
 
   /** Time since Redis last answered, in ms. */

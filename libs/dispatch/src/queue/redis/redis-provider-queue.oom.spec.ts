@@ -149,3 +149,40 @@ describe('RedisProviderQueue while Redis is over maxmemory (OOM replies)', () =>
     }
   });
 });
+
+describe('RedisProviderQueue while Redis refuses every write (NOREPLICAS)', () => {
+  it('fails waiting requests once the refusals last the silence limit, and logs the refusal, not silence', async () => {
+    const logged: Logged[] = [];
+    const q = makeQueue(uniquePrefix('noreplicas'), logged);
+    try {
+      await q.configure([provider]);
+      const held = await q.acquireLease(request());
+      const waiting = q.acquireLease(request()).catch((e: unknown) => e);
+      await waitUntil(async () => (await q.counts(['p'])).get('p')?.queued === 1, 5000, 'a waiting request');
+      // No replica is attached: with min-replicas-to-write 1 Redis refuses every write, scripts included.
+      await admin.config('SET', 'min-replicas-to-write', '1');
+      const error = await waiting;
+      expect(error).toBeInstanceOf(AdmissionError);
+      expect((error as AdmissionError).code).toBe('queue_unavailable');
+      const outage = logged.find((l) => l.level === 'warn' && /Redis unreachable/.test(l.msg));
+      expect(outage?.msg).toMatch(/writes refused for \d+ ms: NOREPLICAS/);
+      const refused = await q.acquireLease(request()).catch((e: unknown) => e);
+      expect((refused as AdmissionError).detail).toMatch(/Redis has refused writes for \d+ ms: NOREPLICAS/);
+      await admin.config('SET', 'min-replicas-to-write', '0');
+      await waitUntil(
+        async () => logged.some((l) => l.level === 'info' && /Redis reachable again/.test(l.msg)),
+        5000,
+        'the end of the outage logged',
+      );
+      await held.release().catch(() => undefined);
+      await waitUntil(
+        async () => (await q.counts(['p'])).get('p')?.inFlight === 0 && (await q.counts(['p'])).get('p')?.queued === 0,
+        5000,
+        'nothing left in flight or queued',
+      );
+    } finally {
+      await admin.config('SET', 'min-replicas-to-write', '0');
+      await q.close();
+    }
+  });
+});

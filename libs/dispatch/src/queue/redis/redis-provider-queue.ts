@@ -11,8 +11,8 @@ import type {
   QueueProvider,
 } from '../provider-queue';
 import type { ClientBudgetWindow } from '../token-budget';
-import { evalModeOf } from '../../lua/function-library';
-import { connectRedis, isAnswerError, type RedisClient } from '../redis-connection';
+import { evalModeOf, isOutOfMemory } from '../../lua/function-library';
+import { connectRedis, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
 import { readClientBudgets } from './lease-budget';
@@ -290,7 +290,10 @@ export class RedisProviderQueue implements ProviderQueue {
   private async renewAll(): Promise<void> {
     if (this.closed || !this.watch.connected()) return;
     this.holder.fenceOverdue();
-    await this.holder.renew();
+    await this.holder.renew().catch((e: unknown) => {
+      this.watch.failedWrite(e);
+      throw e;
+    });
     const sentAt = performance.now();
     try {
       await this.liveness.refresh();
@@ -298,9 +301,13 @@ export class RedisProviderQueue implements ProviderQueue {
       this.watch.writesAccepted();
       if (this.limitsUnwritten) await this.writeLimits();
     } catch (e) {
-      // An error reply (OOM over maxmemory, a NOPERM) is an answer: Redis is up, not silent.
-      if (!isAnswerError(e)) throw e;
-      this.watch.refused(sentAt, e);
+      // Over maxmemory Redis still runs the scripts that end or keep up state: an answer, not an outage.
+      // Any other refusal (MISCONF, NOREPLICAS, an ACL) stops the queue like silence does, said as such.
+      if (!isOutOfMemory(e)) {
+        this.watch.failedWrite(e);
+        throw e;
+      }
+      this.watch.outOfMemory(sentAt, e);
     }
     await this.holder.settleLeftovers();
   }
