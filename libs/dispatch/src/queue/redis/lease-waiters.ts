@@ -95,10 +95,15 @@ export class LeaseWaiters {
     }
   }
 
-  /** After a `configure`: every waiter on a provider not in `kept` moves to its remaining candidates. */
+  /**
+   * After a `configure`: every waiter whose job lists a provider not in `kept` (its own queue's, or
+   * one whose `wanted` set holds it) moves to its remaining candidates, so the removed provider's
+   * freed slots grant it nothing (README "Config refresh").
+   */
   moveOffRemoved(kept: ReadonlySet<string>): void {
     for (const waiter of [...this.waiters.values()]) {
-      if (!kept.has(waiter.provider.providerId)) waiter.step(() => this.moveOff(waiter));
+      if (waiter.candidates.some((c) => !kept.has(c.providerId)) || !kept.has(waiter.provider.providerId))
+        waiter.step(() => this.moveOff(waiter));
     }
   }
 
@@ -210,6 +215,12 @@ export class LeaseWaiters {
     const { store, holder, slots } = this.parts;
     const { jobId } = waiter;
     const provider = slots.at(providerId, waiter.provider.shardTag);
+    if (slots.usable([providerId]).length === 0) {
+      // Granted on a provider this replica's config removed (a release raced the reload): the slot goes
+      // back, and the waiter queues again on its remaining candidates (README "Config refresh").
+      await holder.release(jobId, provider, { used: 0 });
+      return this.requeue(waiter);
+    }
     const sentAt = performance.now();
     const tokens = tokensOn(waiter.request, this.parts.slots, providerId);
     const renewed = { providerId, jobId, owner: this.ownerOf(waiter), ...(tokens.held ? { tokens: tokens.held } : {}) };
