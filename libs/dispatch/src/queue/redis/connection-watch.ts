@@ -159,7 +159,15 @@ export class ConnectionWatch {
       : `Redis has refused writes for ${ms} ms: ${this.refusal}`;
   }
 
-  /** Time since Redis last answered, in ms. */
+  /**
+   * This process stood still for `ms` (SIGSTOP, a frozen VM, a blocked event loop): it sent Redis
+   * nothing then and read no answer, so that time does not count as Redis's silence.
+   */
+  excuse(ms: number): void {
+    this.reachedAt = Math.min(performance.now(), this.reachedAt + ms);
+  }
+
+  /** Time since Redis last answered, in ms (less the time this process stood still). */
   silentMs(): number {
     return performance.now() - this.reachedAt;
   }

@@ -76,3 +76,37 @@ describe('RedisProviderQueue when Redis hangs (SIGSTOP: sockets open, no answers
     }
   }, 30_000);
 });
+
+describe('RedisProviderQueue when the replica stands still, not Redis (SIGSTOP of the process, a blocked loop)', () => {
+  it('keeps its waiting requests after a stop longer than the silence limit, and logs no Redis outage', async () => {
+    const prefix = uniquePrefix('stood');
+    const lines: { level: string; msg: string }[] = [];
+    const log = (level: string) => (_o: object, msg: string) => void lines.push({ level, msg });
+    const logger = { info: log('info'), warn: log('warn'), error: log('error') };
+    const [holder, waiter] = [
+      new RedisProviderQueue({ redisUrl: own.url, prefix, logger }),
+      new RedisProviderQueue({ redisUrl: own.url, prefix, logger }),
+    ];
+    try {
+      await Promise.all([holder.configure([p]), waiter.configure([p])]);
+      const held = await holder.acquireLease(request(10_000));
+      let failed: unknown;
+      const waiting = waiter.acquireLease(request(30_000)).catch((e: unknown) => (failed = e));
+      await waitUntil(async () => (await waiter.counts(['p'])).get('p')?.queued === 1, 5000, 'a waiting request');
+      const resume = waiter.simulateStall();
+      await new Promise((r) => setTimeout(r, 3000));
+      resume();
+      // Several fencing rounds after the resume: the stop was not Redis's silence.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(failed).toBeUndefined();
+      expect(waiter.redisReachable()).toBe(true);
+      expect(lines.filter((l) => /Redis unreachable/.test(l.msg))).toEqual([]);
+      await held.release();
+      const lease = await waiting;
+      expect(lease).toMatchObject({ providerId: 'p' });
+      await (lease as { release(): Promise<void> }).release();
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
+    }
+  }, 20_000);
+});

@@ -65,6 +65,10 @@ export class RedisProviderQueue implements ProviderQueue {
   /** The pools' recent lease times, for the Retry-After of `queue_full` (docs/architecture.md, "Clients, priority and fair share"). */
   private readonly rate = new ServiceRate();
   private closed = false;
+  /** Interval of the fencing round and silence check, ms (`fenceMarginMs / 2`). */
+  private readonly fenceEveryMs: number;
+  /** `performance.now()` of the last fencing round; kept across `simulateStall`, as a real stop keeps it. */
+  private fencedAt = performance.now();
   /** True while the last `configure` could not write the limits: the next renewal round that reaches Redis does. */
   private limitsUnwritten = false;
   /** True once `noteScriptMode` logged how scripts run. */
@@ -76,6 +80,7 @@ export class RedisProviderQueue implements ProviderQueue {
   /** @throws Error when an option is out of range (see `RedisProviderQueueOptions`). */
   constructor(options: RedisProviderQueueOptions) {
     const opts = (this.opts = resolveRedisQueueOptions(options));
+    this.fenceEveryMs = Math.max(10, Math.floor(opts.fenceMarginMs / 2));
     this.replicaId = opts.replicaId;
     const connectionName = `${opts.prefix}:replica:${this.replicaId}`;
     const target = { url: opts.redisUrl, cluster: opts.cluster, connectionName };
@@ -244,13 +249,10 @@ export class RedisProviderQueue implements ProviderQueue {
     this.timers.push(
       setInterval(() => this.loop('renew', () => this.renewAll()), opts.renewIntervalMs),
       // Fencing and the silence check share one clock and run whatever a hung Redis call holds up.
-      setInterval(
-        () => {
-          holder.fenceOverdue();
-          this.failWaitersIfSilent();
-        },
-        Math.max(10, Math.floor(opts.fenceMarginMs / 2)),
-      ),
+      setInterval(() => {
+        holder.fenceOverdue();
+        this.failWaitersIfSilent();
+      }, this.fenceEveryMs),
       setInterval(() => this.loop('sweep', () => liveness.sweep(slots.byTag())), opts.sweepIntervalMs),
       setInterval(() => this.loop('poll', () => this.pollWaiters()), opts.grantPollMs),
     );
@@ -326,6 +328,12 @@ export class RedisProviderQueue implements ProviderQueue {
    */
   private failWaitersIfSilent(): void {
     if (this.closed) return;
+    const now = performance.now();
+    const stoodMs = now - this.fencedAt - this.fenceEveryMs;
+    this.fencedAt = now;
+    // This process stood still (SIGSTOP, a frozen VM, a blocked event loop) and asked Redis nothing
+    // meanwhile: that time is not Redis's silence, and its waiters keep their place.
+    if (stoodMs > this.fenceEveryMs) this.watch.excuse(stoodMs);
     this.watch.checkSilence();
     if (this.watch.silentTooLong()) this.waiters.leaveAll('outage');
   }
