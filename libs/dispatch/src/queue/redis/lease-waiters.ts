@@ -262,7 +262,9 @@ export class LeaseWaiters {
       outcome = { kind: 'left' as const };
     }
     if (outcome.kind === 'granted') {
-      if (why === 'deadline') return this.confirm(waiter, outcome.providerId);
+      // A grant that raced the deadline is used, unless a reload removed its provider (then it times out).
+      if (why === 'deadline' && slots.usable([outcome.providerId]).length > 0)
+        return this.confirm(waiter, outcome.providerId);
       await holder.release(waiter.jobId, slots.at(outcome.providerId, waiter.provider.shardTag), { used: 0 });
     }
     waiter.fail(outcome.kind === 'shed' ? this.full(waiter, 'shed') : error);
