@@ -121,7 +121,7 @@ export class ConnectionWatch {
     if (isAnswerError(error)) this.refusal = error.message;
   }
 
-  /** The liveness refresh succeeded: ends the `OOM` condition of {@link refused}, logged once. */
+  /** The liveness refresh succeeded: ends the `OOM` condition of {@link outOfMemory}, logged once. */
   writesAccepted(): void {
     if (!this.overMaxmemory) return;
     this.overMaxmemory = false;

@@ -275,12 +275,17 @@ export class RedisProviderQueue implements ProviderQueue {
    * and leaves them for the next renewal round that reaches Redis (or the next reconnect).
    */
   private async writeLimits(): Promise<void> {
+    const retry = this.limitsUnwritten;
+    // Cleared first: a write that finds Redis lost its state runs a renewal round, which must not retry it.
     this.limitsUnwritten = false;
     try {
       await this.recovery.writeLimits();
+      if (retry) this.opts.logger.info({}, 'redis queue: limits written');
     } catch (e) {
       this.limitsUnwritten = true;
-      this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again once Redis accepts writes)');
+      // Said once per episode, not every renewal round it is retried in.
+      if (!retry)
+        this.opts.logger.warn({ err: e }, 'redis queue: limits not written (written again once Redis accepts writes)');
     }
   }
 
