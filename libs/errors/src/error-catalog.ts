@@ -31,8 +31,11 @@ export interface InvalidApiKeyFields {
 export type QueueUnavailableFields =
   /** A Redis command failed; `detail` is the gateway's own account (never a URL or host). */
   | { readonly why: 'redis_error'; readonly detail: string }
-  /** A waiting request outwaited Redis's silence (docs/architecture.md, "Fencing"), in ms. */
-  | { readonly why: 'redis_silent'; readonly silentMs: number }
+  /**
+   * A waiting request outwaited Redis's silence (docs/architecture.md, "Fencing"), in ms; `refused`:
+   * Redis answered, but refused every write (docs/architecture.md, "Redis over maxmemory").
+   */
+  | { readonly why: 'redis_silent'; readonly silentMs: number; readonly refused?: boolean }
   /** A held lease could not be renewed in time and was fenced. */
   | { readonly why: 'lease_lost'; readonly provider: string }
   /** The queue is closing: the process is shutting down. */
@@ -217,7 +220,7 @@ function queueUnavailableMessage(f: QueueUnavailableFields): string {
     case 'redis_error':
       return `The provider queue (Redis) is unavailable: ${f.detail}`;
     case 'redis_silent':
-      return `The provider queue (Redis) is unavailable: Redis has not answered for ${f.silentMs} ms while the request waited in the queue.`;
+      return `The provider queue (Redis) is unavailable: Redis has ${f.refused ? 'refused writes' : 'not answered'} for ${f.silentMs} ms while the request waited in the queue.`;
     case 'lease_lost':
       return `The lease on provider "${f.provider}" could not be renewed; the request was stopped to keep the provider's limit.`;
     case 'closing':

@@ -70,8 +70,11 @@ export function queueUnavailable(cause: unknown): AdmissionError {
 }
 
 /** `queue_unavailable`: Redis stayed silent for `silentMs` while the request waited (docs/architecture.md, "Fencing"). */
-export function redisSilent(silentMs: number): AdmissionError {
-  return refusal('queue_unavailable', { why: 'redis_silent', silentMs });
+export function redisSilent(silentMs: number, refused = false): AdmissionError {
+  return refusal(
+    'queue_unavailable',
+    refused ? { why: 'redis_silent', silentMs, refused } : { why: 'redis_silent', silentMs },
+  );
 }
 
 /** `queue_unavailable`: the lease on `provider` could not be renewed in time and was fenced. */

@@ -59,6 +59,15 @@ export function isAnswerError(error: unknown): error is Error {
 }
 
 /**
+ * What Redis answered, as text: the message of `error`, or for an `EXECABORT` (a `MULTI` with a refused
+ * command) the first refusal ioredis kept in its `previousErrors` (`NOREPLICAS …`, `OOM …`).
+ */
+export function replyText(error: Error): string {
+  const previous: unknown = (error as { previousErrors?: unknown }).previousErrors;
+  return Array.isArray(previous) && previous[0] instanceof Error ? previous[0].message : error.message;
+}
+
+/**
  * Opens a connection to a single Redis or a Redis Cluster (docs/architecture.md, "Redis and Redis
  * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s; a `READONLY`
  * reply (a failover) drops and re-opens the connection. The caller must attach an `error` listener.

@@ -1,5 +1,5 @@
 import { queueUnavailable } from '../admission-errors';
-import { isAnswerError } from '../redis-connection';
+import { isAnswerError, replyText } from '../redis-connection';
 import type { RedisClient } from '../redis-connection';
 import type { QueueLogger } from './redis-queue-options';
 import { withTimeout } from './with-timeout';
@@ -107,7 +107,7 @@ export class ConnectionWatch {
     if (this.opts.isClosed() || this.overMaxmemory) return;
     this.overMaxmemory = true;
     this.opts.logger.warn(
-      { err: error },
+      { reply: replyText(error) },
       'redis queue: Redis is over maxmemory and refuses new writes (OOM): new pooled requests answer queue_unavailable; waiting requests and held leases go on (README "Redis requirements")',
     );
   }
@@ -118,7 +118,12 @@ export class ConnectionWatch {
    * words of the outage it leads to; a lost connection or a timeout is silence itself.
    */
   failedWrite(error: unknown): void {
-    if (isAnswerError(error)) this.refusal = error.message;
+    if (isAnswerError(error)) this.refusal = replyText(error);
+  }
+
+  /** True while the silence is Redis refusing writes ({@link failedWrite}), not saying nothing. */
+  refusing(): boolean {
+    return this.refusal !== undefined;
   }
 
   /** The liveness refresh succeeded: ends the `OOM` condition of {@link outOfMemory}, logged once. */

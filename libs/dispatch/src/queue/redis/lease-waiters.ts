@@ -250,7 +250,7 @@ export class LeaseWaiters {
       why === 'abort'
         ? clientAborted()
         : why === 'outage'
-          ? redisSilent(silentMs)
+          ? redisSilent(silentMs, watch.refusing())
           : queueTimeout(model, waiter.request.maxWaitMs);
     // An outage or a client gone does not wait for Redis: the request fails now, its job leaves after.
     if (why !== 'deadline') waiter.fail(error);

@@ -153,9 +153,13 @@ describe('RedisProviderQueue while Redis is over maxmemory (OOM replies)', () =>
 describe('RedisProviderQueue while Redis refuses every write (NOREPLICAS)', () => {
   it('fails waiting requests once the refusals last the silence limit, and logs the refusal, not silence', async () => {
     const logged: Logged[] = [];
-    const q = makeQueue(uniquePrefix('noreplicas'), logged);
+    const prefix = uniquePrefix('noreplicas');
+    const q = makeQueue(prefix, logged);
+    // A replica that holds no lease: only its liveness refresh (a MULTI, answered EXECABORT) is refused.
+    const idleLogged: Logged[] = [];
+    const idle = makeQueue(prefix, idleLogged);
     try {
-      await q.configure([provider]);
+      await Promise.all([q.configure([provider]), idle.configure([provider])]);
       const held = await q.acquireLease(request());
       const waiting = q.acquireLease(request()).catch((e: unknown) => e);
       await waitUntil(async () => (await q.counts(['p'])).get('p')?.queued === 1, 5000, 'a waiting request');
@@ -164,8 +168,17 @@ describe('RedisProviderQueue while Redis refuses every write (NOREPLICAS)', () =
       const error = await waiting;
       expect(error).toBeInstanceOf(AdmissionError);
       expect((error as AdmissionError).code).toBe('queue_unavailable');
+      expect((error as AdmissionError).message).toMatch(/Redis has refused writes for \d+ ms while the request waited/);
       const outage = logged.find((l) => l.level === 'warn' && /Redis unreachable/.test(l.msg));
       expect(outage?.msg).toMatch(/writes refused for \d+ ms: NOREPLICAS/);
+      await waitUntil(
+        async () => idleLogged.some((l) => l.level === 'warn' && /Redis unreachable/.test(l.msg)),
+        3000,
+        'the idle replica to see the outage',
+      );
+      expect(idleLogged.find((l) => /Redis unreachable/.test(l.msg))?.msg).toMatch(
+        /writes refused for \d+ ms: NOREPLICAS/,
+      );
       const refused = await q.acquireLease(request()).catch((e: unknown) => e);
       expect((refused as AdmissionError).detail).toMatch(/Redis has refused writes for \d+ ms: NOREPLICAS/);
       await admin.config('SET', 'min-replicas-to-write', '0');
@@ -182,7 +195,7 @@ describe('RedisProviderQueue while Redis refuses every write (NOREPLICAS)', () =
       );
     } finally {
       await admin.config('SET', 'min-replicas-to-write', '0');
-      await q.close();
+      await Promise.all([q.close(), idle.close()]);
     }
   });
 });
