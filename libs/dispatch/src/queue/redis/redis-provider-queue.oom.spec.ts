@@ -48,7 +48,7 @@ const request = (extra: Partial<LeaseRequest> = {}): LeaseRequest => ({
 });
 const overMaxmemory = () => admin.config('SET', 'maxmemory', '1');
 const belowMaxmemory = () => admin.config('SET', 'maxmemory', '0');
-/** Longer than the silence limit of the default options (`leaseTtlMs - fenceMarginMs`, 1.5 s). */
+/** Longer than the silence limit of the default options (`leaseTtlMs - fenceMarginMs`, 1.8 s). */
 const PAST_SILENCE_LIMIT_MS = 3000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
