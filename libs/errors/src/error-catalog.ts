@@ -44,9 +44,10 @@ export type QueueUnavailableFields =
   | { readonly why: 'unknown' }
   /**
    * What a client reads whatever the queue's own account was: that may quote the backend (Redis's
-   * error text), which stays in the gateway's log (README "Errors").
+   * error text), which stays in the gateway's log (README "Errors"). `outOfMemory`: Redis answered, but
+   * is over `maxmemory` and refuses new work (docs/architecture.md, "Redis over maxmemory").
    */
-  | { readonly why: 'client' };
+  | { readonly why: 'client'; readonly outOfMemory?: boolean };
 
 /**
  * Why a request found no place in line (fields of `queue_full`; docs/architecture.md, "Clients,
@@ -228,7 +229,9 @@ function queueUnavailableMessage(f: QueueUnavailableFields): string {
     case 'unknown':
       return 'The provider queue is unavailable.';
     case 'client':
-      return "The gateway's provider queue (Redis) cannot be reached right now; retry shortly.";
+      return f.outOfMemory
+        ? "The gateway's provider queue (Redis) is out of memory and takes no new requests right now; retry shortly."
+        : "The gateway's provider queue (Redis) cannot be reached right now; retry shortly.";
   }
 }
 

@@ -1,4 +1,5 @@
 import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs, type QueueFullFields } from '@iop/errors';
+import { isOutOfMemory } from '../lua/function-library';
 import { AdmissionError, type AdmissionErrorCode } from './admission-error';
 import type { QueueClient } from './provider-queue';
 import { servingSlots, type ServiceRate } from './service-rate';
@@ -65,7 +66,11 @@ export function queueUnavailable(cause: unknown): AdmissionError {
     why: 'redis_error',
     detail: cause instanceof Error ? cause.message : String(cause),
   });
-  const message = catalogMessage('queue_unavailable', { why: 'client' });
+  // Over maxmemory Redis answers, but refuses new work: said as such, still without Redis's own text.
+  const message = catalogMessage(
+    'queue_unavailable',
+    isOutOfMemory(cause) ? { why: 'client', outOfMemory: true } : { why: 'client' },
+  );
   return new AdmissionError('queue_unavailable', message, catalogRetryAfterS('queue_unavailable'), detail);
 }
 

@@ -75,6 +75,9 @@ describe('RedisProviderQueue while Redis is over maxmemory (OOM replies)', () =>
       expect(refused).toBeInstanceOf(AdmissionError);
       expect((refused as AdmissionError).code).toBe('queue_unavailable');
       expect((refused as AdmissionError).detail).toMatch(/OOM command not allowed/);
+      expect((refused as AdmissionError).message).toBe(
+        "The gateway's provider queue (Redis) is out of memory and takes no new requests right now; retry shortly.",
+      );
 
       await held.release();
       const granted = await waiting;
