@@ -69,6 +69,8 @@ describe('RedisProviderQueue while Redis is over maxmemory (OOM replies)', () =>
       await sleep(PAST_SILENCE_LIMIT_MS);
 
       expect(waiterError).toBeUndefined();
+      // The held lease kept renewing (its script's library first loaded over maxmemory): not fenced.
+      expect(held.signal.aborted).toBe(false);
       expect(q.redisReachable()).toBe(true);
       // A new admission is refused, and says why in its detail (the log), not "has not answered".
       const refused = await q.acquireLease(request()).catch((e: unknown) => e);
