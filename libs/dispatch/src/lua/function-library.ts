@@ -72,17 +72,6 @@ export function refusesFunctions(client: RedisClient, e: unknown): boolean {
   return true;
 }
 
-/**
- * True when `e` is Redis's `OOM` refusal (over `maxmemory` under `noeviction`, a command that may add
- * memory), or the `EXECABORT` of a `MULTI` one of whose commands was so refused (ioredis keeps those
- * in `previousErrors`).
- */
-export function isOutOfMemory(e: unknown): e is Error {
-  if (!(e instanceof Error)) return false;
-  const previous: unknown = (e as { previousErrors?: unknown }).previousErrors;
-  return e.message.startsWith('OOM ') || (Array.isArray(previous) && previous.some(isOutOfMemory));
-}
-
 /** True when `e` is Redis's answer to `FCALL` of a function it does not hold (first call, a restart, `FUNCTION FLUSH`). */
 export function isFunctionMissing(e: unknown): boolean {
   return e instanceof Error && /^ERR Function not found/i.test(e.message);

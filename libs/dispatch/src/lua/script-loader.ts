@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import type { RedisClient } from '../queue/redis-connection';
+import { isOutOfMemory, type RedisClient } from '../queue/redis-connection';
 import {
   functionLibraryText,
   evalModeOf,
   isFunctionMissing,
-  isOutOfMemory,
   loadLibrary,
   refusesFunctions,
   type ScriptParts,

@@ -1,5 +1,5 @@
 import { catalogMessage, catalogRetryAfterS, type ErrorMessageArgs, type QueueFullFields } from '@iop/errors';
-import { isOutOfMemory } from '../lua/function-library';
+import { isOutOfMemory } from './redis-connection';
 import { AdmissionError, type AdmissionErrorCode } from './admission-error';
 import type { QueueClient } from './provider-queue';
 import { servingSlots, type ServiceRate } from './service-rate';

@@ -68,6 +68,14 @@ export function replyText(error: Error): string {
 }
 
 /**
+ * True when `e` is Redis's `OOM` refusal (over `maxmemory` under `noeviction`, a command that may add
+ * memory), also as the `EXECABORT` of a `MULTI` whose command was so refused ({@link replyText}).
+ */
+export function isOutOfMemory(e: unknown): e is Error {
+  return e instanceof Error && replyText(e).startsWith('OOM ');
+}
+
+/**
  * Opens a connection to a single Redis or a Redis Cluster (docs/architecture.md, "Redis and Redis
  * Cluster"). Credentials and TLS come from the URL; reconnects back off up to 1 s; a `READONLY`
  * reply (a failover) drops and re-opens the connection. The caller must attach an `error` listener.

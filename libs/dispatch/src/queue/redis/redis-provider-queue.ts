@@ -11,8 +11,8 @@ import type {
   QueueProvider,
 } from '../provider-queue';
 import type { ClientBudgetWindow } from '../token-budget';
-import { evalModeOf, isOutOfMemory } from '../../lua/function-library';
-import { connectRedis, type RedisClient } from '../redis-connection';
+import { evalModeOf } from '../../lua/function-library';
+import { connectRedis, isOutOfMemory, type RedisClient } from '../redis-connection';
 import { ServiceRate } from '../service-rate';
 import { ConnectionWatch } from './connection-watch';
 import { readClientBudgets } from './lease-budget';
