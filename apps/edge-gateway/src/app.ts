@@ -1,7 +1,8 @@
 import type { ProviderQueue } from '@iop/dispatch';
 import { registerConfigInfoGauge } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
-import express, { type Express } from 'express';
+import express from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DispatcherDeps } from './dispatch/dispatcher-deps';
 import { FirstByteClock } from './dispatch/first-byte-clock';
 import { notFound } from './errors';
@@ -15,6 +16,7 @@ import { completionRoutes, openAiRoutes } from './routes/openai-routes';
 import { probeRoutes, registerQueueReachableGauge } from './routes/probe-routes';
 import { statusRoutes } from './routes/status-routes';
 import { v1Edge } from './http/access/v1-edge';
+import { runRoute, type GatewayRequest, type GatewayResponse } from './http/gateway-handler';
 
 /** Everything the gateway's HTTP app needs; all I/O lives behind these (docs/architecture.md, "Layering": pure core, thin edges). */
 export interface AppDeps extends DispatcherDeps {
@@ -28,12 +30,18 @@ export interface AppDeps extends DispatcherDeps {
   metrics?: GatewayMetrics;
 }
 
+/** The gateway's request listener: `http.createServer(app)` serves it. */
+export type GatewayApp = (req: IncomingMessage, res: ServerResponse) => void;
+
 /**
- * Builds the express app of the gateway without listening or any other I/O (docs/architecture.md, "Layering"), so tests
+ * Builds the gateway's request listener without listening or any other I/O (docs/architecture.md, "Layering"), so tests
  * drive it in-process and `main.ts` only wires real dependencies and listens.
- * Routes: docs/architecture.md, "HTTP surface". Errors: one middleware, OpenAI-shaped ("Errors").
+ * Routes: docs/architecture.md, "HTTP surface". Errors: one handler, OpenAI-shaped ("Errors").
+ * A `POST` to exactly `/v1/chat/completions`, `/v1/responses` or `/v1/embeddings` runs its route's
+ * steps directly (`runRoute`); every other request, other spellings of those paths included, goes
+ * through express (docs/architecture.md, "Request path").
  */
-export function createApp(appDeps: AppDeps): Express {
+export function createApp(appDeps: AppDeps): GatewayApp {
   const metrics = appDeps.metrics ?? new GatewayMetrics();
   // One clock of first bytes per app, for weighing first-byte timeouts (README "Provider health"); the tokens each client used go to the metrics.
   const deps: AppDeps = {
@@ -58,7 +66,7 @@ export function createApp(appDeps: AppDeps): Express {
   // CORS and the topology headers (README "Security") before any /v1 route, preflights included.
   const edge = v1Edge(() => deps.config().gateway);
   // The completions first, each one route carrying the request id, the edge and its gates (the hot path, tools/bench).
-  completionRoutes(app, deps, { requestId, edge, observe, auth, json });
+  const completions = completionRoutes(app, deps, { requestId, edge, observe, auth, json });
   app.use(requestId);
   app.use('/v1', edge);
   app.use(openAiRoutes(deps, startedAtS, { observe, auth, json }));
@@ -76,6 +84,11 @@ export function createApp(appDeps: AppDeps): Express {
   // the caller gets the 401 alone, never the 404 that lists the endpoints (README "Security").
   app.use(auth);
   app.use((req, _res, next) => next(notFound(req.method, req.path)));
-  app.use(errorMiddleware(deps.logger, () => deps.config().gateway.max_body_bytes));
-  return app;
+  const onError = errorMiddleware(deps.logger, () => deps.config().gateway.max_body_bytes);
+  app.use(onError);
+  return (req, res) => {
+    const route = req.method === 'POST' && req.url !== undefined ? completions.get(req.url) : undefined;
+    if (route === undefined) return app(req, res);
+    runRoute(route.steps, route.endpoint, onError, req as GatewayRequest, res as GatewayResponse);
+  };
 }

@@ -1,6 +1,7 @@
 import { MemoryProviderQueue, queueProviders } from '@iop/dispatch';
 import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import { parseConfigText } from '@iop/validate';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -36,7 +37,7 @@ describe('logs at info level never contain API keys or prompts', () => {
     await queue.configure(queueProviders(loaded.config));
     const adapters = new AdapterRegistry();
     const app = createApp({ config: () => loaded.config, queue, adapters, logger: pino({ level: 'info' }, sink) });
-    const server = app.listen(0, '127.0.0.1');
+    const server = createServer(app).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {

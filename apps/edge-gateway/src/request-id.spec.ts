@@ -66,7 +66,7 @@ describe('request ids (README "Errors": x-request-id on every answer, in the log
     const logger = pino({ level: 'info' }, sink);
     const app = createApp({ config: () => config, queue, adapters, logger, affinity: new MemoryResponseAffinity() });
     gateway = await new Promise((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+      const s = createServer(app).listen(0, '127.0.0.1', () => resolve(s));
     });
     url = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
     closeAll = async () => {

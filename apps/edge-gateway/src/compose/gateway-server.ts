@@ -1,10 +1,10 @@
 import { answerClientErrors, type ClientErrorLogger, type CloseList } from '@iop/runtime';
 import type { EdgeConfig } from '@iop/validate';
-import type { Express } from 'express';
 import { createServer, type Server } from 'node:http';
 import { refuseBeforeBody } from '../http/access/refuse-before-body';
 import { answerContinue, applyServerLimits, lingering, SERVER_OPTIONS } from '../http/access/server-limits';
 import { requestIdFrom } from '../http/request/request-id';
+import type { GatewayApp } from '../app';
 
 /** How long idle keep-alive connections stay open, in ms: longer than the usual load balancer's 60 s idle timeout. */
 /** How often the drain closes the keep-alive connections that turned idle, in ms. */
@@ -22,7 +22,7 @@ const SHUTDOWN_ANSWER_MS = 200;
  * "Errors"), logged to `logger` with their request id; a connection that only lingers after such
  * an answer is the first a newcomer at the connection cap closes.
  */
-export function createGatewayServer(app: Express, config: () => EdgeConfig, logger?: ClientErrorLogger): Server {
+export function createGatewayServer(app: GatewayApp, config: () => EdgeConfig, logger?: ClientErrorLogger): Server {
   const server = createServer(SERVER_OPTIONS, app);
   applyServerLimits(server, config().gateway);
   answerContinue(server, refuseBeforeBody(config), app);

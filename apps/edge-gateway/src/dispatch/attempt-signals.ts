@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { GatewayResponse } from '../http/gateway-handler';
 import { clientClosed, shuttingDown } from '../errors';
 
 /**
@@ -41,7 +41,7 @@ export class AttemptSignals {
   private readonly drained: Set<AttemptSignals> | undefined;
 
   constructor(
-    private readonly res: Response,
+    private readonly res: GatewayResponse,
     shutdown: AbortSignal | undefined,
   ) {
     res.on('close', this.onClose);

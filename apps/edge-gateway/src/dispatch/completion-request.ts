@@ -1,6 +1,6 @@
 import type { TokenWeight } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
-import type { Response } from 'express';
+import type { GatewayResponse } from '../http/gateway-handler';
 import { randomUUID } from 'node:crypto';
 import type { CompletionEndpoint, DispatchBody, DispatcherDeps } from './dispatcher-deps';
 import type { DispatchOutcome } from './outcome';
@@ -10,7 +10,7 @@ export interface CompletionRequest {
   deps: DispatcherDeps;
   endpoint: CompletionEndpoint;
   body: DispatchBody;
-  res: Response;
+  res: GatewayResponse;
   /** The config in force when the request started: read once, so a refresh never changes a running request. */
   config: EdgeConfig;
   /** Filled in by the steps (route kind, node, provider, timings) for the access log and metrics. */
@@ -22,7 +22,7 @@ export interface CompletionRequest {
 }
 
 /** The request id of `res` (`x-request-id`, set by the request observer), or a fresh one. */
-function requestIdOf(res: Response): string {
+function requestIdOf(res: GatewayResponse): string {
   const id = res.getHeader('x-request-id');
   if (typeof id === 'string' && id !== '') return id;
   const fresh = randomUUID();
@@ -35,7 +35,7 @@ export function startRequest(
   deps: DispatcherDeps,
   endpoint: CompletionEndpoint,
   body: DispatchBody,
-  res: Response,
+  res: GatewayResponse,
   outcome: DispatchOutcome,
 ): CompletionRequest {
   const config = deps.config();

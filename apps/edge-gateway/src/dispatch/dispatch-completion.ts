@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { GatewayResponse } from '../http/gateway-handler';
 import { AttemptSignals } from './attempt-signals';
 import { callDirect } from './call-direct';
 import { callWithFailover } from './call-with-failover';
@@ -34,7 +34,7 @@ export async function dispatchCompletion(
   deps: DispatcherDeps,
   endpoint: CompletionEndpoint,
   body: DispatchBody,
-  res: Response,
+  res: GatewayResponse,
   outcome: DispatchOutcome,
 ): Promise<void> {
   const req = startRequest(deps, endpoint, body, res, outcome);

@@ -1,10 +1,10 @@
 import type { EdgeConfig } from '@iop/validate';
-import type { RequestHandler } from 'express';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './gateway-metrics';
 import { echoed } from '../errors';
 import { loggedRequestId, requestIdFrom, requestIdOf } from '../http/request/request-id';
+import { requestPath, type GatewayHandler } from '../http/gateway-handler';
 import { ensureTracing, flushOnClose, recordRequestSpans, tracingWanted } from './tracing';
 
 /** Longest client-sent string (model, path) written into a log line, in characters (README "Security"). */
@@ -22,7 +22,7 @@ const clip = (text: string) => echoed(text, MAX_LOGGED_CHARS);
  * `x-request-id` (the client's, when it sent a plain one; given by `assignRequestId`), which the log
  * line (its `request_id` field, the same one the request's child logger writes) and the trace carry too.
  */
-export function observeCompletions(logger: Logger, metrics: GatewayMetrics, config: () => EdgeConfig): RequestHandler {
+export function observeCompletions(logger: Logger, metrics: GatewayMetrics, config: () => EdgeConfig): GatewayHandler {
   // OTLP traces when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (README "Running a fleet"); off otherwise.
   ensureTracing(process.env, logger);
   return (req, res, next) => {
@@ -40,8 +40,9 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
         recordRequestSpans({
           // `assignRequestId` runs before every route that mounts the observer (app.ts) and set the header.
           requestId: requestIdOf(res) ?? requestIdFrom(req.headers['x-request-id']),
-          method: req.method,
-          route: req.route?.path ?? req.path,
+          // Always set on a request a server parsed; typed optional for client-side messages.
+          method: req.method ?? '',
+          route: (req as { route?: { path?: string } }).route?.path ?? requestPath(req),
           status,
           model: metrics.modelLabel(current, res.locals.model),
           outcome,
@@ -55,7 +56,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
         {
           request_id: loggedRequestId(res),
           method: req.method,
-          path: clip(req.path),
+          path: clip(requestPath(req)),
           status,
           model: res.locals.model === undefined ? undefined : clip(res.locals.model),
           route: outcome?.routeKind,

@@ -1,11 +1,12 @@
 import { listModels } from '@iop/dispatch';
-import { Router, type IRouter, type RequestHandler } from 'express';
+import { Router, type IRouter } from 'express';
 import { dispatchCompletion } from '../dispatch/dispatch-completion';
 import type { CompletionEndpoint, DispatcherDeps } from '../dispatch/dispatcher-deps';
 import type { DispatchOutcome } from '../dispatch/outcome';
 import { echoed, invalidRequest, methodNotAllowed, modelNotFound } from '../errors';
 import { parseChatRequest, parseResponsesRequest } from '../http/request/request-schemas';
 import { parseEmbeddingsRequest } from '../http/request/embeddings-request';
+import type { GatewayEndpoint, GatewayHandler } from '../http/gateway-handler';
 
 /** `GET /v1/models/{id}`: everything after this prefix is the model id. */
 const MODEL_PREFIX = '/v1/models/';
@@ -13,11 +14,11 @@ const MODEL_PREFIX = '/v1/models/';
 /** The per-request steps every OpenAI route runs before its handler, in this order. */
 export interface OpenAiRouteGates {
   /** Access log and metrics of a completion request (`observeCompletions`). */
-  observe: RequestHandler;
+  observe: GatewayHandler;
   /** Client auth (`apiKeyAuth`). */
-  auth: RequestHandler;
+  auth: GatewayHandler;
   /** JSON body, bounded by `gateway.max_body_bytes`. */
-  json: RequestHandler;
+  json: GatewayHandler;
 }
 
 /** The completion endpoints, by path. */
@@ -28,19 +29,30 @@ const COMPLETION_PATHS: ReadonlyArray<readonly [string, CompletionEndpoint]> = [
   ['/v1/embeddings', 'embeddings'],
 ];
 
+/** One completion route as the gateway serves it: its steps in order, then its endpoint. */
+export interface CompletionRoute {
+  /** The request id, the `/v1` edge (CORS, topology headers), the observer, auth and the body gate. */
+  steps: readonly GatewayHandler[];
+  /** Parses the body and dispatches it (`dispatchCompletion`). */
+  endpoint: GatewayEndpoint;
+}
+
 /**
- * `POST /v1/chat/completions`, `/v1/responses` and `/v1/embeddings`, stream and not, mounted on
- * `app` itself (the hot path, see tools/bench): each is one route whose handlers are the request
- * id, the `/v1` edge (CORS, topology headers), then the gates, then the handler, so a completion
- * walks one layer of the app's router, not app-wide middlewares and a nested router first. Mount
- * before the app-wide request id and `/v1` edge middlewares and {@link openAiRoutes}. Bodies are parsed and checked here; dispatch lives in
- * `dispatchCompletion`.
+ * `POST /v1/chat/completions`, `/v1/responses` and `/v1/embeddings`, stream and not (the hot path,
+ * see tools/bench). Each is one route whose steps are the request id, the `/v1` edge (CORS,
+ * topology headers), then the gates, then the endpoint. Each is mounted on `app` (for the spellings
+ * express's router matches and a plain server does not: another letter case, a trailing slash, a
+ * query string) before the app-wide request id and `/v1` edge middlewares and {@link openAiRoutes},
+ * and returned by exact path for `createApp`, which runs a request for one of those exact paths
+ * without express (`runRoute`). Bodies are parsed and checked here; dispatch lives in `dispatchCompletion`.
+ * @returns the routes by path, e.g. `/v1/chat/completions`
  */
 export function completionRoutes(
   app: IRouter,
   deps: DispatcherDeps,
-  gates: OpenAiRouteGates & { requestId: RequestHandler; edge: RequestHandler },
-): void {
+  gates: OpenAiRouteGates & { requestId: GatewayHandler; edge: GatewayHandler },
+): ReadonlyMap<string, CompletionRoute> {
+  const routes = new Map<string, CompletionRoute>();
   for (const [path, endpoint] of COMPLETION_PATHS) {
     const parse =
       endpoint === 'chat'
@@ -48,15 +60,18 @@ export function completionRoutes(
         : endpoint === 'responses'
           ? parseResponsesRequest
           : parseEmbeddingsRequest;
-    const handler: RequestHandler = async (req, res) => {
+    const handler: GatewayEndpoint = async (req, res) => {
       const body = parse(req.body);
       const outcome: DispatchOutcome = { routeKind: 'direct' };
       res.locals.outcome = outcome;
       res.locals.model = body.model;
       await dispatchCompletion(deps, endpoint, body, res, outcome);
     };
-    app.post(path, gates.requestId, gates.edge, gates.observe, gates.auth, gates.json, handler);
+    const steps = [gates.requestId, gates.edge, gates.observe, gates.auth, gates.json];
+    app.post(path, ...steps, handler);
+    routes.set(path, { steps, endpoint: handler });
   }
+  return routes;
 }
 
 /**

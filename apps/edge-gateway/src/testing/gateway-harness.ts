@@ -8,7 +8,7 @@ import {
 } from '@iop/dispatch';
 import { parseConfigText, type EdgeConfig } from '@iop/validate';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import pino from 'pino';
 import type { AdapterFactory } from '../adapters/adapter';
 import { AdapterRegistry, createAdapter } from '../adapters/adapter-registry';
@@ -39,7 +39,7 @@ export interface TestGateway {
  * prober counts requests in flight on `queue`, as the gateway's does. `opts.adapterFactory` builds the
  * adapters (default: the real ones, `createAdapter`). `opts.gatewayServer`: serve through the
  * gateway's own HTTP server (`createGatewayServer`: connection limits, header and body times,
- * answers to requests Node's parser refuses) instead of `app.listen`.
+ * answers to requests Node's parser refuses) instead of a plain `http.createServer(app)`.
  * @throws Error listing the config problems when the YAML is invalid.
  */
 export async function startTestGateway(
@@ -74,7 +74,7 @@ export async function startTestGateway(
   });
   const server: Server = await new Promise((resolve) => {
     if (!opts.gatewayServer) {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+      const s = createServer(app).listen(0, '127.0.0.1', () => resolve(s));
       return;
     }
     const s = createGatewayServer(app, () => config, logger);

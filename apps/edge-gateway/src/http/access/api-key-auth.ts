@@ -1,6 +1,6 @@
 import type { QueueClient } from '@iop/dispatch';
 import { ClientKeys, KeySet, presentedKey, type FlowClient, type GatewaySettings } from '@iop/validate';
-import type { RequestHandler } from 'express';
+import type { GatewayHandler } from '../gateway-handler';
 import { ApiError, invalidApiKey } from '../../errors';
 import { PRIORITY_HEADER, requestClient } from '../request/priority-header';
 
@@ -43,7 +43,7 @@ export type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
  * (at the client's own band) in the access log and the `client` label of the metrics.
  * @throws ApiError 401 `invalid_api_key`, 400 for a malformed `x-iop-priority` (through `next`).
  */
-export function apiKeyAuth(gateway: () => ClientSettings): RequestHandler {
+export function apiKeyAuth(gateway: () => ClientSettings): GatewayHandler {
   const current = clientKeysOf(gateway);
   const unlowered = unloweredClients();
   return (req, res, next) => {
@@ -96,7 +96,7 @@ export const invalidStatusKey = () => new ApiError({ code: 'invalid_api_key', fi
  * pass through this.
  * @throws ApiError 401 `invalid_api_key` (through `next`).
  */
-export function statusKeyAuth(apiKeys: () => readonly string[]): RequestHandler {
+export function statusKeyAuth(apiKeys: () => readonly string[]): GatewayHandler {
   const current = keySets(apiKeys);
   return (req, res, next) => {
     const keys = current();

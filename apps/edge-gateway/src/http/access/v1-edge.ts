@@ -1,6 +1,6 @@
 import type { GatewaySettings } from '@iop/validate';
-import type { RequestHandler, Response } from 'express';
 import { ApiError } from '../../errors';
+import type { GatewayHandler, GatewayResponse } from '../gateway-handler';
 
 /** Response headers that name the node and provider that served (README "Security": `gateway.topology_headers`). */
 export const TOPOLOGY_HEADERS: ReadonlySet<string> = new Set(['x-iop-node', 'x-iop-resource']);
@@ -29,13 +29,13 @@ export const originNotAllowed = () => new ApiError({ code: 'origin_not_allowed' 
  *   `x-iop-resource` are never set on the answer.
  * Settings are read per request, so a config refresh applies at once.
  */
-export function v1Edge(gateway: () => Pick<GatewaySettings, 'cors' | 'topology_headers'>): RequestHandler {
+export function v1Edge(gateway: () => Pick<GatewaySettings, 'cors' | 'topology_headers'>): GatewayHandler {
   return (req, res, next) => {
     const settings = gateway();
     if (!settings.topology_headers) hideTopology(res);
     const origin = req.headers.origin;
     if (origin === undefined) return next();
-    res.vary('Origin');
+    varyOnOrigin(res);
     const allowed = settings.cors.allowed_origins.includes(origin);
     const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
     if (!allowed) return next(preflight ? originNotAllowed() : undefined);
@@ -51,13 +51,23 @@ export function v1Edge(gateway: () => Pick<GatewaySettings, 'cors' | 'topology_h
       typeof asked === 'string' && HEADER_LIST.test(asked) ? asked : DEFAULT_ALLOWED_HEADERS,
     );
     res.setHeader('access-control-max-age', String(PREFLIGHT_MAX_AGE_S));
-    res.status(204).end();
+    res.statusCode = 204;
+    res.end();
   };
 }
 
 /** Makes `res` ignore the topology headers, whoever sets them later. */
-function hideTopology(res: Response): void {
+function hideTopology(res: GatewayResponse): void {
   const setHeader = res.setHeader.bind(res);
   res.setHeader = ((name: string, value: number | string | readonly string[]) =>
-    TOPOLOGY_HEADERS.has(name.toLowerCase()) ? res : setHeader(name, value)) as Response['setHeader'];
+    TOPOLOGY_HEADERS.has(name.toLowerCase()) ? res : setHeader(name, value)) as GatewayResponse['setHeader'];
+}
+
+/** Adds `Origin` to the answer's `Vary` header (RFC 9110, section 12.5.5), keeping what is there already. */
+function varyOnOrigin(res: GatewayResponse): void {
+  const vary = res.getHeader('vary');
+  const current = Array.isArray(vary) ? vary.join(', ') : vary === undefined ? '' : String(vary);
+  if (current === '') return void res.setHeader('vary', 'Origin');
+  if (current.trim() === '*' || current.split(',').some((name) => name.trim().toLowerCase() === 'origin')) return;
+  res.setHeader('vary', `${current}, Origin`);
 }

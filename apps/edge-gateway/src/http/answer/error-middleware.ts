@@ -1,9 +1,9 @@
-import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ERROR_CATALOG, catalogRetryAfterS, isCatalogCode } from '@iop/errors';
 import { ApiError, clientClosed, internalError, invalidRequest, requestTooLarge } from '../../errors';
 import { requestLogger } from '../request/request-id';
 import { lingerClose } from '../access/server-limits';
+import type { GatewayErrorHandler } from '../gateway-handler';
 
 /**
  * Turns any error into the OpenAI-shaped body `{"error": {...}}` with its status (docs/architecture.md, "Errors"),
@@ -14,8 +14,8 @@ import { lingerClose } from '../access/server-limits';
  * answered before the request's body was read to its end (a 413, a 415, a 401 on a large upload)
  * closes the connection after the answer: the rest of the body is never read (README "Security").
  */
-export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): ErrorRequestHandler {
-  return (err: unknown, req, res, _next) => {
+export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): GatewayErrorHandler {
+  return (err, req, res, _next) => {
     const apiError = toApiError(err, maxBodyBytes);
     if (apiError.status === ERROR_CATALOG.internal_error.status)
       requestLogger(res, logger).error({ err }, 'unhandled error');
@@ -25,7 +25,8 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
     }
     if (apiError.status === ERROR_CATALOG.client_closed.status) {
       // The client is gone; nothing to answer.
-      res.status(499).end();
+      res.statusCode = 499;
+      res.end();
       return;
     }
     const retryAfterS =
@@ -34,7 +35,12 @@ export function errorMiddleware(logger: Logger, maxBodyBytes: () => number): Err
         : (apiError.retryAfterS ?? (isCatalogCode(apiError.code) ? catalogRetryAfterS(apiError.code) : undefined));
     if (retryAfterS !== undefined) res.setHeader('retry-after', String(retryAfterS));
     if (!req.complete) lingerClose(req, res);
-    res.status(apiError.status).json(apiError.toBody());
+    // What express's `res.status().json()` writes, without its prototypes (the completions run without them).
+    const body = JSON.stringify(apiError.toBody());
+    res.statusCode = apiError.status;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
   };
 }
 

@@ -1,5 +1,5 @@
 import type { BudgetStanding } from '@iop/dispatch';
-import type { Response } from 'express';
+import type { GatewayResponse } from '../gateway-handler';
 
 /** The answer headers of a client's token budget, named as the OpenAI API names them (guide "Rate limits", "Rate limits in headers"). */
 export const RATE_LIMIT_HEADERS = {
@@ -40,7 +40,7 @@ export function resetDuration(ms: number): string {
  * (what the client can still reserve in it, tokens), `x-ratelimit-reset-tokens` ({@link resetDuration}).
  * A later call replaces the values (a failover's second lease). No-op once the headers are sent.
  */
-export function setRateLimitHeaders(res: Response, standing: BudgetStanding): void {
+export function setRateLimitHeaders(res: GatewayResponse, standing: BudgetStanding): void {
   if (res.headersSent) return;
   res.setHeader(RATE_LIMIT_HEADERS.limit, String(standing.limitTokens));
   res.setHeader(RATE_LIMIT_HEADERS.remaining, String(Math.max(0, standing.remainingTokens)));

@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { GatewayResponse } from '../gateway-handler';
 import type { UpstreamResponse } from '../../adapters/adapter';
 import type { Endpoint } from '../../adapters/request-fields';
 import { ApiError, upstreamError, upstreamTimeout } from '../../errors';
@@ -51,7 +51,7 @@ export class ClientStalledError extends ApiError {
 }
 
 /** Resolves when the socket can take more bytes, or the client is gone. */
-function drained(res: Response): Promise<void> {
+function drained(res: GatewayResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);
@@ -81,7 +81,11 @@ function drained(res: Response): Promise<void> {
  * @returns how the stream ended; throws only before the first byte.
  * @throws the adapter's error (an ApiError, or the abort reason) when it fails before the first byte.
  */
-export async function sendUpstream(res: Response, upstream: UpstreamResponse, opts: SendOptions): Promise<SendResult> {
+export async function sendUpstream(
+  res: GatewayResponse,
+  upstream: UpstreamResponse,
+  opts: SendOptions,
+): Promise<SendResult> {
   if (upstream.kind === 'json') {
     opts.onFirstByte();
     return sendJson(res, upstream);
@@ -155,7 +159,7 @@ export const SENT: SendResult = Object.freeze({ outcome: 'done' });
  * Writes a non-streamed upstream answer: its status and body bytes as they came, as JSON. No
  * promise and no stream bookkeeping: the hot path of a non-streamed completion (tools/bench).
  */
-export function sendJson(res: Response, upstream: Extract<UpstreamResponse, { kind: 'json' }>): SendResult {
+export function sendJson(res: GatewayResponse, upstream: Extract<UpstreamResponse, { kind: 'json' }>): SendResult {
   // What `res.status().type('application/json')` sets, without express's mime lookup per request.
   res.statusCode = upstream.status;
   res.setHeader('Content-Type', JSON_CONTENT_TYPE);

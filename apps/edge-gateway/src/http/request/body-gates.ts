@@ -1,11 +1,11 @@
 import type { GatewaySettings } from '@iop/validate';
-import type { RequestHandler } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { ApiError, clientClosed, echoed, invalidRequest, requestTooLarge, tooManyValues } from '../../errors';
 import { JsonValueCounter } from './json-values';
 import { onePerTurn } from './parse-queue';
+import type { GatewayHandler } from '../gateway-handler';
 
 /**
  * A body of at most this many decoded bytes and {@link SMALL_BODY_VALUES} values is parsed at once;
@@ -45,7 +45,7 @@ function isJson(contentType: string | undefined): boolean {
  */
 export function completionBody(
   limits: () => Pick<GatewaySettings, 'max_body_bytes' | 'max_body_values'>,
-): RequestHandler {
+): GatewayHandler {
   return (req, _res, next) => {
     const contentType = req.headers['content-type'];
     if (!isJson(contentType)) return next(unsupportedMediaType(contentType));

@@ -1,6 +1,6 @@
-import type { RequestHandler, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { GatewayHandler, GatewayResponse } from '../gateway-handler';
 
 /** Longest client-sent `x-request-id` the gateway keeps, in characters; a longer one is replaced. */
 export const MAX_REQUEST_ID_CHARS = 128;
@@ -28,7 +28,7 @@ export function requestIdFrom(sent: string | string[] | undefined): string {
  * nothing) writes the upstream-failure and failover warnings of the request under one id; the
  * access-log line carries the same `request_id` first ({@link loggedRequestId}) from the app's logger.
  */
-export function assignRequestId(logger: Logger): RequestHandler {
+export function assignRequestId(logger: Logger): GatewayHandler {
   return (req, res, next) => {
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
@@ -39,7 +39,7 @@ export function assignRequestId(logger: Logger): RequestHandler {
 }
 
 /** The request id {@link assignRequestId} gave `res`; `undefined` when it did not run (a test app without it). */
-export function requestIdOf(res: Response): string | undefined {
+export function requestIdOf(res: GatewayResponse): string | undefined {
   return res.locals.requestId;
 }
 
@@ -48,7 +48,7 @@ export function requestIdOf(res: Response): string | undefined {
  * child of the logger given to {@link assignRequestId} (else of `fallback`) for the request's id
  * (else the `x-request-id` header already on `res`); `fallback` itself when `res` has no id.
  */
-export function requestLogger(res: Response, fallback: Logger): Logger {
+export function requestLogger(res: GatewayResponse, fallback: Logger): Logger {
   const locals = res.locals;
   if (locals.log) return locals.log;
   const id = loggedRequestId(res);
@@ -61,7 +61,7 @@ export function requestLogger(res: Response, fallback: Logger): Logger {
  * The `request_id` the request's log lines carry ({@link requestLogger}): the id {@link assignRequestId} gave `res`, else
  * the non-empty `x-request-id` header already on `res`; `undefined` when there is neither.
  */
-export function loggedRequestId(res: Response): string | undefined {
+export function loggedRequestId(res: GatewayResponse): string | undefined {
   if (res.locals.requestId !== undefined) return res.locals.requestId;
   const header = res.getHeader('x-request-id');
   return typeof header === 'string' && header !== '' ? header : undefined;
