@@ -30,7 +30,8 @@ export function halfClosingConnector(closeWaitMs: number): buildConnector.connec
   const connect = buildConnector({});
   return (options, callback) =>
     connect(options, (err, socket) => {
-      if (socket) closeByHalvesWhenAborted(socket as Socket, closeWaitMs);
+      // Before undici adds its listeners: what it adds is what leaves the socket at a cut.
+      if (socket) closeByHalvesWhenAborted(socket as Socket, closeWaitMs, listenersOf(socket as Socket));
       // The callback's two shapes (an error, or a socket) are passed on as they came.
       (callback as (e: Error | null, s: typeof socket) => void)(err, socket);
     });
@@ -46,23 +47,48 @@ export function upstreamClosing(socket: object): Promise<void> | undefined {
   return closing.get(socket);
 }
 
+/** The socket events undici listens to on a connection (undici 7, `client-h1.js`). */
+const UNDICI_EVENTS = ['readable', 'end', 'error', 'close'] as const;
+type Listener = (...args: unknown[]) => void;
+type Listeners = Record<(typeof UNDICI_EVENTS)[number], Listener[]>;
+
+/** The listeners `socket` has now of the events undici listens to. */
+function listenersOf(socket: Socket): Listeners {
+  const of = (event: string) => socket.listeners(event) as Listener[];
+  return { readable: of('readable'), end: of('end'), error: of('error'), close: of('close') };
+}
+
 /**
  * Makes the first abort of a request on `socket` close it by halves. undici aborts a request on an
  * HTTP/1.1 socket by destroying the socket with an `InformationalError` whose message is `aborted`
  * (undici 7, `client-h1.js`); any other destroy (a parse error, the server's close, an idle
- * timeout, the agent closing) goes through unchanged.
+ * timeout, the agent closing) goes through unchanged. `before`: the socket's listeners before undici
+ * added its own.
+ *
+ * At the cut, undici is told the socket is gone, as a destroy would have told it: its listeners leave
+ * the socket and hear an `error` and a `close` in a microtask. Its client then takes a new
+ * connection for its next request. Left on the socket, undici would go on using it: a request cut as
+ * undici was about to write it (its signal aborted while it waited for the socket) leaves the socket
+ * idle in undici's eyes, and the next request written after the gateway's FIN fails
+ * (`ERR_STREAM_WRITE_AFTER_END`) before the server saw a byte, booked as an unreachable upstream.
  */
-function closeByHalvesWhenAborted(socket: Socket, closeWaitMs: number): void {
+function closeByHalvesWhenAborted(socket: Socket, closeWaitMs: number, before: Listeners): void {
   const destroy = socket.destroy;
   socket.destroy = function destroyByHalves(this: Socket, err?: Error): Socket {
     socket.destroy = destroy;
     if (!isAbort(err) || socket.destroyed || !socket.writable || socket.readableEnded) return destroy.call(socket, err);
-    // undici's parser reads this socket on 'readable'; its request is over, so it stops reading and
-    // what the server still sends is dropped.
-    for (const listener of socket.listeners('readable'))
-      socket.removeListener('readable', listener as (...args: unknown[]) => void);
+    const undici = detachAddedSince(socket, before);
+    // Not at once: undici may be inside its parser or its write loop, and a destroy's events come later too.
+    queueMicrotask(() => {
+      for (const listener of undici.error) listener.call(socket, err);
+      for (const listener of undici.close) listener.call(socket, true);
+    });
+    // What the server still sends is read and dropped, so its FIN is seen.
     socket.on('data', dropData);
+    let finished = false;
     const done = () => {
+      if (finished) return;
+      finished = true;
       clearTimeout(timer);
       destroy.call(socket, err);
     };
@@ -77,10 +103,21 @@ function closeByHalvesWhenAborted(socket: Socket, closeWaitMs: number): void {
     closing.set(socket, closed);
     // The server's FIN: it has read the gateway's close. A reset ends the socket the same way.
     socket.once('end', done);
-    socket.once('error', done);
+    // Kept for good: undici's error listener has left, and an error with no listener would throw.
+    socket.on('error', done);
     socket.end();
     return socket;
   };
+}
+
+/** Removes the listeners `socket` gained since `before` (undici's) and returns them by event. */
+function detachAddedSince(socket: Socket, before: Listeners): Listeners {
+  const added = listenersOf(socket);
+  for (const event of UNDICI_EVENTS) {
+    added[event] = added[event].filter((listener) => !before[event].includes(listener));
+    for (const listener of added[event]) socket.removeListener(event, listener);
+  }
+  return added;
 }
 
 const dropData = (): void => undefined;
