@@ -42,7 +42,8 @@ describe('RedisProviderQueue when Redis hangs (SIGSTOP: sockets open, no answers
       await waitUntil(() => outageLines().length === 1, 1000, 'the outage warning');
       expect(outageLines()[0].level).toBe('warn');
       const silentMs = Number(/no answer for (\d+) ms on an open connection/.exec(outageLines()[0].msg)?.[1]);
-      expect(silentMs).toBeGreaterThan(1800);
+      // Over the limit (1800 ms) when seen, and the message rounds it: 1800.4 ms reads "1800".
+      expect(silentMs).toBeGreaterThanOrEqual(1800);
       // 1.8–1.9 s by design; the rest is room for a loaded machine's timer lag (a check behind a
       // poll held by the hung Redis saw 2.5 s and 3 s).
       expect(silentMs).toBeLessThan(2300);
