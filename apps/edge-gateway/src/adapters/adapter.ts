@@ -1,4 +1,5 @@
 import type { AdapterConfig, AdapterType } from '@iop/validate';
+import type { StreamBody } from './chunk-feed';
 
 /**
  * A chat completion request body as the client sent it (OpenAI `POST /v1/chat/completions`),
@@ -67,10 +68,10 @@ export interface DispatchContext {
  *   or more whole frames per chunk (an empty chunk marks bytes that arrived inside the next frame).
  *   The iterator throws on a mid-stream failure, an unfinished last frame included; the gateway
  *   then ends the stream with an error event, never `[DONE]` (docs/architecture.md, "HTTP surface").
+ *   The body may also offer the same chunks pushed ({@link StreamBody}'s `feed`), which the relay prefers.
  */
 export type UpstreamResponse =
-  | { kind: 'json'; status: number; body: Uint8Array | string }
-  | { kind: 'sse'; status: number; body: AsyncIterable<Uint8Array | string> };
+  { kind: 'json'; status: number; body: Uint8Array | string } | { kind: 'sse'; status: number; body: StreamBody };
 
 /** Sends one OpenAI-shaped request to an upstream and streams the answer back. */
 export interface Adapter {

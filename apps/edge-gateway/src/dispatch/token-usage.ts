@@ -10,6 +10,8 @@ export interface TokenUsage {
 /** A `"usage": {...}` object (one level of nesting, e.g. `prompt_tokens_details`); the last one wins. */
 const USAGE = /"usage"\s*:\s*(\{(?:[^{}]|\{[^{}]*\})*\})/g;
 const MARK = '"usage"';
+/** {@link MARK} as bytes: a Buffer needle is searched as it is, where a string one is encoded again on every search. */
+const MARK_BYTES = Buffer.from(MARK);
 
 /** The last usage object in `text`, or undefined. Never throws. */
 function lastUsage(text: string): TokenUsage | undefined {
@@ -34,7 +36,7 @@ function textWithUsage(chunk: Uint8Array | string): string | undefined {
   // A Buffer (every HTTP adapter's chunk) is searched as it is: no view made per chunk.
   const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   // Every usage object starts at a mark: decoding from the first one finds the same objects (a mark is ASCII, a character boundary).
-  const at = bytes.indexOf(MARK);
+  const at = bytes.indexOf(MARK_BYTES);
   return at === -1 ? undefined : bytes.toString('utf8', at);
 }
 

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { ChunkFeed, ChunkSink, StreamBody } from '../chunk-feed';
 import { UpstreamError, upstreamError } from '../../errors';
 import { inBandError } from '../responses-translation/chat-stream-to-responses-stream';
 import { SseFramer } from './sse-framer';
@@ -52,14 +53,18 @@ const NO_BYTES = Buffer.alloc(0);
  *   `response.failed`): fails with that error ({@link inBandError}: a 4xx about the request is not
  *   the provider's fault);
  * - otherwise (no end marker): fails with a 502.
- * `body` is read only once the iteration starts, and no further than the reader takes: one framed
- * chunk ahead at most, the rest held back by the body's own flow control.
+ * `body` is read only once the iteration (or the feed) starts, and no further than the reader takes:
+ * one framed chunk ahead at most, the rest held back by the body's own flow control. The feed
+ * (`StreamBody.feed`) hands each framed chunk to its sink in the body's own `data` event.
  * @throws (from the iteration) UpstreamError 502 as above, when a read fails (reset, body cut
  *   short, undecodable `Content-Encoding`), or (not booked) when one event passes `maxEventBytes`;
  *   the signal's reason when it fired. Stopping the iteration early closes `body`.
  */
-export function wholeEvents(body: Readable, opts: WholeEventsOptions): AsyncIterable<Uint8Array> {
-  return { [Symbol.asyncIterator]: () => new WholeEventReader(body, opts) };
+export function wholeEvents(body: Readable, opts: WholeEventsOptions): StreamBody {
+  return {
+    [Symbol.asyncIterator]: () => new WholeEventReader(body, opts),
+    feed: () => new WholeEventReader(body, opts),
+  };
 }
 
 /** How a {@link WholeEventReader} ends once its framed chunks are taken: a last chunk, an error, or neither. */
@@ -69,12 +74,12 @@ interface StreamEnd {
 }
 
 /**
- * The iterator of {@link wholeEvents}. It frames each chunk as the body emits it (`data` events) and
- * hands it straight to a waiting `next()`: one promise per chunk, where an async generator over the
- * body's own async iterator costs a `readable` event, a `read()` and two more promises (the relay's
- * hot path: tools/bench, scenario `relay`).
+ * The iterator and the feed of {@link wholeEvents}. It frames each chunk as the body emits it
+ * (`data` events) and hands it straight to the sink of a started feed (no promise: the relay's hot
+ * path, tools/bench scenario `relay`), or to a waiting `next()` (one promise per chunk, where an async
+ * generator over the body's own async iterator costs a `readable` event, a `read()` and two more).
  */
-class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
+class WholeEventReader implements AsyncIterator<Uint8Array, undefined>, ChunkFeed {
   private readonly framer = new SseFramer();
   private readonly marker: (typeof END_MARKER)[StreamEndpoint];
   /** The end marker has passed. */
@@ -87,6 +92,8 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
   private end?: StreamEnd;
   private waiter?: { resolve: (step: IteratorResult<Uint8Array, undefined>) => void; reject: (err: unknown) => void };
   private started = false;
+  /** The sink of a started feed (cleared once it has its end, or the feed stopped). */
+  private sink?: ChunkSink;
 
   constructor(
     private readonly body: Readable,
@@ -104,8 +111,28 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
     if (this.end !== undefined) return this.takeEnd();
     return new Promise((resolve, reject) => {
       this.waiter = { resolve, reject };
-      if (!this.started) this.start();
+      if (!this.started) this.listen();
     });
+  }
+
+  /** Feeds `sink` (`ChunkFeed.start`): each framed chunk as the body emits it, then the end as {@link next} would give it. */
+  start(sink: ChunkSink): void {
+    this.sink = sink;
+    this.listen();
+  }
+
+  pause(): void {
+    if (this.end === undefined) this.body.pause();
+  }
+
+  resume(): void {
+    if (this.end === undefined) this.body.resume();
+  }
+
+  /** The feed's reader stopped early: as {@link return}, and the sink hears nothing more. */
+  stop(): void {
+    this.sink = undefined;
+    void this.return();
   }
 
   /** The reader stopped early: the body is closed (the upstream call with it). */
@@ -116,7 +143,7 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
     return Promise.resolve({ done: true, value: undefined });
   }
 
-  private start(): void {
+  private listen(): void {
     this.started = true;
     const body = this.body;
     body.on('data', this.onData);
@@ -167,6 +194,18 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
   };
 
   private deliver(chunk: Uint8Array): void {
+    const sink = this.sink;
+    if (sink !== undefined) {
+      try {
+        sink.chunk(chunk);
+      } catch (err) {
+        // The sink's throw ends the feed with it (`ChunkSink.chunk`): the body is closed as `return` closes it.
+        this.sink = undefined;
+        void this.return();
+        sink.end(err);
+      }
+      return;
+    }
     const waiter = this.waiter;
     if (waiter !== undefined) {
       this.waiter = undefined;
@@ -179,6 +218,18 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined> {
 
   private settle(end: StreamEnd): void {
     this.end = end;
+    const sink = this.sink;
+    if (sink !== undefined) {
+      this.sink = undefined;
+      if (end.chunk !== undefined) {
+        try {
+          sink.chunk(end.chunk);
+        } catch (err) {
+          return sink.end(err);
+        }
+      }
+      return sink.end(end.error);
+    }
     const waiter = this.waiter;
     if (waiter === undefined || this.ready.length > 0) return;
     this.waiter = undefined;

@@ -1,5 +1,6 @@
 import type { GatewayResponse } from '../gateway-handler';
 import type { UpstreamResponse } from '../../adapters/adapter';
+import { chunkFeed, type ChunkFeed, type ChunkSink, type StreamChunk } from '../../adapters/chunk-feed';
 import type { Endpoint } from '../../adapters/request-fields';
 import { ApiError, upstreamError, upstreamTimeout } from '../../errors';
 import { StreamTail } from './stream-tail';
@@ -50,19 +51,6 @@ export class ClientStalledError extends ApiError {
   }
 }
 
-/** Resolves when the socket can take more bytes, or the client is gone. */
-function drained(res: GatewayResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
-
 /**
  * Writes an upstream answer to the client (README "Streaming"):
  * - `json`: status and body bytes as they came;
@@ -78,6 +66,8 @@ function drained(res: GatewayResponse): Promise<void> {
  * and `error`, numbered on from the stream's last `sequence_number`. A chat stream that ends
  * without `data: [DONE]` is a failure too. An event cut short by the end of the stream (`data:
  * [DONE]` with no blank line after it) gets its blank line.
+ * The chunks are pushed to the client's socket as they arrive (`chunkFeed`: the body's own feed when
+ * it offers one, else its iterator pumped), with no promise per chunk.
  * @returns how the stream ended; throws only before the first byte.
  * @throws the adapter's error (an ApiError, or the abort reason) when it fails before the first byte.
  */
@@ -90,66 +80,142 @@ export async function sendUpstream(
     opts.onFirstByte();
     return sendJson(res, upstream);
   }
-  const tail = new StreamTail(opts.endpoint);
-  const idle = new IdleWatch(opts.idleTimeoutMs, (side) => {
-    if (side === 'client') {
-      opts.abortUpstream(new ClientStalledError(opts.idleTimeoutMs));
-      res.destroy();
-    } else {
-      opts.abortUpstream(upstreamTimeout({ wait: 'stream_idle', ms: opts.idleTimeoutMs }));
-    }
-  });
-  let started = false;
-  let failure: unknown;
-  try {
-    for await (const chunk of upstream.body) {
-      // Bytes that arrived inside an event not finished yet: they moved, and nothing is written.
-      if (chunk.length === 0) {
-        idle.moved('upstream');
-        continue;
+  const feed = chunkFeed(upstream.body);
+  return new Promise<SendResult>((resolve, reject) =>
+    new StreamRelay(res, upstream.status, feed, opts, resolve, reject).start(),
+  );
+}
+
+/** One stream's relay from its feed to the client's socket (see {@link sendUpstream}). */
+class StreamRelay implements ChunkSink {
+  private readonly tail: StreamTail;
+  private readonly idle: IdleWatch;
+  private started = false;
+  private over = false;
+  /** Waiting for the client's socket to drain (the feed is paused). */
+  private waiting = false;
+
+  constructor(
+    private readonly res: GatewayResponse,
+    /** The upstream's status, the client's once the first chunk (or the end) comes. */
+    private readonly status: number,
+    private readonly feed: ChunkFeed,
+    private readonly opts: SendOptions,
+    private readonly resolve: (result: SendResult) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.tail = new StreamTail(opts.endpoint);
+    this.idle = new IdleWatch(opts.idleTimeoutMs, (side) => {
+      if (side === 'client') {
+        opts.abortUpstream(new ClientStalledError(opts.idleTimeoutMs));
+        res.destroy();
+      } else {
+        opts.abortUpstream(upstreamTimeout({ wait: 'stream_idle', ms: opts.idleTimeoutMs }));
       }
-      if (!started) {
-        started = true;
-        opts.onFirstByte();
-        res.writeHead(upstream.status, SSE_HEADERS);
-        idle.start();
+    });
+  }
+
+  start(): void {
+    this.feed.start(this);
+  }
+
+  chunk(chunk: StreamChunk): void {
+    if (this.over) return;
+    try {
+      this.write(chunk);
+    } catch (err) {
+      // The relay's own failure (a write to a socket in a bad state): as a failed read would end it.
+      this.feed.stop();
+      this.end(err);
+    }
+  }
+
+  end(error?: unknown): void {
+    if (this.over) return;
+    if (error !== undefined) {
+      if (!this.started) {
+        this.over = true;
+        this.stopWaiting();
+        this.idle.stop();
+        return this.reject(error);
       }
-      idle.moved('upstream');
-      if (res.destroyed) break;
-      tail.observe(chunk);
-      if (!res.write(chunk)) {
-        idle.moved('client');
-        await drained(res);
-        if (res.destroyed) break;
-        idle.moved('upstream');
-      }
+      return this.finish(error);
     }
-    if (!started) {
-      opts.onFirstByte();
-      res.writeHead(upstream.status, SSE_HEADERS);
+    if (!this.started) {
+      this.opts.onFirstByte();
+      this.res.writeHead(this.status, SSE_HEADERS);
     }
-    if (!res.destroyed && !tail.finished()) {
-      failure = upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', {
-        detail: 'stream ended without data: [DONE]',
-      });
+    const failure =
+      !this.res.destroyed && !this.tail.finished()
+        ? upstreamError('The upstream stream ended before it finished (its end-of-stream marker never came).', {
+            detail: 'stream ended without data: [DONE]',
+          })
+        : undefined;
+    this.finish(failure);
+  }
+
+  private write(chunk: StreamChunk): void {
+    const { res, idle } = this;
+    // Bytes that arrived inside an event not finished yet: they moved, and nothing is written.
+    if (chunk.length === 0) return idle.moved('upstream');
+    if (!this.started) {
+      this.started = true;
+      this.opts.onFirstByte();
+      res.writeHead(this.status, SSE_HEADERS);
+      idle.start();
     }
-  } catch (err) {
-    if (!started) throw err;
-    failure = err;
-  } finally {
+    idle.moved('upstream');
+    if (res.destroyed) {
+      this.feed.stop();
+      return this.finish(undefined);
+    }
+    this.tail.observe(chunk);
+    if (!res.write(chunk)) {
+      idle.moved('client');
+      this.waiting = true;
+      this.feed.pause();
+      res.on('drain', this.drained);
+      res.on('close', this.drained);
+    }
+  }
+
+  /** The socket can take more bytes, or the client is gone. */
+  private readonly drained = (): void => {
+    this.stopWaiting();
+    if (this.res.destroyed) {
+      this.feed.stop();
+      return this.finish(undefined);
+    }
+    this.idle.moved('upstream');
+    this.feed.resume();
+  };
+
+  private stopWaiting(): void {
+    if (!this.waiting) return;
+    this.waiting = false;
+    this.res.off('drain', this.drained);
+    this.res.off('close', this.drained);
+  }
+
+  /** Ends the answer once: cleanly, with `failure`'s error event, or not at all when the client is gone. */
+  private finish(failure: unknown): void {
+    if (this.over) return;
+    this.over = true;
+    this.stopWaiting();
+    const { res, idle, tail } = this;
     idle.stop();
+    if (idle.fired === 'client') return this.resolve({ outcome: 'client_stalled' });
+    if (res.destroyed) return this.resolve({ outcome: 'client_gone' });
+    if (failure === undefined) {
+      res.end(tail.closing());
+      return this.resolve(SENT);
+    }
+    const shown = this.opts.clientError(failure);
+    const error = shown instanceof ApiError ? shown : upstreamError('The upstream stream failed before it finished.');
+    // An upstream that ended its stream with its own error event has told the client already.
+    res.end(tail.closing() + (tail.endedWithError() ? '' : tail.errorEvents(error)));
+    this.resolve({ outcome: 'upstream_failed', error: failure });
   }
-  if (idle.fired === 'client') return { outcome: 'client_stalled' };
-  if (res.destroyed) return { outcome: 'client_gone' };
-  if (failure === undefined) {
-    res.end(tail.closing());
-    return { outcome: 'done' };
-  }
-  const shown = opts.clientError(failure);
-  const error = shown instanceof ApiError ? shown : upstreamError('The upstream stream failed before it finished.');
-  // An upstream that ended its stream with its own error event has told the client already.
-  res.end(tail.closing() + (tail.endedWithError() ? '' : tail.errorEvents(error)));
-  return { outcome: 'upstream_failed', error: failure };
 }
 
 /** A finished answer (shared: callers only read it). */
