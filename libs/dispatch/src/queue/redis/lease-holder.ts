@@ -168,8 +168,12 @@ export class LeaseHolder {
    */
   async renew(): Promise<void> {
     const byTag = new Map<string, HeldLease[]>();
-    for (const lease of this.leases.values())
-      byTag.set(lease.provider.shardTag, [...(byTag.get(lease.provider.shardTag) ?? []), lease]);
+    for (const lease of this.leases.values()) {
+      // Appended in place: a copy per lease made each round cost O(leases²) with many streams held.
+      const list = byTag.get(lease.provider.shardTag);
+      if (list) list.push(lease);
+      else byTag.set(lease.provider.shardTag, [lease]);
+    }
     for (const [tag, list] of byTag) {
       const sentAt = performance.now();
       const lost = new Set(
