@@ -21,7 +21,7 @@ const options = (signal = new AbortController().signal): WholeEventsOptions => (
 const body = () => new Readable({ read: () => undefined });
 
 /** Every chunk the iteration yields as text, and what it threw (undefined when it ended cleanly). */
-async function drain(events: AsyncIterable<Uint8Array>): Promise<{ text: string; error?: unknown }> {
+async function drain(events: AsyncIterable<Uint8Array | string>): Promise<{ text: string; error?: unknown }> {
   let text = '';
   try {
     for await (const chunk of events) text += Buffer.from(chunk).toString('utf8');
