@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { watchChunks } from '../dispatch/watch-chunks';
 import { chunkFeed, type ChunkFeed, type StreamBody, type StreamChunk } from './chunk-feed';
-import { wholeEvents, type WholeEventsOptions } from './openai-compat/whole-events';
+import { wholeEvents } from './openai-compat/whole-events';
+import { CHAT_EVENT as EVENT, chatReaderOptions as options, DONE_EVENT as DONE } from '../testing/sse-reader';
 
 /**
  * A streamed answer read by push (`ChunkFeed`, the relay's path) gives what reading it by its
@@ -9,16 +10,6 @@ import { wholeEvents, type WholeEventsOptions } from './openai-compat/whole-even
  * For an upstream's SSE body (`wholeEvents`, a feed of its own), for a body that only iterates
  * (pumped by `chunkFeed`), and through a watcher (`watchChunks`).
  */
-const EVENT = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
-const DONE = 'data: [DONE]\n\n';
-
-const options = (signal = new AbortController().signal): WholeEventsOptions => ({
-  endpoint: 'chat',
-  signal,
-  where: 'POST http://upstream/v1/chat/completions',
-  maxEventBytes: 1024,
-});
-
 const text = (chunk: StreamChunk) => (typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
 const turn = () => new Promise((r) => setImmediate(r));
 

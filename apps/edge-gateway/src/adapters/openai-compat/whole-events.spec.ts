@@ -1,25 +1,17 @@
-import { Readable } from 'node:stream';
 import { UpstreamError } from '../../errors';
-import { wholeEvents, type WholeEventsOptions } from './whole-events';
+import {
+  CHAT_EVENT as EVENT,
+  chatReaderOptions as options,
+  DONE_EVENT as DONE,
+  handPushedBody as body,
+} from '../../testing/sse-reader';
+import { wholeEvents } from './whole-events';
 
 /**
  * The reader of an upstream's SSE body on its own (docs/architecture.md, "HTTP surface": whole events only): how it
  * reads the body (not before the iteration, no further than the reader takes) and how each way a body
  * can stop becomes the end of the iteration. The adapters' tests cover the same rules through HTTP.
  */
-const EVENT = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
-const DONE = 'data: [DONE]\n\n';
-
-const options = (signal = new AbortController().signal): WholeEventsOptions => ({
-  endpoint: 'chat',
-  signal,
-  where: 'POST http://upstream/v1/chat/completions',
-  maxEventBytes: 1024,
-});
-
-/** A body its test pushes to by hand. */
-const body = () => new Readable({ read: () => undefined });
-
 /** Every chunk the iteration yields as text, and what it threw (undefined when it ended cleanly). */
 async function drain(events: AsyncIterable<Uint8Array | string>): Promise<{ text: string; error?: unknown }> {
   let text = '';
