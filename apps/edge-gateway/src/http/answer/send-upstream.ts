@@ -170,7 +170,8 @@ class StreamRelay implements ChunkSink {
       return this.finish(undefined);
     }
     this.tail.observe(chunk);
-    if (!res.write(chunk)) {
+    // A chunk can still come while waiting (the last one a feed gives at its end): one wait is enough.
+    if (!res.write(chunk) && !this.waiting) {
       idle.moved('client');
       this.waiting = true;
       this.feed.pause();
