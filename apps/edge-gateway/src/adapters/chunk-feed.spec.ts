@@ -92,6 +92,10 @@ const scripts: Script[] = [
     name: "the call's signal fired",
     run: (b, abort) => (b.push(EVENT), abort.abort(new Error('client gone')), b.destroy(new Error('aborted'))),
   },
+  {
+    name: "the call's signal fired after the end marker",
+    run: (b, abort) => (b.push(EVENT + DONE), abort.abort(new Error('idle')), b.destroy(new Error('aborted'))),
+  },
   { name: 'one event over maxEventBytes', run: (b) => (b.push(EVENT), b.push('data: ' + 'x'.repeat(2000))) },
 ];
 

@@ -136,6 +136,17 @@ describe('wholeEvents', () => {
     expect(await done).toEqual({ text: EVENT, error: reason });
   });
 
+  it("ends cleanly when the call's signal fires after the end marker (an upstream that never ends its stream)", async () => {
+    const attempt = new AbortController();
+    const b = body();
+    const done = drain(wholeEvents(b, options(attempt.signal)));
+    b.push(EVENT + DONE);
+    await new Promise((r) => setImmediate(r));
+    attempt.abort(new Error('stream idle timeout'));
+    b.destroy(new Error('aborted'));
+    expect(await done).toEqual({ text: EVENT + DONE });
+  });
+
   it('fails (and closes the body) when one event passes maxEventBytes, with the events before it passed on', async () => {
     const b = body();
     const done = drain(wholeEvents(b, options()));

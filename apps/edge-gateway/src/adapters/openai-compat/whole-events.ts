@@ -44,7 +44,8 @@ const NO_BYTES = Buffer.alloc(0);
  * arrived inside the next one (so idle timers see them move). How the stream may end, whatever its
  * framing (chunked, close-delimited, `Content-Length`):
  * - after its end marker (chat `data: [DONE]`; Responses `response.completed` or
- *   `response.incomplete`): finished; a read error or an unfinished event after it changes nothing;
+ *   `response.incomplete`): finished; a read error, an abort of the call (the stream idle timeout
+ *   of an upstream that never ends its stream) or an unfinished event after it changes nothing;
  * - with the end marker itself cut short by the close or a read error (`data: [DONE]` with no
  *   blank line, as some servers send it): finished, the marker's blank line added;
  * - in the middle of any other event: that half event is dropped (a client never sees it) and
@@ -182,6 +183,9 @@ class WholeEventReader implements AsyncIterator<Uint8Array, undefined>, ChunkFee
 
   private readonly onError = (err: unknown): void => {
     if (this.end !== undefined) return;
+    // After the end marker nothing the client needs is lost, whatever stopped the body: a read error,
+    // or the call aborted (an upstream that keeps its stream open meets the stream idle timeout).
+    if (this.finished) return this.settle({});
     const signal = this.opts.signal;
     if (signal.aborted) this.settle({ error: signal.reason ?? err });
     else if (err instanceof UpstreamError) this.settle({ error: err });
