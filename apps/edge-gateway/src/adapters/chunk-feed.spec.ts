@@ -1,8 +1,13 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { watchChunks } from '../dispatch/watch-chunks';
 import { chunkFeed, type ChunkFeed, type StreamBody, type StreamChunk } from './chunk-feed';
 import { wholeEvents } from './openai-compat/whole-events';
-import { CHAT_EVENT as EVENT, chatReaderOptions as options, DONE_EVENT as DONE } from '../testing/sse-reader';
+import {
+  CHAT_EVENT as EVENT,
+  chatReaderOptions as options,
+  DONE_EVENT as DONE,
+  handPushedBody,
+} from '../testing/sse-reader';
 
 /**
  * A streamed answer read by push (`ChunkFeed`, the relay's path) gives what reading it by its
@@ -104,7 +109,7 @@ describe('ChunkFeed of an upstream SSE body (wholeEvents)', () => {
     const readers = [async (body: StreamBody) => iterate(body), async (body: StreamBody) => feedInto(body).done];
     const [byIterator, byFeed] = await Promise.all(
       readers.map(async (read) => {
-        const b = new Readable({ read: () => undefined });
+        const b = handPushedBody();
         const abort = new AbortController();
         const seen = read(wholeEvents(b, options(abort.signal)));
         await turn();
@@ -122,7 +127,7 @@ describe('ChunkFeed of an upstream SSE body (wholeEvents)', () => {
   });
 
   it('reads nothing before it starts, and holds the body back while paused', async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     const body = wholeEvents(b, options());
     b.push(EVENT);
     await turn();
@@ -148,7 +153,7 @@ describe('ChunkFeed of an upstream SSE body (wholeEvents)', () => {
   });
 
   it('delivers again on resume, in order, and ends', async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     let held: ChunkFeed | undefined;
     const { seen, done } = feedInto(wholeEvents(b, options()), (_chunk, feed) => {
       feed.pause();
@@ -168,7 +173,7 @@ describe('ChunkFeed of an upstream SSE body (wholeEvents)', () => {
   });
 
   it('closes the body when stopped, and tells the sink nothing more', async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     const { seen } = feedInto(wholeEvents(b, options()), (_chunk, feed) => feed.stop());
     await turn();
     b.push(EVENT);
@@ -179,7 +184,7 @@ describe('ChunkFeed of an upstream SSE body (wholeEvents)', () => {
   });
 
   it("ends with the sink's own throw, and closes the body", async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     const boom = new Error('the socket is gone');
     const { done } = feedInto(wholeEvents(b, options()), () => {
       throw boom;
@@ -265,7 +270,7 @@ describe('ChunkFeed through a watcher (watchChunks)', () => {
   const sse = (body: StreamBody) => ({ kind: 'sse' as const, status: 200, body });
 
   it('keeps the source body’s feed, watches each chunk before the sink gets it, and runs its end once', async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     const order: string[] = [];
     let ends = 0;
     const watched = watchChunks(
@@ -290,7 +295,7 @@ describe('ChunkFeed through a watcher (watchChunks)', () => {
   });
 
   it("fails the stream with the watcher's throw and closes the source", async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     const bad = new Error('watcher failed');
     let ends = 0;
     const watched = watchChunks(
@@ -309,7 +314,7 @@ describe('ChunkFeed through a watcher (watchChunks)', () => {
   });
 
   it('runs its end once when the reader stops', async () => {
-    const b = new Readable({ read: () => undefined });
+    const b = handPushedBody();
     let ends = 0;
     const watched = watchChunks(
       sse(wholeEvents(b, options())),
