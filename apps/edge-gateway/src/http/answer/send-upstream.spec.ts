@@ -7,24 +7,37 @@ import { sendUpstream, type SendResult } from './send-upstream';
 /**
  * `sendUpstream`'s push relay against a real socket whose client does not read: the feed is paused
  * while the socket is full and resumed once it drains, a last chunk that comes while it waits is
- * written once and waited for once, and the answer ends whole with nothing left listening.
+ * written once and waited for once, and the answer ends whole with nothing left listening; a client
+ * that reads in bursts too small for the socket to drain is kept, one that reads nothing is cut.
  */
 const BIG = `data: {"choices":[{"delta":{"content":"${'x'.repeat(1 << 20)}"}}]}\n\n`;
 const LAST = 'data: [DONE]\n\n';
 
 /** A streamed body whose feed the test drives by hand. */
 function handFed() {
-  const control = { sink: undefined as ChunkSink | undefined, paused: false, resumes: 0, stopped: false };
+  const control = {
+    sink: undefined as ChunkSink | undefined,
+    paused: false,
+    resumes: 0,
+    stopped: false,
+    /** When the feed was last paused (performance.now()), and the longest it stayed paused, ms. */
+    pausedAt: 0,
+    longestPause: 0,
+  };
   const body: StreamBody = {
     [Symbol.asyncIterator]: () => {
       throw new Error('the relay reads the feed');
     },
     feed: () => ({
       start: (sink) => void (control.sink = sink),
-      pause: () => void (control.paused = true),
+      pause: () => {
+        control.paused = true;
+        control.pausedAt = performance.now();
+      },
       resume: () => {
         control.paused = false;
         control.resumes++;
+        control.longestPause = Math.max(control.longestPause, performance.now() - control.pausedAt);
       },
       stop: () => void (control.stopped = true),
     }),
@@ -40,7 +53,7 @@ afterEach(async () => {
 });
 
 /** Starts a server that relays `body`, and a client that does not read until told to. */
-async function relay(body: StreamBody) {
+async function relay(body: StreamBody, idleTimeoutMs = 30_000) {
   let res!: GatewayResponse;
   let result!: Promise<SendResult>;
   server = createServer((_req, r) => {
@@ -52,7 +65,7 @@ async function relay(body: StreamBody) {
       {
         endpoint: 'chat',
         onFirstByte: () => undefined,
-        idleTimeoutMs: 30_000,
+        idleTimeoutMs,
         abortUpstream: () => undefined,
         clientError: (err) => err,
       },
@@ -107,4 +120,85 @@ describe('sendUpstream (push relay)', () => {
     expect(await result()).toEqual({ outcome: 'client_gone' });
     expect(control.stopped).toBe(true);
   });
+
+  it('keeps a client that reads in bursts too small for its socket to drain, past the idle timeout', async () => {
+    // Linux wakes a writer only once a third of its send queue is free (free space ≥ half of what is
+    // queued): a client that reads 512 KB every 600 ms out of a queue of megabytes moves for 4.5 s (3
+    // idle timeouts) with no `drain` for longer than the timeout. (A read under about 1/16 of the
+    // client's receive buffer opens no window, so nothing moves on the wire: it would not count.)
+    const { body, control } = handFed();
+    const { res, result, answer } = await relay(body, 1500);
+    const chunk = `data: {"choices":[{"delta":{"content":"${'y'.repeat(64 * 1024)}"}}]}\n\n`;
+    const total = 400;
+    let sent = 0;
+    let ended = false;
+    // The upstream always has more: whenever the feed runs, it gets chunks until it pauses or ends.
+    const upstream = setInterval(() => {
+      while (!control.paused && sent < total) {
+        control.sink?.chunk(Buffer.from(chunk));
+        sent++;
+      }
+      if (sent === total && !control.paused && !ended) {
+        ended = true;
+        control.sink?.chunk(Buffer.from(LAST));
+        control.sink?.end();
+      }
+    }, 5);
+    try {
+      const reply = await answer;
+      let got = 0;
+      let goal = 0;
+      reply.on('data', (d: Buffer) => {
+        got += d.length;
+        if (got >= goal) reply.pause();
+      });
+      reply.pause();
+      await sleep(300);
+      const until = performance.now() + 4500;
+      while (performance.now() < until) {
+        goal = got + 512 * 1024;
+        reply.resume();
+        await waitFor(() => got >= goal || res().destroyed);
+        await sleep(600);
+        expect(res().destroyed).toBe(false);
+      }
+      // What the test is about: the socket went longer than the idle timeout without draining.
+      const pausedNow = control.paused ? performance.now() - control.pausedAt : 0;
+      expect(Math.max(control.longestPause, pausedNow)).toBeGreaterThan(1500);
+      goal = Infinity;
+      reply.resume();
+      expect(await result()).toEqual({ outcome: 'done' });
+      await waitFor(() => reply.complete);
+      expect(got).toBe(total * chunk.length + LAST.length);
+    } finally {
+      clearInterval(upstream);
+    }
+  });
+
+  it('cuts a client that reads nothing at the idle timeout, with the upstream still sending', async () => {
+    const { body, control } = handFed();
+    const { res, result, answer } = await relay(body, 600);
+    const upstream = setInterval(() => {
+      while (!control.paused) control.sink?.chunk(Buffer.from(BIG));
+    }, 5);
+    try {
+      (await answer).pause();
+      const started = performance.now();
+      expect(await result()).toEqual({ outcome: 'client_stalled' });
+      expect(performance.now() - started).toBeLessThan(600 * 3);
+      expect(res().destroyed).toBe(true);
+      expect(control.stopped).toBe(true);
+    } finally {
+      clearInterval(upstream);
+    }
+  });
 });
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Resolves once `done()` holds (polled every 5 ms). */
+async function waitFor(done: () => boolean): Promise<void> {
+  while (!done()) await sleep(5);
+}

@@ -3,6 +3,7 @@ import type { UpstreamResponse } from '../../adapters/adapter';
 import { chunkFeed, type ChunkFeed, type ChunkSink, type StreamChunk } from '../../adapters/chunk-feed';
 import type { Endpoint } from '../../adapters/request-fields';
 import { ApiError, upstreamError, upstreamTimeout } from '../../errors';
+import { kernelSendQueues } from './kernel-send-queue';
 import { StreamTail } from './stream-tail';
 
 /** The content type of a JSON answer, as express's `res.type('application/json')` writes it. */
@@ -105,14 +106,18 @@ class StreamRelay implements ChunkSink {
     private readonly reject: (err: unknown) => void,
   ) {
     this.tail = new StreamTail(opts.endpoint);
-    this.idle = new IdleWatch(opts.idleTimeoutMs, (side) => {
-      if (side === 'client') {
-        opts.abortUpstream(new ClientStalledError(opts.idleTimeoutMs));
-        res.destroy();
-      } else {
-        opts.abortUpstream(upstreamTimeout({ wait: 'stream_idle', ms: opts.idleTimeoutMs }));
-      }
-    });
+    this.idle = new IdleWatch(
+      opts.idleTimeoutMs,
+      (side) => {
+        if (side === 'client') {
+          opts.abortUpstream(new ClientStalledError(opts.idleTimeoutMs));
+          res.destroy();
+        } else {
+          opts.abortUpstream(upstreamTimeout({ wait: 'stream_idle', ms: opts.idleTimeoutMs }));
+        }
+      },
+      () => kernelSendQueues.of(res.socket),
+    );
   }
 
   start(): void {
@@ -238,29 +243,46 @@ export function sendJson(res: GatewayResponse, upstream: Extract<UpstreamRespons
  * One timer per stream, re-armed lazily: each chunk only records the time (no timer work per chunk).
  * When `ms` pass with no byte moving, `onIdle` is told which side stalled: the upstream (the stream
  * waits for its next chunk) or the client (the stream waits for the socket to drain).
+ *
+ * A client counts as moving while the kernel's send queue to it shrinks, even with no `drain`
+ * (`clientQueue`: `kernelSendQueues`): the watch looks every quarter of `ms`; at each look that
+ * finds the client quiet for a quarter of `ms` or more, that queue is sampled, and a sample below the
+ * one before counts as a move at the time it is taken. So a client that reads in bursts at least
+ * every half of `ms` is not cut, and one that reads nothing is cut at `ms` as before
+ * (docs/architecture.md, "HTTP surface").
  */
 class IdleWatch {
   private lastMove = 0;
   private waitingOn: 'upstream' | 'client' = 'upstream';
   private timer?: NodeJS.Timeout;
+  private stopped = false;
+  /** The kernel's send queue at the last sample while waiting on the client (bytes), reset by any move. */
+  private lastQueued?: number;
+  /** Sampling interval while waiting on the client, ms. */
+  private readonly sampleMs: number;
   fired?: 'upstream' | 'client';
 
   constructor(
     private readonly ms: number,
     private readonly onIdle: (side: 'upstream' | 'client') => void,
-  ) {}
+    private readonly clientQueue?: () => Promise<number | undefined>,
+  ) {
+    this.sampleMs = Math.max(1, Math.floor(ms / 4));
+  }
 
   start(): void {
     this.lastMove = performance.now();
-    this.arm(this.ms);
+    this.arm(this.clientQueue ? this.sampleMs : this.ms);
   }
 
   moved(waitingOn: 'upstream' | 'client'): void {
     this.lastMove = performance.now();
     this.waitingOn = waitingOn;
+    this.lastQueued = undefined;
   }
 
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
   }
@@ -270,9 +292,31 @@ class IdleWatch {
   }
 
   private check(): void {
-    const quiet = performance.now() - this.lastMove;
-    if (quiet < this.ms) return this.arm(this.ms - quiet);
     this.timer = undefined;
+    const quiet = performance.now() - this.lastMove;
+    if (this.clientQueue && this.waitingOn === 'client' && quiet >= this.sampleMs) return void this.sample();
+    if (quiet >= this.ms) return this.fire();
+    // With a client queue to sample, the watch looks every quarter of `ms`, so that a client's first
+    // sample is taken early in its quiet time.
+    this.arm(this.clientQueue ? Math.min(this.sampleMs, this.ms - quiet) : this.ms - quiet);
+  }
+
+  /** Samples the client's kernel queue, counts a shrink as a move, then re-arms or fires. */
+  private async sample(): Promise<void> {
+    const queued = await this.clientQueue?.().catch(() => undefined);
+    if (this.stopped) return;
+    // A drain or a chunk during the read moved the stream on: go on from there.
+    if (this.waitingOn !== 'client') return this.check();
+    if (queued !== undefined && this.lastQueued !== undefined && queued < this.lastQueued) {
+      this.lastMove = performance.now();
+    }
+    this.lastQueued = queued;
+    const quiet = performance.now() - this.lastMove;
+    if (quiet >= this.ms) return this.fire();
+    this.arm(Math.min(this.sampleMs, this.ms - quiet));
+  }
+
+  private fire(): void {
     this.fired = this.waitingOn;
     this.onIdle(this.waitingOn);
   }
