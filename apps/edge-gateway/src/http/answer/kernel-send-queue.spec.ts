@@ -75,7 +75,7 @@ describe('KernelSendQueues', () => {
     // the tables, past their 100 ms cache).
     await read(client, 2 * 1024 * 1024);
     await new Promise((r) => setTimeout(r, 150));
-    expect(await queues.of(server)).toBeLessThan(full!);
+    expect(await queues.of(server)).toBeLessThan(full ?? 0);
     // Everything read: nothing is left queued.
     client.resume();
     if (server.writableLength > 0) await once(server, 'drain');
@@ -98,7 +98,7 @@ describe('KernelSendQueues', () => {
     const file = join(dir, 'tcp');
     const line = (tx: number) =>
       '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n' +
-      `   0: 0100007F:${port(server.localPort!)} 0100007F:${port(server.remotePort!)} 01 ${tx.toString(16).toUpperCase().padStart(8, '0')}:00000000 00:00000000 00000000     0        0 1 1\n`;
+      `   0: 0100007F:${port(server.localPort ?? 0)} 0100007F:${port(server.remotePort ?? 0)} 01 ${tx.toString(16).toUpperCase().padStart(8, '0')}:00000000 00:00000000 00000000     0        0 1 1\n`;
     writeFileSync(file, line(0x1234));
     const queues = new KernelSendQueues([file]);
     expect(await queues.of(server)).toBe(0x1234);
