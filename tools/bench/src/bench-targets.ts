@@ -39,6 +39,11 @@ export interface LaunchOptions {
   tag?: string;
   /** Redis backend: this redis-server instead of the one the throughput targets share. */
   redisUrl?: string;
+  /**
+   * `node-floor` only: `PING`s per request on `redisUrl` (the Redis-cost scenario's round-trip floor;
+   * `floor-proxy.ts`). @defaultValue 0
+   */
+  redisRoundTrips?: number;
   /** The pool provider's `max_concurrency` (default `BENCH_MAX_CONCURRENCY`: nothing waits). */
   maxConcurrency?: number;
   /** Configure `gateway.clients` (`BenchGatewayConfig.clients`); loads send the clients' keys in turn (`rotatingHeaders`). */
@@ -154,6 +159,9 @@ export class TargetLauncher {
         const args = [
           ...(opts.nodeArgs ?? []),
           ...[script, '--upstream', this.upstreamUrl, '--model', BENCH_MODEL, '--port', '0'],
+          ...(opts.redisRoundTrips && opts.redisUrl
+            ? ['--redis', opts.redisUrl, '--redis-round-trips', String(opts.redisRoundTrips)]
+            : []),
         ];
         const proxy = await this.services.start({
           name,

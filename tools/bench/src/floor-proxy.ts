@@ -5,10 +5,17 @@
  * upstream through `Pool.dispatch`, relay status, content type and every chunk back with `res.write`)
  * and the ready line. The floors differ only in what routes a request to {@link FloorProxy.forward}.
  * See README "Benchmarks" for why the floor is built this way.
+ *
+ * With `--redis URL --redis-round-trips N` (the Redis-cost scenario's round-trip floor), each request
+ * also makes N sequential `PING`s on one ioredis connection (auto-pipelining on, as the gateway's
+ * Redis backend): the first before the upstream call, the others after the answer has been written,
+ * where the gateway admits and releases. What Redis spends on them is what any design that makes N
+ * round trips per request pays at that pace, before its scripts do anything.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { Pool, type Dispatcher } from 'undici';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -29,9 +36,9 @@ export interface FloorProxy {
 }
 
 /**
- * Parses `--upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1]` from
- * `process.argv` and opens the pool. Exits the process with status 2 and a usage line when
- * `--upstream` is missing.
+ * Parses `--upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1] [--redis URL
+ * --redis-round-trips N]` from `process.argv` and opens the pool (and the Redis connection). Exits
+ * the process with status 2 and a usage line when `--upstream` is missing or N is not a whole number.
  * @param name the program's name in the usage and ready lines, e.g. `bare-proxy`.
  */
 export function floorProxy(name: string): FloorProxy {
@@ -41,14 +48,18 @@ export function floorProxy(name: string): FloorProxy {
       model: { type: 'string' },
       port: { type: 'string', default: '0' },
       host: { type: 'string', default: '127.0.0.1' },
+      redis: { type: 'string' },
+      'redis-round-trips': { type: 'string', default: '0' },
     },
   });
-  if (!values.upstream) {
+  const roundTrips = Number(values['redis-round-trips']);
+  if (!values.upstream || !Number.isInteger(roundTrips) || roundTrips < 0 || (roundTrips > 0 && !values.redis)) {
     process.stderr.write(
-      `usage: ${name} --upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1]\n`,
+      `usage: ${name} --upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1] [--redis URL --redis-round-trips N]\n`,
     );
     process.exit(2);
   }
+  const redis = roundTrips > 0 && values.redis ? new Redis(values.redis, { enableAutoPipelining: true }) : undefined;
   const upstream = new URL(values.upstream.replace(/\/$/, ''));
   const basePath = upstream.pathname;
   const model = values.model;
@@ -70,16 +81,21 @@ export function floorProxy(name: string): FloorProxy {
       }
       // The rename a gateway does (public model name → the upstream's), so the body is re-serialised.
       if (model) body.model = model;
-      pool.dispatch(
-        {
-          path: `${basePath}${req.url?.replace(/^\/v1/, '') ?? ''}`,
-          method: 'POST',
-          headers: JSON_HEADERS,
-          body: JSON.stringify(body),
-        },
-        relay(res),
-      );
+      if (redis) return void withRoundTrips(redis, roundTrips, res, () => send(body, req.url, res));
+      send(body, req.url, res);
     });
+  };
+
+  const send = (body: { model?: unknown }, url: string | undefined, res: ServerResponse): void => {
+    pool.dispatch(
+      {
+        path: `${basePath}${url?.replace(/^\/v1/, '') ?? ''}`,
+        method: 'POST',
+        headers: JSON_HEADERS,
+        body: JSON.stringify(body),
+      },
+      relay(res),
+    );
   };
 
   const serve = (server: Server): void => {
@@ -90,10 +106,29 @@ export function floorProxy(name: string): FloorProxy {
     process.once('SIGTERM', () => {
       server.close();
       server.closeAllConnections();
+      redis?.disconnect();
       void pool.close().finally(() => process.exit(0));
     });
   };
   return { forward, serve };
+}
+
+/**
+ * The round-trip floor's Redis work for one request: a `PING`, then `send()`; once the answer has been
+ * written, `n - 1` more, one after another. A failed `PING` is a 502 (before the call) or ends the
+ * chain (after it).
+ */
+function withRoundTrips(redis: Redis, n: number, res: ServerResponse, send: () => void): void {
+  res.once('finish', () => {
+    let chain = Promise.resolve<unknown>(undefined);
+    for (let i = 1; i < n; i++) chain = chain.then(() => redis.ping());
+    chain.catch(() => undefined);
+  });
+  redis
+    .ping()
+    .then(send, (err: Error) =>
+      res.writeHead(502, JSON_HEADERS).end(JSON.stringify({ error: { message: err.message } })),
+    );
 }
 
 /** Relays one upstream answer to `res`: status, content type, then every chunk as it comes. */

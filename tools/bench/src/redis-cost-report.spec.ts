@@ -1,5 +1,5 @@
 import type { RedisCostResults, RedisCostRun } from './redis-cost';
-import { flowControlCostTable, redisCostChecks } from './redis-cost-report';
+import { flowControlCostTable, redisCostChecks, redisCostSection } from './redis-cost-report';
 import { spread } from './stats';
 
 const run = (variant: RedisCostRun['variant'], commands: number, cpuMs: number, queued?: number): RedisCostRun => ({
@@ -66,5 +66,30 @@ describe('redis cost report: flow control off and on', () => {
     expect(lines[3]).toBe('| Redis CPU ms, pooled request | ×1 c=16 | 0.0500 | ≤ 0.15: met | 0.1200 | ≤ 0.1: MISSED |');
     expect(lines[4]).toBe('| Redis commands, queued request | ×1 c=64 | 29.4 | ≤ 29.7: met | 41.5 | — |');
     expect(lines).toHaveLength(6);
+  });
+});
+
+describe('redis cost report: the round-trip floor', () => {
+  const measured = cost([run('pooled', 14, 0.05), run('pooled-clients', 18, 0.12), run('floor', 2, 0.03)]);
+
+  it('shows what each pooled run costs Redis over two bare round trips at the same concurrency', () => {
+    const lines = flowControlCostTable(measured)?.split('\n') ?? [];
+    expect(lines[4]).toBe(
+      '| Redis CPU ms, pooled request, less the two-round-trip floor | ×1 c=16 | 0.0200 | — | 0.0900 | — |',
+    );
+  });
+
+  it('leaves the targets to the gateway runs, and describes the floor', () => {
+    const checks = redisCostChecks(measured);
+    expect(checks.find((c) => /off: ≤ 0\.15 ms/.test(c.goal))?.measured).toBe('×1 c=16: 0.0500 ms');
+    expect(redisCostSection(measured)).toContain('making 2 bare `PING`s per request on one connection');
+    expect(redisCostSection(measured)).toContain('Redis CPU 0.0300 ms per request at c=16');
+  });
+
+  it('has no floor row without a floor run', () => {
+    const lines = flowControlCostTable(cost([run('pooled', 14, 0.05)]))?.split('\n') ?? [];
+    expect(lines.some((l) => l.includes('less the two-round-trip floor') && !l.includes('| — | — | — | — |'))).toBe(
+      false,
+    );
   });
 });

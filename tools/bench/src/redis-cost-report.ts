@@ -1,6 +1,6 @@
 import type { TargetCheck } from './bench-results';
 import { fmtSpread, table } from './markdown';
-import type { RedisCostResults, RedisCostRun } from './redis-cost';
+import { FLOOR_ROUND_TRIPS, type RedisCostResults, type RedisCostRun } from './redis-cost';
 import type { Spread } from './stats';
 
 /** Targets of the Redis cost (README "Benchmarks", "Clients, priority and fair share"). */
@@ -170,6 +170,17 @@ export function flowControlCostTable(cost: RedisCostResults): string | undefined
     L.cpuMsPerRequest,
     L.cpuMsPerRequestWithClients,
   ]);
+  // Less what two bare round trips cost Redis at the same concurrency (the `floor` run, one connection).
+  const floorAt = (c: number) => cost.runs.find((r) => r.variant === 'floor' && r.concurrency === c && !r.error);
+  if (cost.runs.some((r) => r.variant === 'floor')) {
+    add(
+      'Redis CPU ms, pooled request, less the two-round-trip floor',
+      'pooled',
+      (r) => overFloor(r, floorAt(r.concurrency)),
+      4,
+      [undefined, undefined],
+    );
+  }
   add('Redis commands, queued request', 'contended', (r) => r.commandsPerQueuedRequest, 1, [
     L.queuedCommandsBeforeFlowControl,
     undefined,
@@ -187,6 +198,14 @@ export function flowControlCostTable(cost: RedisCostResults): string | undefined
     ],
     rows,
   );
+}
+
+/** `run`'s Redis CPU per request less the floor's median at the same concurrency (undefined without a floor). */
+export function overFloor(run: RedisCostRun, floor: RedisCostRun | undefined): Spread | undefined {
+  const base = floor?.cpuMsPerRequest;
+  if (!base?.n || !run.cpuMsPerRequest.n) return undefined;
+  const s = run.cpuMsPerRequest;
+  return { ...s, median: s.median - base.median, min: s.min - base.median, max: s.max - base.median };
 }
 
 const runName = (r: Pick<RedisCostRun, 'variant' | 'replicas' | 'concurrency'>) =>
@@ -216,6 +235,17 @@ export function redisCostSection(cost: RedisCostResults): string {
         `on ≤ ${REDIS_LIMITS.commandsPerRequest} commands and ≤ ${REDIS_LIMITS.cpuMsPerRequestWithClients} ms of Redis CPU per pooled request.`,
     );
   }
+  const floors = cost.runs.filter((r) => r.variant === 'floor' && !r.error && r.cpuMsPerRequest.n);
+  if (floors.length) {
+    out.push(
+      '',
+      `**The round-trip floor.** A pooled request is ${FLOOR_ROUND_TRIPS} round trips to Redis (admit, release). The bare Node proxy ` +
+        `making ${FLOOR_ROUND_TRIPS} bare \`PING\`s per request on one connection (before the upstream call and after the answer), ` +
+        `under the same load: Redis CPU ${floors.map((r) => `${fmtSpread(r.cpuMsPerRequest, 4)} ms per request at c=${r.concurrency}`).join(', ')}. ` +
+        'That is what Redis pays for the wake-ups, reads and replies of two round trips at that pace, before any script runs; ' +
+        'the row "less the two-round-trip floor" above is what the scripts add.',
+    );
+  }
   if (cost.runs.length) {
     out.push('', '**Every run:**');
     out.push('');
@@ -238,7 +268,7 @@ export function redisCostSection(cost: RedisCostResults): string {
             ? [runName(r), String(r.maxConcurrency), `failed: ${r.error}`, '—', '—', '—', '—', '—', '—', '—']
             : [
                 runName(r),
-                String(r.maxConcurrency),
+                r.variant === 'floor' ? '—' : String(r.maxConcurrency),
                 fmtSpread(r.rps, 0),
                 fmtSpread(r.commandsPerRequest, 2),
                 fmtSpread(r.netCommandsPerRequest, 2),

@@ -52,9 +52,16 @@ export interface RedisCostRound {
  * bands with weights, `max_in_flight` and `max_queued`, whose keys the requests take in turn;
  * docs/architecture.md, "Clients, priority and fair share"); `pooled-budgets`: the same clients, each
  * also with `tokens_per_minute` and `tokens_per_day` far above the load, so every request reserves
- * and reconciles its tokens and none is refused (docs/architecture.md, "Token budgets").
+ * and reconciles its tokens and none is refused (docs/architecture.md, "Token budgets"); `floor`: no
+ * gateway, the bare Node proxy making two bare round trips to Redis per request (`PING` before the
+ * upstream call and after the answer, where the gateway admits and releases: `floor-proxy.ts`), one
+ * connection: what two round trips cost Redis at that pace before any script runs.
  */
-export type RedisCostVariant = 'pooled' | 'contended' | 'pooled-clients' | 'contended-clients' | 'pooled-budgets';
+export type RedisCostVariant =
+  'pooled' | 'contended' | 'pooled-clients' | 'contended-clients' | 'pooled-budgets' | 'floor';
+
+/** Round trips to Redis per request of the `floor` variant: a pooled request's admit and release. */
+export const FLOOR_ROUND_TRIPS = 2;
 
 /** True for the runs where most requests queue. */
 export const isContended = (v: RedisCostVariant) => v === 'contended' || v === 'contended-clients';

@@ -7,6 +7,7 @@ import { CHAT_BODY, type Log } from './scenarios';
 import { RedisStatsReader, type RedisDelta, type RedisSnapshot } from './redis-stats';
 import { spread } from './stats';
 import {
+  FLOOR_ROUND_TRIPS,
   isContended,
   type RedisCostOptions,
   type RedisCostResults,
@@ -27,8 +28,9 @@ const REPLICA_SETS = [1, 3] as const;
  * requests at `concurrency`; then a fresh set whose provider has `contendedMaxConcurrency` slots
  * under `contendedConcurrency` connections, so most requests queue. Both again with
  * `gateway.clients` configured (`-clients`: flow control on), and pooled once more with token budgets
- * on those clients (`pooled-budgets`). `INFO commandstats` and `INFO cpu` are
- * read around every window.
+ * on those clients (`pooled-budgets`). Last, the round-trip floor (`floor`): the bare Node proxy
+ * making two `PING`s per request on one connection, at the same concurrencies as the pooled runs.
+ * `INFO commandstats` and `INFO cpu` are read around every window.
  */
 export async function runRedisCost(
   launcher: TargetLauncher,
@@ -47,16 +49,25 @@ export async function runRedisCost(
   try {
     await reader.connect();
     results.redisVersion = await reader.version();
-    for (const variant of ['pooled', 'contended', 'pooled-clients', 'contended-clients', 'pooled-budgets'] as const) {
-      for (const replicas of REPLICA_SETS) {
-        const idle = results.idle.find((r) => r.replicas === replicas);
+    for (const variant of [
+      'pooled',
+      'contended',
+      'pooled-clients',
+      'contended-clients',
+      'pooled-budgets',
+      'floor',
+    ] as const) {
+      // The floor is one connection, as one replica's.
+      for (const replicas of variant === 'floor' ? [1] : REPLICA_SETS) {
+        // The floor's background is Redis's own cron alone: it is measured apart and not kept as a replica set's.
+        const idle = variant === 'floor' ? undefined : results.idle.find((r) => r.replicas === replicas);
         // A queued request is compared with a pooled one (of the same client setting) at the highest load measured.
         const base = variant === 'pooled' || variant === 'contended' ? 'pooled' : 'pooled-clients';
         const pooled = results.runs
           .filter((r) => r.variant === base && r.replicas === replicas && r.netCommandsPerRequest.n > 0)
           .at(-1);
         const set = await measureSet(launcher, reader, redis.url, variant, replicas, opts, log, idle, pooled);
-        if (set.idle) results.idle.push(set.idle);
+        if (set.idle && variant !== 'floor') results.idle.push(set.idle);
         results.runs.push(...set.runs);
       }
     }
@@ -104,13 +115,16 @@ async function measureSet(
   let measuredIdle: RedisIdleRun | undefined;
   let current: RedisCostRun | undefined;
   try {
-    target = await launcher.launch(replicas === 1 ? 'bullmq-1' : 'bullmq-3', {
-      tag: ` (cost, ${variant})`,
-      redisUrl,
-      maxConcurrency,
-      clients: variant !== 'pooled' && variant !== 'contended',
-      budgets: variant === 'pooled-budgets',
-    });
+    target =
+      variant === 'floor'
+        ? await launcher.launch('node-floor', { tag: ' (cost, floor)', redisUrl, redisRoundTrips: FLOOR_ROUND_TRIPS })
+        : await launcher.launch(replicas === 1 ? 'bullmq-1' : 'bullmq-3', {
+            tag: ` (cost, ${variant})`,
+            redisUrl,
+            maxConcurrency,
+            clients: variant !== 'pooled' && variant !== 'contended',
+            budgets: variant === 'pooled-budgets',
+          });
     const t = target;
     const load = (connections: number, amount: number) =>
       runFixedLoad({
@@ -128,7 +142,7 @@ async function measureSet(
       measuredIdle = await measureIdle(reader, replicas, opts.idleSeconds);
       idle = measuredIdle;
       log(
-        `  redis-cost idle, ${replicas} replica(s): ${idle.perReplicaPerS.toFixed(1)} commands/s per replica ` +
+        `  redis-cost idle, ${variant === 'floor' ? 'round-trip floor' : `${replicas} replica(s)`}: ${idle.perReplicaPerS.toFixed(1)} commands/s per replica ` +
           `(${idle.breakdown.map((b) => `${b.command} ${b.perReplicaPerS.toFixed(1)}`).join(', ')}), Redis CPU ${idle.cpuMsPerS.toFixed(2)} ms/s`,
       );
     }
