@@ -12,10 +12,11 @@ import { endianness } from 'node:os';
  * Read from the `tx_queue` column of `/proc/net/tcp` and `/proc/net/tcp6` (proc(5)), the tables of
  * the gateway's own network namespace: Node exposes no `SIOCOUTQ`. One read of both tables, at most
  * every {@link TABLE_TTL_MS} ms, serves every socket asked about meanwhile, so many stalled streams
- * cost one read, not one each. Elsewhere (no `/proc`, another OS) the answer is `undefined`.
+ * cost one read, not one each; each socket's line is found with one search of the text (no table of
+ * every connection is built). Elsewhere (no `/proc`, another OS) the answer is `undefined`.
  */
 export class KernelSendQueues {
-  private table?: Promise<Map<string, number> | undefined>;
+  private table?: Promise<string | undefined>;
   private readAt = 0;
 
   /** @param files the tables to read (tests may point elsewhere). @defaultValue the two /proc tables */
@@ -29,11 +30,19 @@ export class KernelSendQueues {
     if (!socket || socket.destroyed) return undefined;
     const key = socketKey(socket);
     if (key === undefined) return undefined;
-    const table = await this.read();
-    return table?.get(key);
+    const text = await this.read();
+    // "   0: <local>:<port> <remote>:<port> <st> <tx_queue>:<rx_queue> ..." (proc(5))
+    const at = text?.indexOf(` ${key} `);
+    if (text === undefined || at === undefined || at === -1) return undefined;
+    const fields = text
+      .slice(at + key.length + 2, text.indexOf('\n', at))
+      .trim()
+      .split(/\s+/);
+    const tx = parseInt((fields[1] ?? '').split(':')[0], 16);
+    return Number.isFinite(tx) ? tx : undefined;
   }
 
-  private read(): Promise<Map<string, number> | undefined> {
+  private read(): Promise<string | undefined> {
     const now = performance.now();
     if (!this.table || now - this.readAt > TABLE_TTL_MS) {
       this.readAt = now;
@@ -107,20 +116,9 @@ function addressBytes(address: string): Uint8Array | undefined {
   return bytes;
 }
 
-/** Both tables as `socketKey` → tx_queue bytes, or undefined when neither can be read. */
-async function readTables(files: readonly string[]): Promise<Map<string, number> | undefined> {
+/** Both tables' text, one after the other, or undefined when neither can be read. */
+async function readTables(files: readonly string[]): Promise<string | undefined> {
   const texts = await Promise.all(files.map((f) => readFile(f, 'latin1').catch(() => undefined)));
   if (texts.every((t) => t === undefined)) return undefined;
-  const table = new Map<string, number>();
-  for (const text of texts) {
-    if (text === undefined) continue;
-    // "  sl  local_address rem_address   st tx_queue:rx_queue ..." (the first line is the header)
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 5) continue;
-      const tx = parseInt(f[4].slice(0, f[4].indexOf(':')), 16);
-      if (Number.isFinite(tx)) table.set(`${f[1]} ${f[2]}`, tx);
-    }
-  }
-  return table;
+  return texts.filter((t) => t !== undefined).join('\n');
 }
