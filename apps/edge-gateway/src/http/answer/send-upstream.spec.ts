@@ -2,7 +2,7 @@ import { createServer, request, type IncomingMessage, type Server } from 'node:h
 import type { AddressInfo } from 'node:net';
 import type { ChunkSink, StreamBody } from '../../adapters/chunk-feed';
 import type { GatewayResponse } from '../gateway-handler';
-import { sendUpstream, type SendResult } from './send-upstream';
+import { sendUpstream, type SendOptions, type SendResult } from './send-upstream';
 
 /**
  * `sendUpstream`'s push relay against a real socket whose client does not read: the feed is paused
@@ -53,7 +53,7 @@ afterEach(async () => {
 });
 
 /** Starts a server that relays `body`, and a client that does not read until told to. */
-async function relay(body: StreamBody, idleTimeoutMs = 30_000) {
+async function relay(body: StreamBody, idleTimeoutMs = 30_000, clientQueue?: SendOptions['clientQueue']) {
   let res!: GatewayResponse;
   let result!: Promise<SendResult>;
   server = createServer((_req, r) => {
@@ -66,6 +66,7 @@ async function relay(body: StreamBody, idleTimeoutMs = 30_000) {
         endpoint: 'chat',
         onFirstByte: () => undefined,
         idleTimeoutMs,
+        clientQueue,
         abortUpstream: () => undefined,
         clientError: (err) => err,
       },
@@ -121,58 +122,52 @@ describe('sendUpstream (push relay)', () => {
     expect(control.stopped).toBe(true);
   });
 
-  it('keeps a client that reads in bursts too small for its socket to drain, past the idle timeout', async () => {
-    // Linux wakes a writer only once a third of its send queue is free (free space ≥ half of what is
-    // queued): a client that reads 512 KB every 600 ms out of a queue of megabytes moves for 4.5 s (3
-    // idle timeouts) with no `drain` for longer than the timeout. (A read under about 1/16 of the
-    // client's receive buffer opens no window, so nothing moves on the wire: it would not count.)
+  it('keeps a client whose kernel send queue shrinks though its socket never drains, and cuts it once the queue stands still', async () => {
+    // What a client reading in bursts looks like from the gateway: Linux wakes a writer only once half
+    // of its send queue is free, so a client that takes a few hundred KB at a time out of megabytes
+    // gives no `drain`, while the kernel's queue to it shrinks (kernel-send-queue.spec reads that
+    // queue on real connections). Here the client reads nothing, so no `drain` comes at all, and the
+    // queue's readings are the test's: shrinking for 3 idle timeouts, then standing still.
     const { body, control } = handFed();
-    const { res, result, answer } = await relay(body, 1500);
-    const chunk = `data: {"choices":[{"delta":{"content":"${'y'.repeat(64 * 1024)}"}}]}\n\n`;
-    const total = 400;
-    let sent = 0;
-    let ended = false;
-    // The upstream always has more: whenever the feed runs, it gets chunks until it pauses or ends.
+    let queued = 4_000_000;
+    let reading = true;
+    let lastShrinkAt = 0;
+    let readings = 0;
+    const sockets = new Set<unknown>();
+    const { res, result, answer } = await relay(body, 800, async (socket) => {
+      sockets.add(socket);
+      readings++;
+      if (reading) {
+        queued -= 1000;
+        lastShrinkAt = performance.now();
+      }
+      return queued;
+    });
+    const clientSocket = res().socket;
+    // The upstream always has more: whenever the feed runs, it gets chunks until it pauses.
     const upstream = setInterval(() => {
-      while (!control.paused && sent < total) {
-        control.sink?.chunk(Buffer.from(chunk));
-        sent++;
-      }
-      if (sent === total && !control.paused && !ended) {
-        ended = true;
-        control.sink?.chunk(Buffer.from(LAST));
-        control.sink?.end();
-      }
+      while (!control.paused) control.sink?.chunk(Buffer.from(BIG));
     }, 5);
     try {
-      const reply = await answer;
-      let got = 0;
-      let goal = 0;
-      reply.on('data', (d: Buffer) => {
-        got += d.length;
-        if (got >= goal) reply.pause();
-      });
-      reply.pause();
-      await sleep(300);
-      const until = performance.now() + 4500;
-      while (performance.now() < until) {
-        goal = got + 512 * 1024;
-        reply.resume();
-        await waitFor(() => got >= goal || res().destroyed);
-        await sleep(600);
-        expect(res().destroyed).toBe(false);
-      }
-      // What the test is about: the socket went longer than the idle timeout without draining.
-      const pausedNow = control.paused ? performance.now() - control.pausedAt : 0;
-      expect(Math.max(control.longestPause, pausedNow)).toBeGreaterThan(1500);
-      goal = Infinity;
-      reply.resume();
-      expect(await result()).toEqual({ outcome: 'done' });
-      await waitFor(() => reply.complete);
-      expect(got).toBe(total * chunk.length + LAST.length);
+      (await answer).pause();
+      // The kernel's buffers fill: from then on the socket never drains.
+      while (!control.paused || performance.now() - control.pausedAt < 200) await sleep(20);
+      const drains = control.resumes;
+      await sleep(2400);
+      expect(res().destroyed).toBe(false);
+      expect(control.resumes).toBe(drains);
+      expect(readings).toBeGreaterThanOrEqual(3);
+      reading = false;
+      expect(await result()).toEqual({ outcome: 'client_stalled' });
     } finally {
       clearInterval(upstream);
     }
+    // Cut a whole timeout after the last reading that showed a shrink, not before.
+    expect(performance.now() - lastShrinkAt).toBeGreaterThanOrEqual(790);
+    // The readings were asked for the client's own socket.
+    expect([...sockets]).toEqual([clientSocket]);
+    expect(res().destroyed).toBe(true);
+    expect(control.stopped).toBe(true);
   });
 
   it('cuts a client that reads nothing at the idle timeout, with the upstream still sending', async () => {
@@ -196,9 +191,4 @@ describe('sendUpstream (push relay)', () => {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Resolves once `done()` holds (polled every 5 ms). */
-async function waitFor(done: () => boolean): Promise<void> {
-  while (!done()) await sleep(5);
 }

@@ -28,6 +28,12 @@ export interface SendOptions {
   abortUpstream(reason: unknown): void;
   /** The error as the client may see it (no URL, host or stderr: `toClientError`). */
   clientError(err: unknown): unknown;
+  /**
+   * Bytes the kernel still holds to send to the client (`KernelSendQueues.of`), or undefined when not
+   * known; a shrink counts as the client moving (see `IdleWatch`). @defaultValue the process's
+   * `kernelSendQueues` (tests give readings of their own)
+   */
+  clientQueue?: (socket: GatewayResponse['socket']) => Promise<number | undefined>;
 }
 
 /** How a stream ended, for the dispatcher to book and log. */
@@ -116,7 +122,7 @@ class StreamRelay implements ChunkSink {
           opts.abortUpstream(upstreamTimeout({ wait: 'stream_idle', ms: opts.idleTimeoutMs }));
         }
       },
-      () => kernelSendQueues.of(res.socket),
+      () => (opts.clientQueue ?? defaultClientQueue)(res.socket),
     );
   }
 
@@ -223,6 +229,8 @@ class StreamRelay implements ChunkSink {
     this.resolve({ outcome: 'upstream_failed', error: failure });
   }
 }
+
+const defaultClientQueue = (socket: GatewayResponse['socket']) => kernelSendQueues.of(socket);
 
 /** A finished answer (shared: callers only read it). */
 export const SENT: SendResult = Object.freeze({ outcome: 'done' });
