@@ -38,7 +38,8 @@ export interface FloorProxy {
 /**
  * Parses `--upstream http://HOST:PORT/v1 [--model NAME] [--port 0] [--host 127.0.0.1] [--redis URL
  * --redis-round-trips N]` from `process.argv` and opens the pool (and the Redis connection). Exits
- * the process with status 2 and a usage line when `--upstream` is missing or N is not a whole number.
+ * the process with status 2 and a usage line when `--upstream` is missing, N is not a whole number,
+ * or N is above 0 without `--redis`.
  * @param name the program's name in the usage and ready lines, e.g. `bare-proxy`.
  */
 export function floorProxy(name: string): FloorProxy {
