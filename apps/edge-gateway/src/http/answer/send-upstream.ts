@@ -273,14 +273,14 @@ class IdleWatch {
   constructor(
     private readonly ms: number,
     private readonly onIdle: (side: 'upstream' | 'client') => void,
-    private readonly clientQueue?: () => Promise<number | undefined>,
+    private readonly clientQueue: () => Promise<number | undefined>,
   ) {
     this.sampleMs = Math.max(1, Math.floor(ms / 4));
   }
 
   start(): void {
     this.lastMove = performance.now();
-    this.arm(this.clientQueue ? this.sampleMs : this.ms);
+    this.arm(this.sampleMs);
   }
 
   moved(waitingOn: 'upstream' | 'client'): void {
@@ -302,16 +302,16 @@ class IdleWatch {
   private check(): void {
     this.timer = undefined;
     const quiet = performance.now() - this.lastMove;
-    if (this.clientQueue && this.waitingOn === 'client' && quiet >= this.sampleMs) return void this.sample();
+    if (this.waitingOn === 'client' && quiet >= this.sampleMs) return void this.sample();
     if (quiet >= this.ms) return this.fire();
-    // With a client queue to sample, the watch looks every quarter of `ms`, so that a client's first
-    // sample is taken early in its quiet time.
-    this.arm(this.clientQueue ? Math.min(this.sampleMs, this.ms - quiet) : this.ms - quiet);
+    // The watch looks every quarter of `ms`, so that a client's first sample is taken early in its
+    // quiet time.
+    this.arm(Math.min(this.sampleMs, this.ms - quiet));
   }
 
   /** Samples the client's kernel queue, counts a shrink as a move, then re-arms or fires. */
   private async sample(): Promise<void> {
-    const queued = await this.clientQueue?.().catch(() => undefined);
+    const queued = await this.clientQueue().catch(() => undefined);
     if (this.stopped) return;
     // A drain or a chunk during the read moved the stream on: go on from there.
     if (this.waitingOn !== 'client') return this.check();
