@@ -17,6 +17,7 @@ import park from './includes/park.lua';
 import promote from './includes/promote.lua';
 import queueJob from './includes/queue-job.lua';
 import rcall from './includes/rcall.lua';
+import std from './includes/std.lua';
 import tokens from './includes/tokens.lua';
 import unwant from './includes/unwant.lua';
 import writeJob from './includes/write-job.lua';
@@ -61,6 +62,7 @@ const SOURCES: LuaSources = {
   'includes/promote': promote,
   'includes/queue-job': queueJob,
   'includes/rcall': rcall,
+  'includes/std': std,
   'includes/tokens': tokens,
   'includes/unwant': unwant,
   'includes/write-job': writeJob,

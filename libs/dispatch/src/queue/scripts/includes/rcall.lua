@@ -1,4 +1,5 @@
 --[[
   Short name of redis.call, for every script and include that calls Redis.
 ]]
+--- @include "std"
 local rcall = redis.call
