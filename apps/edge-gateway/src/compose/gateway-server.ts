@@ -38,7 +38,8 @@ export function createGatewayServer(app: GatewayApp, config: () => EdgeConfig, l
  * Once `server` listens: registers its close hook (its keep-alive time comes from
  * `gateway.keep_alive_timeout_ms`, `applyServerLimits`), which after a
  * drain finds the server closed and on a fatal error cuts every connection.
- * @returns the address it is bound to as `host:port`, for the log and the "listening on" line
+ * @returns the address it is bound to as `host:port`, for the log and the "listening on" line; an
+ *   IPv6 host in brackets (`[::1]:8080`), so that `http://` before it is a URL (RFC 3986 §3.2.2)
  */
 export function serverListening(server: Server, toClose: CloseList, fallback: string): string {
   toClose.add('server', async () => {
@@ -47,7 +48,9 @@ export function serverListening(server: Server, toClose: CloseList, fallback: st
     await new Promise((r) => server.close(r));
   });
   const address = server.address();
-  return typeof address === 'object' && address ? `${address.address}:${address.port}` : fallback;
+  if (typeof address !== 'object' || !address) return fallback;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `${host}:${address.port}`;
 }
 
 /**
