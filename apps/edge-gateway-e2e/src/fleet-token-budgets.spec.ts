@@ -1,4 +1,4 @@
-import { LeaseKeys } from '@iop/dispatch';
+import { LeaseKeys, unpackBudgetState } from '@iop/dispatch';
 import { startRedis, waitUntil, type TestRedis } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream, type JournalCall } from '@iop/fake-upstream';
 import { Redis } from 'ioredis';
@@ -184,11 +184,11 @@ describe('a token budget across gateway replicas when one is SIGKILLed or Redis 
   let reader: Redis;
   const report = (line: string) => process.stdout.write(`token budgets: ${line}\n`);
   const calls = () => upstream.calls().filter((c) => c.model === 'up-chat');
-  /** The holder's minute window straight from its budget hash (`m:r` reserved, `m:u` used; "Redis layout"). */
+  /** The holder's minute window straight from its budget hash (its state field `m`; "Redis layout"). */
   const holderWindow = async () => {
-    const key = `${new LeaseKeys(fleet.prefix).tagBase('pools')}:tb:holder`;
-    const [reserved, used] = await reader.hmget(key, 'm:r', 'm:u');
-    return { reserved: Number(reserved ?? 0), used: Number(used ?? 0) };
+    const key = new LeaseKeys(fleet.prefix).budgetKey('pools', 'holder');
+    const { reserved, used } = unpackBudgetState(await reader.hgetBuffer(key, 'm'));
+    return { reserved, used };
   };
 
   beforeAll(async () => {

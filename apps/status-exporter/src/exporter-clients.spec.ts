@@ -1,4 +1,4 @@
-import { connectRedis, RedisProviderQueue, type QueueClient } from '@iop/dispatch';
+import { connectRedis, LeaseKeys, RedisProviderQueue, type QueueClient } from '@iop/dispatch';
 import { seedLeases, startRedis, type TestRedis } from '@iop/dispatch/testing';
 import { RESOURCE_METRICS, type StatusSnapshot } from '@iop/status';
 import { parsePrometheusText, sampleValue } from '@iop/status/testing';
@@ -186,7 +186,7 @@ describe('clients in the exporter', () => {
     // A budget hash that is not a hash: budgets.lua fails (WRONGTYPE), the counts' reads do not.
     const writer = connectRedis({ url: redis.url });
     closers.push(async () => writer.disconnect());
-    await writer.set(`${prefix}:{pools}:tb:research`, 'not a hash');
+    await writer.set(new LeaseKeys(prefix).budgetKey('pools', 'research'), 'not a hash');
     const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url, clients: BUDGETED }));
     const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
     expect(s.clients?.find((c) => c.id === 'research')).toMatchObject({ in_flight: 1, token_budgets: null });

@@ -1,4 +1,11 @@
-import { connectRedis, type QueueClient, type RedisClient } from '@iop/dispatch';
+import {
+  connectRedis,
+  LeaseKeys,
+  packBudgetCharge,
+  packBudgetState,
+  type QueueClient,
+  type RedisClient,
+} from '@iop/dispatch';
 import { seedLeases, startRedis, startRedisCluster, waitUntil } from '@iop/dispatch/testing';
 import type { StatusSnapshot } from '@iop/status';
 import { parseConfigText } from '@iop/validate';
@@ -65,13 +72,10 @@ describe.each([
     // batch's minute: 500 tokens 61 s ago (out of the window, not dropped yet) and 300 used 50 s ago.
     const [seconds] = await reader.time();
     const m = Number(seconds);
-    await reader.hset(`${prefix}:{${TAG}}:tb:batch`, {
-      [`m:${m - 61}`]: 500,
-      [`m:${m - 50}`]: 300,
-      'm:u': 800,
-      'm:r': 0,
-      'm:o': m - 61,
-      'm:n': m - 50,
+    await reader.hset(new LeaseKeys(prefix).budgetKey(TAG, 'batch'), {
+      [`m:${m - 61}`]: packBudgetCharge({ charged: 500, reserved: 0 }),
+      [`m:${m - 50}`]: packBudgetCharge({ charged: 300, reserved: 0 }),
+      m: packBudgetState({ used: 800, reserved: 0, oldest: m - 61, newest: m - 50 }),
     });
     // The live queues keep renewing their leases: everything else must stay as it is.
     const read = async () => new Map([...(await keyspace(reader))].filter(([key]) => !key.startsWith(`${live}:`)));

@@ -27,4 +27,12 @@ export { type RedisClient, connectRedis } from './queue/redis-connection';
 export { RedisProviderQueue } from './queue/redis';
 export { readClientCounts, readLeaseCounts } from './queue/lease-store';
 export { readTokenBudgets } from './queue/redis/lease-budget';
+export {
+  type BudgetBucketCharge,
+  type BudgetWindowState,
+  packBudgetCharge,
+  packBudgetState,
+  unpackBudgetCharge,
+  unpackBudgetState,
+} from './queue/redis/budget-hash';
 export { type ResponseAffinity, MemoryResponseAffinity, RedisResponseAffinity } from './affinity/response-affinity';

@@ -16,7 +16,7 @@
  * | `fair` | hash | `v\|<pool>\|<band>` virtual time, `f\|<pool>\|<band>\|<client>` finish tag (fair share) |
  * | `parked:<pool>\|<client>`, `parked` | sorted set, set | jobs parked at their client's `max_in_flight`; the clients with such a set |
  * | `shed:<jobId>` | string, PX | a waiting job evicted for a higher band, until its origin reads it |
- * | `tb:<client>` | hash, PX | a client's token budget windows (docs/architecture.md, "Token budgets"; `includes/budget.lua`) |
+ * | `budget:<client>` | hash, PX | a client's token budget windows, packed values (docs/architecture.md, "Token budgets"; `redis/budget-hash.ts`) |
  * | `seq` | string | not written: KEYS[1] of every script, it routes the call to the tag's slot |
  * | `granted` | hash | jobId → queue name, from a grant until the origin confirms it (lost-message recovery) |
  * | `barrier` | string, PX | set after Redis lost its state: no grants until live holders registered their leases again |
@@ -66,6 +66,11 @@ export class LeaseKeys {
   /** A key of a provider queue: `wait`, `active`, `leases`, `limits`, `wanted`, or a job id. */
   queueKey(shardTag: string, providerId: string, type: string): string {
     return `${this.tagBase(shardTag)}:${this.queueName(providerId)}:${type}`;
+  }
+
+  /** A client's token budget hash on a shard tag (its values: `redis/budget-hash.ts`). */
+  budgetKey(shardTag: string, clientId: string): string {
+    return `${this.tagBase(shardTag)}:budget:${clientId}`;
   }
 
   livenessKey(replicaId: string): string {

@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis';
 import { commandsSinceReset, startRedis, uniquePrefix, type TestRedis } from '../../testing';
 import type { AdmissionError } from '../admission-error';
-import { DEFAULT_SHARD_TAG } from '../lease-keys';
+import { DEFAULT_SHARD_TAG, LeaseKeys } from '../lease-keys';
 import type { LeaseRequest, QueueClient, QueueProvider } from '../provider-queue';
+import { packBudgetCharge, packBudgetState, unpackBudgetState } from './budget-hash';
 import { readTokenBudgets } from './lease-budget';
 import { RedisProviderQueue } from './redis-provider-queue';
 
@@ -30,7 +31,9 @@ const request = (prompt: number): LeaseRequest => ({
   tokens: { prompt, completion: 0 },
 });
 /** The budget hash of `metered` under `prefix` (docs/architecture.md, "Token budgets"). */
-const budgetKey = (prefix: string) => `${prefix}:{${DEFAULT_SHARD_TAG}}:tb:metered`;
+const budgetKey = (prefix: string) => new LeaseKeys(prefix).budgetKey(DEFAULT_SHARD_TAG, 'metered');
+/** A bucket field's value: `charged` tokens, `reserved` of them reserved (`budget-hash.ts`). */
+const charge = (charged: number, reserved = 0) => packBudgetCharge({ charged, reserved });
 /** Redis's own clock, ms. */
 const redisNow = async () => {
   const [s, us] = await admin.time();
@@ -51,18 +54,11 @@ describe('token budgets in Redis', () => {
     // The minute: 500 tokens (100 of them reserved) 61 s ago, out of the window, and 900 used 55 s
     // ago, in it for 5 s more. The day: 700 tokens a day and 2 min ago, so the whole window left.
     await admin.hset(key, {
-      [`m:${m - 61}`]: 500,
-      [`m:${m - 61}r`]: 100,
-      [`m:${m - 55}`]: 900,
-      'm:u': 1300,
-      'm:r': 100,
-      'm:o': m - 61,
-      'm:n': m - 55,
-      [`d:${d - 1442}`]: 700,
-      'd:u': 700,
-      'd:r': 0,
-      'd:o': d - 1442,
-      'd:n': d - 1442,
+      [`m:${m - 61}`]: charge(500, 100),
+      [`m:${m - 55}`]: charge(900),
+      m: packBudgetState({ used: 1300, reserved: 100, oldest: m - 61, newest: m - 55 }),
+      [`d:${d - 1442}`]: charge(700),
+      d: packBudgetState({ used: 700, reserved: 0, oldest: d - 1442, newest: d - 1442 }),
     });
     const stored = await admin.dump(key);
     await admin.config('RESETSTAT');
@@ -77,7 +73,7 @@ describe('token budgets in Redis', () => {
     expect(minuteReset).toBeLessThanOrEqual(7000);
     expect(read[1].resetMs).toBe(0);
     // The script, its reads and TIME: no HDEL, HSET, PEXPIRE or any other command.
-    expect(await commandsSinceReset(admin, ['fcall', 'evalsha', 'eval', 'hmget', 'time'])).toBe(0);
+    expect(await commandsSinceReset(admin, ['fcall', 'evalsha', 'eval', 'hget', 'hmget', 'time'])).toBe(0);
     expect(await admin.dump(key)).toEqual(stored);
 
     // An admission expires what left: it drops those buckets and the sums are what the read showed.
@@ -86,12 +82,10 @@ describe('token budgets in Redis', () => {
       await q.configure([p]);
       const refused = (await q.acquireLease(request(200)).catch((e: unknown) => e)) as AdmissionError;
       expect(refused.code).toBe('rate_limit_exceeded');
-      expect(await admin.hmget(key, `m:${m - 61}`, `m:${m - 61}r`, `d:${d - 1442}`, 'd:u', 'd:o', 'd:n')).toEqual(
-        Array(6).fill(null),
-      );
-      const [used, reserved, oldest] = await admin.hmget(key, 'm:u', 'm:r', 'm:o');
-      expect([used, reserved]).toEqual(['900', '0']);
-      expect(Number(oldest)).toBeGreaterThanOrEqual(m - 60);
+      expect(await admin.hmget(key, `m:${m - 61}`, `d:${d - 1442}`, 'd')).toEqual(Array(3).fill(null));
+      const minute = unpackBudgetState(await admin.hgetBuffer(key, 'm'));
+      expect([minute.used, minute.reserved]).toEqual([900, 0]);
+      expect(minute.oldest).toBeGreaterThanOrEqual(m - 60);
       for (const after of [await readTokenBudgets(admin, prefix, [], [metered]), await q.clientBudgets([metered])]) {
         expect(numbers(after)).toEqual(numbers(read));
         expect(after[0].resetMs).toBeLessThanOrEqual(minuteReset);
@@ -115,16 +109,10 @@ describe('token budgets in Redis', () => {
       const [m, d] = [Math.floor(now / 1000), Math.floor(now / 60_000)];
       await admin.del(key);
       await admin.hset(key, {
-        [`m:${m - 1}`]: 300,
-        'm:u': 300,
-        'm:r': 0,
-        'm:o': m - 1,
-        'm:n': m - 1,
-        [`d:${d - 1}`]: 300,
-        'd:u': 300,
-        'd:r': 0,
-        'd:o': d - 1,
-        'd:n': d - 1,
+        [`m:${m - 1}`]: charge(300),
+        m: packBudgetState({ used: 300, reserved: 0, oldest: m - 1, newest: m - 1 }),
+        [`d:${d - 1}`]: charge(300),
+        d: packBudgetState({ used: 300, reserved: 0, oldest: d - 1, newest: d - 1 }),
       });
       expect(['listpack', 'ziplist']).toContain(await admin.object('ENCODING', key));
       const lease = await q.acquireLease(request(100));

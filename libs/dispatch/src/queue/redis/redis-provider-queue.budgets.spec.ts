@@ -1,9 +1,10 @@
 import { Redis } from 'ioredis';
 import { commandsSinceReset, startRedis, uniquePrefix, type TestRedis } from '../../testing';
 import type { AdmissionError } from '../admission-error';
-import { DEFAULT_SHARD_TAG } from '../lease-keys';
+import { DEFAULT_SHARD_TAG, LeaseKeys } from '../lease-keys';
 import { waitUntil } from '../provider-queue.contract';
 import type { Lease, LeaseRequest, QueueClient, QueueProvider } from '../provider-queue';
+import { packBudgetCharge, packBudgetState } from './budget-hash';
 import { RedisProviderQueue } from './redis-provider-queue';
 import type { RedisProviderQueueOptions } from './redis-queue-options';
 
@@ -37,7 +38,9 @@ const request = (client: QueueClient, prompt: number, extra: Partial<LeaseReques
   ...extra,
 });
 /** The budget hash of the client `metered` under `prefix` (docs/architecture.md, "Token budgets"). */
-const budgetKey = (prefix: string) => `${prefix}:{${DEFAULT_SHARD_TAG}}:tb:metered`;
+const budgetKey = (prefix: string) => new LeaseKeys(prefix).budgetKey(DEFAULT_SHARD_TAG, 'metered');
+/** A bucket field's value: `charged` tokens, `reserved` of them reserved (`budget-hash.ts`). */
+const charge = (charged: number, reserved = 0) => packBudgetCharge({ charged, reserved });
 /** Redis's own clock, ms. */
 const redisNow = async () => {
   const [s, us] = await admin.time();
@@ -170,13 +173,9 @@ describe('RedisProviderQueue token budgets across replicas', () => {
     await admin.hset(jobs[0], 'tb', `100|${cur - 61}|`);
     await admin.del(key);
     await admin.hset(key, {
-      [`m:${cur - 61}`]: 1000,
-      [`m:${cur - 61}r`]: 100,
-      [`m:${cur}`]: 200,
-      'm:u': 1100,
-      'm:r': 100,
-      'm:o': cur - 61,
-      'm:n': cur,
+      [`m:${cur - 61}`]: charge(1000, 100),
+      [`m:${cur}`]: charge(200),
+      m: packBudgetState({ used: 1100, reserved: 100, oldest: cur - 61, newest: cur }),
     });
     await lease.release({ tokens: 40, reported: true });
     expect((await q.clientBudgets([c]))[0]).toMatchObject({ usedTokens: 200, reservedTokens: 0, remainingTokens: 800 });
@@ -196,12 +195,9 @@ describe('RedisProviderQueue token budgets across replicas', () => {
     const cur = Math.floor((await redisNow()) / 1000);
     // Charges left by earlier requests: 500 tokens 61 s ago (out of the window) and 900 59 s ago (still in).
     await admin.hset(key, {
-      [`m:${cur - 61}`]: 500,
-      [`m:${cur - 59}`]: 900,
-      'm:u': 1400,
-      'm:r': 0,
-      'm:o': cur - 61,
-      'm:n': cur - 59,
+      [`m:${cur - 61}`]: charge(500),
+      [`m:${cur - 59}`]: charge(900),
+      m: packBudgetState({ used: 1400, reserved: 0, oldest: cur - 61, newest: cur - 59 }),
     });
     expect((await q.clientBudgets([c]))[0]).toMatchObject({ usedTokens: 900, reservedTokens: 0, remainingTokens: 100 });
     // The read left the hash alone; the admission below drops the bucket.

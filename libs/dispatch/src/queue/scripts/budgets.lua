@@ -19,11 +19,11 @@ local base = ARGV[1]
 local clients = groupArgs(ARGV, 2, 2)
 
 -- Window w of the hash `key` as a reader sees it at `now`: {u, r, o, n} with the buckets wholly outside
--- it taken out, the numbers an admission's expiry leaves, and nothing written (one HMGET, one more when
--- buckets left the window since the last admission expired it).
+-- it taken out, the numbers an admission's expiry leaves, and nothing written (one HGET, one HMGET more
+-- when buckets left the window since the last admission expired it).
 local function budgetView(key, w, now)
-  local v = rcall('HMGET', key, windowFields(w))
-  local st = {u = tonumber(v[1] or '0'), r = tonumber(v[2] or '0'), o = tonumber(v[3] or ''), n = tonumber(v[4] or '')}
+  local u, r, o, n = unpackState(rcall('HGET', key, w))
+  local st = {u = u, r = r, o = o, n = n}
   budgetAge(key, w, now, st)
   return st
 end

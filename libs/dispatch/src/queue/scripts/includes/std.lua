@@ -4,7 +4,7 @@
   globals (Redis's Lua engine for Functions), so every global read misses once and then takes the
   metatable path: a `tonumber` or `string.format` read as a global costs a table miss and an
   `__index` lookup each time. Read here once, at the function's first call, they are upvalues from
-  then on. Under `EVALSHA` (no Functions) this runs per call: seven global reads.
+  then on. Under `EVALSHA` (no Functions) this runs per call: eight global reads.
 ]]
 local tonumber, tostring, ipairs, unpack = tonumber, tostring, ipairs, unpack
-local string, math, table = string, math, table
+local string, math, table, struct = string, math, table, struct
