@@ -180,7 +180,7 @@ describe('RedisProviderQueue keeps BullMQ as the queue', () => {
 });
 
 describe('RedisProviderQueue for a Redis user without Functions (README "Redis requirements")', () => {
-  it('serves leases by EVALSHA and says so once at info', async () => {
+  it('serves leases and token budgets by EVALSHA and says so once at info', async () => {
     const admin = new Redis(redis.url);
     const user = `nofn${process.pid}`;
     await admin.acl('SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-fcall', '-fcall_ro', '-function');
@@ -196,6 +196,16 @@ describe('RedisProviderQueue for a Redis user without Functions (README "Redis r
       expect((await q.counts(['a'])).get('a')).toEqual({ inFlight: 1, queued: 0 });
       await lease.release();
       expect((await q.counts(['a'])).get('a')).toEqual({ inFlight: 0, queued: 0 });
+      // A token budget's scripts alike (their packed values, docs/architecture.md "Token budgets").
+      const metered = { id: 'metered', band: 0, weight: 1, tokenBudgets: { perMinute: 1000, perDay: 5000 } };
+      const weighed = request([provider('a', 1)], { client: metered, tokens: { prompt: 700, completion: 0 } });
+      await (await q.acquireLease(weighed)).release({ tokens: 600, reported: true });
+      const over = (await q.acquireLease(weighed).catch((e: unknown) => e)) as AdmissionError;
+      expect(over.code).toBe('rate_limit_exceeded');
+      expect((await q.clientBudgets([metered])).map((w) => [w.window, w.usedTokens, w.remainingTokens])).toEqual([
+        ['minute', 600, 400],
+        ['day', 600, 4400],
+      ]);
       expect(lines.filter((l) => l.includes('lease scripts run by EVALSHA'))).toEqual([
         'redis queue: the Redis user may not use FCALL or FUNCTION LOAD: lease scripts run by EVALSHA (README "Redis requirements")',
       ]);
