@@ -26,6 +26,8 @@ describe('budget hash values', () => {
     expect(unpackBudgetState(null)).toEqual({ used: 0, reserved: 0 });
     expect(unpackBudgetCharge(null)).toEqual({ charged: 0, reserved: 0 });
     expect(() => unpackBudgetState(Buffer.from('1300'))).toThrow('a budget window state is 32 bytes, this value has 4');
-    expect(() => unpackBudgetCharge(Buffer.from('900'))).toThrow('a budget bucket charge is 16 bytes, this value has 3');
+    expect(() => unpackBudgetCharge(Buffer.from('900'))).toThrow(
+      'a budget bucket charge is 16 bytes, this value has 3',
+    );
   });
 });
