@@ -6,6 +6,7 @@ import type { OpenStreamsResult } from './open-streams-probe';
 import type { FlowOptions } from './flow-config';
 import type { FlowResults } from './flow-judging';
 import type { InstructionsOptions, InstructionsResults } from './instructions-results';
+import type { RedisInstructionsOptions, RedisInstructionsResults } from './redis-instructions';
 import type { RelayOptions, RelayRow } from './relay-judging';
 import type { RedisCostOptions, RedisCostResults } from './redis-cost';
 import type { Spread } from './stats';
@@ -37,6 +38,8 @@ export interface BenchOptions {
   redisCost: RedisCostOptions;
   /** Length, replicas and call time of the flow-control scenario. */
   flow: FlowOptions;
+  /** Requests, warm-up and rounds of the redis-instructions scenario. */
+  redisInstructions: RedisInstructionsOptions;
   /** Requests, warm-up and connections of the instructions scenario. */
   instructions: InstructionsOptions;
   /** `auto`: profile the memory backend when its c=1 target is missed. */
@@ -167,6 +170,8 @@ export interface BenchResults {
   flow?: FlowResults;
   /** Scenario `token-estimate`: the token-weight estimate against real tokenizers. */
   tokenEstimate?: TokenEstimateResults;
+  /** Scenario `redis-instructions`: Redis's user-space instructions per pooled request (README "Benchmarks"). */
+  redisInstructions?: RedisInstructionsResults;
   /** Scenario `instructions`: user-space instructions and syscalls per request (README "Benchmarks"). */
   instructions?: InstructionsResults;
   checks: TargetCheck[];

@@ -298,14 +298,17 @@ export class TargetLauncher {
   /**
    * A redis-server of its own (no persistence), e.g. one whose counters and CPU only one scenario
    * touches; stop it with `stopService`. It is one of the bench's services, so every exit path stops it.
+   * With `wrapper` (e.g. callgrind) it runs as `<command> <args…> redis-server …`.
    */
-  async startRedis(name: string): Promise<{ url: string; process: ServiceProcess }> {
+  async startRedis(name: string, wrapper?: NodeWrapper): Promise<{ url: string; process: ServiceProcess }> {
     const port = await freePort();
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
     const process = await this.services.start({
       name,
-      command: 'redis-server',
-      args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      command: wrapper ? wrapper.command : 'redis-server',
+      args: wrapper ? [...wrapper.args, 'redis-server', ...args] : args,
       ready: /Ready to accept connections/,
+      ...(wrapper ? { readyTimeoutMs: wrapper.readyTimeoutMs } : {}),
     });
     return { url: `redis://127.0.0.1:${port}`, process };
   }

@@ -54,3 +54,26 @@ describe('bench command line: the instructions scenario', () => {
     expect(parseCommandLine(['--targets', 'express-floor']).options.targets).toEqual(['direct', 'express-floor']);
   });
 });
+
+describe('bench command line: the redis-instructions scenario', () => {
+  it('runs by default and alone when named', () => {
+    expect(DEFAULT_SCENARIOS).toContain('redis-instructions');
+    expect(parseCommandLine(['--scenarios', 'redis-instructions']).options.scenarios).toEqual(['redis-instructions']);
+  });
+
+  it('takes its requests from --redis-instr-requests, its idle window from --idle-seconds and its rounds from --rounds', () => {
+    expect(
+      parseCommandLine(['--redis-instr-requests', '300', '--idle-seconds', '1', '--rounds', '2']).options
+        .redisInstructions,
+    ).toEqual({ requests: 300, warmupRequests: 1000, idleSeconds: 1, rounds: 2 });
+    expect(parseCommandLine(['--quick']).options.redisInstructions).toEqual({
+      requests: 500,
+      warmupRequests: 300,
+      idleSeconds: 2,
+      rounds: 1,
+    });
+    expect(() => parseCommandLine(['--redis-instr-requests', '0'])).toThrow(
+      /--redis-instr-requests must be an integer ≥ 1/,
+    );
+  });
+});

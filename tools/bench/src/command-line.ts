@@ -12,7 +12,7 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --chunk-gap-ms MS     gap between the upstream's 50 chunks (default 5)
   --open-streams N      streams held open for the RSS scenario (default 1000)
   --targets LIST        of ${TARGET_IDS.join(',')} (default all; direct is always added)
-  --scenarios LIST      of throughput,streaming,relay,rss,admission,redis-cost,flow,token-estimate,instructions
+  --scenarios LIST      of throughput,streaming,relay,rss,admission,redis-cost,flow,token-estimate,redis-instructions,instructions
                         (default all but instructions); e.g. --scenarios redis-cost runs that one alone
                         (targets are launched only for throughput, streaming and relay)
   --relay-streams N     relay: streams open at once per target and round (default 400; --quick 200)
@@ -24,6 +24,7 @@ export const USAGE = `usage: npm run bench -- [flags]     (or node dist/tools/be
   --flow-seconds S      flow: length of the mixed run with clients, bands and fair share (default 60; --quick 15)
   --flow-replicas N     flow: gateway replicas (default 3)
   --flow-hold-ms MS     flow: how long the upstream holds each call (default 40)
+  --redis-instr-requests N  redis-instructions: requests per callgrind window of Redis (default 2000; --quick 500)
   --instr-requests N    instructions: requests per callgrind window and in the strace window (default 2000; --quick 500)
   --instr-warmup N      instructions: uncounted requests to each fresh process first, in 10 loads (default 10000; --quick 3000)
   --instr-idle-seconds S  instructions: idle window that measures the background (default 5; --quick 2)
@@ -43,6 +44,7 @@ export const SCENARIOS = [
   'redis-cost',
   'flow',
   'token-estimate',
+  'redis-instructions',
   'instructions',
 ] as const;
 
@@ -84,6 +86,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
       'flow-seconds': { type: 'string' },
       'flow-replicas': { type: 'string' },
       'flow-hold-ms': { type: 'string' },
+      'redis-instr-requests': { type: 'string' },
       'instr-requests': { type: 'string' },
       'instr-warmup': { type: 'string' },
       'instr-connections': { type: 'string' },
@@ -164,6 +167,12 @@ export function parseCommandLine(argv: string[]): CommandLine {
       seconds: int(values['flow-seconds'], quick ? 15 : 60, 'flow-seconds'),
       replicas: int(values['flow-replicas'], 3, 'flow-replicas'),
       holdMs: int(values['flow-hold-ms'], 40, 'flow-hold-ms'),
+    },
+    redisInstructions: {
+      requests: int(values['redis-instr-requests'], quick ? 500 : 2000, 'redis-instr-requests'),
+      warmupRequests: quick ? 300 : 1000,
+      idleSeconds: int(values['idle-seconds'], quick ? 2 : 5, 'idle-seconds'),
+      rounds,
     },
     instructions: {
       requests: int(values['instr-requests'], quick ? 500 : 2000, 'instr-requests'),

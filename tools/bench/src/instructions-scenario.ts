@@ -35,7 +35,7 @@ export const INSTRUCTION_TARGETS: readonly TargetId[] = [
 export const CALLGRIND_NODE_ARGS = ['--predictable'];
 
 /** True when `name` is an executable file in a directory of `PATH`. */
-function onPath(name: string): boolean {
+export function onPath(name: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
     try {
       accessSync(path.join(dir, name), constants.X_OK);

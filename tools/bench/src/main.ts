@@ -31,6 +31,7 @@ import { runRelay } from './relay-cost';
 import { emptyFlow } from './flow-judging';
 import { runFlow } from './flow-scenario';
 import { runInstructions } from './instructions-scenario';
+import { runRedisInstructions } from './redis-instructions';
 import { runTokenEstimate } from './token-estimate';
 import { smokeTest } from './smoke-test';
 import { parseCommandLine, USAGE, type CommandLine } from './command-line';
@@ -216,6 +217,14 @@ async function main(): Promise<number> {
       } catch (err) {
         log(`token-estimate: ${firstLine(err)}`);
       }
+    }
+    if (opts.scenarios.includes('redis-instructions')) {
+      const o = opts.redisInstructions;
+      log(
+        `redis-instructions: redis-server under callgrind; per variant ${o.warmupRequests} warm-up requests, ` +
+          `${o.rounds} window(s) of ${o.requests} sequential pooled requests`,
+      );
+      results.redisInstructions = await runRedisInstructions(launcher, o, workDir, log);
     }
     if (opts.scenarios.includes('instructions')) {
       const o = opts.instructions;

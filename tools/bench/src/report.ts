@@ -7,6 +7,7 @@ import { relayTable } from './relay-cost';
 import { relayChecks, streamTtfbChecks } from './relay-judging';
 import { tokenEstimateSection } from './token-estimate-report';
 import { instructionsSection } from './instructions-report';
+import { redisInstructionsSection } from './redis-instructions';
 import { fmtSpread, table } from './markdown';
 import { pairedDifferences, pairedRatios, spread, type Spread } from './stats';
 
@@ -463,6 +464,12 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('## Token-weight estimate against real tokenizers (scenario `token-estimate`)');
     out.push('');
     out.push(tokenEstimateSection(results.tokenEstimate));
+  }
+  if (results.redisInstructions) {
+    out.push('');
+    out.push('## Redis instructions per pooled request (scenario `redis-instructions`)');
+    out.push('');
+    out.push(redisInstructionsSection(results.redisInstructions));
   }
   if (results.instructions) {
     out.push('');
