@@ -254,6 +254,26 @@ describe.each(BUDGET_BACKENDS)('token budgets at the edge (%s)', (_b, onRedis) =
     expect(refused.headers.get('x-ratelimit-reset-tokens')).toMatch(RESET);
   });
 
+  it('an allowance past every number (1e21, max_tokens × n past Infinity) is a 429 too large on every endpoint, and leaves no count', async () => {
+    const hi = [{ role: 'user', content: 'hi' }];
+    for (const [path, body] of [
+      ['/chat/completions', { model: 'm', max_tokens: 1e21, messages: hi }],
+      ['/chat/completions', { model: 'm', max_completion_tokens: 1e300, n: 1e10, messages: hi, stream: true }],
+      ['/responses', { model: 'm', max_output_tokens: 1e21, input: 'hi' }],
+      ['/responses', { model: 'q', max_output_tokens: 1e21, input: 'hi', stream: true }],
+    ] as const) {
+      const refused = await post(path, 'k-team', body);
+      expect([path, refused.status]).toEqual([path, 429]);
+      const { error } = (await refused.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe('rate_limit_exceeded');
+      expect(error.message).toContain(`Requested ${Number.MAX_SAFE_INTEGER}.`);
+    }
+    expect((await ctx.queue.clientCounts()).filter((c) => c.clientId === 'team' && c.inFlight > 0)).toEqual([]);
+    const ok = await post('/chat/completions', 'k-team', chat());
+    expect(ok.status).toBe(200);
+    await ok.text();
+  });
+
   it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {
     expect(await counted('team', 'prompt')).toBeGreaterThan(0);
     expect(await counted('team', 'completion')).toBeGreaterThan(0);

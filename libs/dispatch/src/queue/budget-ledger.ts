@@ -1,4 +1,5 @@
 import type { QueueClient } from './provider-queue';
+import { wholeTokens } from './token-limit';
 import {
   BUDGET_BUCKET_MS,
   BUDGET_RETRY_SCAN,
@@ -118,9 +119,13 @@ class WindowLedger {
     };
   }
 
-  /** ms until every charge now in the window has left it; 0 when it holds none. */
+  /**
+   * ms until every charge now in the window has left it; 0 when it holds none (no bucket, or only
+   * buckets whose reservations were given back whole).
+   */
   resetMs(now: number): number {
-    return this.newest === undefined ? 0 : Math.max(0, this.leavesAt(this.newest) - now);
+    if (this.newest === undefined || this.used + this.reserved <= 0) return 0;
+    return Math.max(0, this.leavesAt(this.newest) - now);
   }
 
   private leavesAt(index: number): number {
@@ -169,11 +174,12 @@ export class BudgetLedger {
   }
 
   /**
-   * Settles a reservation at release: `used` tokens are charged in its place (absent: the reservation
-   * is charged as it stands), in each bucket it was put in that still counts.
+   * Settles a reservation at release: `used` tokens (`wholeTokens`: as the Redis backend reads them)
+   * are charged in its place (absent: the reservation is charged as it stands), in each bucket it was
+   * put in that still counts.
    */
   settle(reservation: BudgetReservation, used?: number): void {
-    this.apply(reservation, used ?? reservation.weight);
+    this.apply(reservation, used === undefined ? reservation.weight : wholeTokens(used));
   }
 
   /** Gives a reservation back whole (a waiter that left or was dropped: nothing was used). */

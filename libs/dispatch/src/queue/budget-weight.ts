@@ -1,19 +1,19 @@
 import type { LeaseRequest } from './provider-queue';
-import { DEFAULT_COMPLETION_TOKENS } from './token-limit';
+import { DEFAULT_COMPLETION_TOKENS, wholeTokens } from './token-limit';
 
 /**
  * The tokens a request reserves in its client's budget windows (docs/architecture.md, "Token
  * budgets"): its prompt estimate plus its completion allowance (`LeaseRequest.tokens`); a completion
  * it does not name counts as the largest `defaultCompletionTokens` of its candidates, else
- * `DEFAULT_COMPLETION_TOKENS`; a request without a weight counts that completion alone. A whole number ≥ 0.
+ * `DEFAULT_COMPLETION_TOKENS`; a request without a weight counts that completion alone. A whole number ≥ 0,
+ * at most `Number.MAX_SAFE_INTEGER` (`wholeTokens`: an unbounded allowance weighs more than any window).
  */
 export function budgetWeight(request: Pick<LeaseRequest, 'tokens' | 'candidates'>): number {
-  const whole = (n: number | undefined) => (n !== undefined && Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0);
   let completion = request.tokens?.completion;
   if (completion === undefined) {
     const defaults = request.candidates.map((c) => c.defaultCompletionTokens ?? -1);
     const largest = Math.max(-1, ...defaults);
     completion = largest >= 0 ? largest : DEFAULT_COMPLETION_TOKENS;
   }
-  return whole(request.tokens?.prompt) + whole(completion);
+  return wholeTokens(wholeTokens(request.tokens?.prompt ?? 0) + wholeTokens(completion));
 }

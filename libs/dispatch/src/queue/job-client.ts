@@ -1,6 +1,6 @@
 import { bandRank, tagCharge } from './fair-order';
 import type { QueueClient } from './provider-queue';
-import type { HeldTokens, TokenWeight } from './token-limit';
+import { wholeTokens, type HeldTokens, type TokenWeight } from './token-limit';
 
 /**
  * Who a job is for, as the lease scripts keep it (docs/architecture.md, "Clients, priority and fair
@@ -41,7 +41,7 @@ export interface HeldLeaseFacts {
 export function budgetArg(client: QueueClient, weight: number): string {
   const b = client.tokenBudgets;
   if (b?.perMinute === undefined && b?.perDay === undefined) return '';
-  return `${weight}|${b.perMinute ?? ''}|${b.perDay ?? ''}`;
+  return `${tokenText(weight)}|${b.perMinute ?? ''}|${b.perDay ?? ''}`;
 }
 
 /**
@@ -50,8 +50,15 @@ export function budgetArg(client: QueueClient, weight: number): string {
  */
 export function tokenArgs(tokens: TokenWeight | undefined): string[] {
   if (!tokens) return ['', ''];
-  const whole = (n: number) => String(Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0);
-  return [whole(tokens.prompt), tokens.completion === undefined ? '' : whole(tokens.completion)];
+  return [tokenText(tokens.prompt), tokens.completion === undefined ? '' : tokenText(tokens.completion)];
+}
+
+/**
+ * A token count as a script argument: `wholeTokens`'s, in plain digits (never `1e+21` or
+ * `Infinity`, which the scripts' patterns and `%d` fields do not read).
+ */
+export function tokenText(n: number): string {
+  return String(wholeTokens(n));
 }
 
 /** How long the mark of a shed job stays in Redis for its origin to read (poll, leave), ms. */

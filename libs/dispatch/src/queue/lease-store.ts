@@ -5,6 +5,7 @@ import {
   clientArgs,
   renewedClient,
   tokenArgs,
+  tokenText,
   type HeldLeaseFacts,
   type JobClient,
   type RenewedLease,
@@ -107,7 +108,7 @@ export class LeaseStore extends ReplicaRegistry {
       held.solo ? '1' : '0',
       held.confirmed ? '1' : '0',
       held.tokened ? '1' : '',
-      held.used === undefined ? '' : String(Math.max(0, Math.ceil(held.used))),
+      held.used === undefined ? '' : tokenText(held.used),
     ]);
     return status === 'released';
   }
@@ -147,7 +148,7 @@ export class LeaseStore extends ReplicaRegistry {
       this.keys.queueName(l.providerId),
       l.jobId,
       renewedClient(l.owner),
-      l.tokens ? `${l.tokens.prompt}|${l.tokens.completion}` : '',
+      l.tokens ? `${tokenText(l.tokens.prompt)}|${tokenText(l.tokens.completion)}` : '',
     ]);
     const { values } = await this.run(LEASE_SCRIPTS.renew, shardTag, [
       String(this.leaseTtlMs),

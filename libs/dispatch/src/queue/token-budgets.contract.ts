@@ -141,6 +141,48 @@ export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts:
       await a.release();
     });
 
+    it('weighs an allowance past every number (1e21 tokens, an Infinity) more than any window: refused for good, nothing left behind', async () => {
+      const p = provider('p', 8);
+      await queueOf().configure([p]);
+      const c = client('metered', { perMinute: 1000, perDay: 100_000 }, { maxInFlight: 1 });
+      for (const tokens of [
+        { prompt: 1e21, completion: 0 },
+        { prompt: 10, completion: Number.POSITIVE_INFINITY },
+        { prompt: 10, completion: 1e300 },
+      ]) {
+        const refused = await refusal(acquire([p], c, tokens));
+        expect(refused.code).toBe('rate_limit_exceeded');
+        expect(refused.retryAfterS).toBeUndefined();
+        expect(refused.message).toContain(`Requested ${Number.MAX_SAFE_INTEGER}.`);
+      }
+      // No count, no reservation: the client's one slot still takes a request.
+      expect((await queueOf().clientCounts()).filter((k) => k.clientId === 'metered' && k.inFlight > 0)).toEqual([]);
+      expect(await windows(c)).toEqual([minute(c, 1000, 0, 0), { ...minute(c, 100_000, 0, 0), window: 'day' }]);
+      const a = await acquire([p], c, { prompt: 100, completion: 0 });
+      // Usage past every number is charged as the most a window can hold, not as nothing.
+      await a.release({ tokens: 1e21, reported: true });
+      expect((await windows(c))[0]).toEqual(minute(c, 1000, 0, Number.MAX_SAFE_INTEGER));
+    });
+
+    it('states a budget of 15 digits exactly in its refusal, and resets at once a window whose reservations were all given back', async () => {
+      const p = provider('p', 1);
+      await queueOf().configure([p]);
+      const big = client('big', { perMinute: 123_456_789_012_345 });
+      const refused = await refusal(acquire([p], big, { prompt: 123_456_789_012_346, completion: 0 }));
+      expect(refused.message).toContain('Limit 123456789012345, Requested 123456789012346.');
+      expect(refused.budget?.limitTokens).toBe(123_456_789_012_345);
+      const c = client('metered', { perMinute: 5000 });
+      const other = client('other', { perMinute: 5000 });
+      const holder = await acquire([p], other, { prompt: 10, completion: 0 });
+      const late = await refusal(acquire([p], c, { prompt: 100, completion: 0 }, { maxWaitMs: 300 }));
+      expect(late.code).toBe('queue_timeout');
+      const [w] = await queueOf().clientBudgets([c]);
+      expect(w).toMatchObject({ reservedTokens: 0, usedTokens: 0, remainingTokens: 5000, resetMs: 0 });
+      const next = await refusal(acquire([p], c, { prompt: 100, completion: 0 }, { maxWaitMs: 300 }));
+      expect(next.code).toBe('queue_timeout');
+      await holder.release();
+    });
+
     it('keeps two clients apart, and a client without a budget costs nothing and shows none', async () => {
       const p = provider('p', 8);
       await queueOf().configure([p]);

@@ -48,7 +48,16 @@ export function fitsTokens(inFlight: number, weight: number, limit: number | und
   return limit === undefined || inFlight === 0 || inFlight + weight <= limit;
 }
 
-/** A token count as the limit adds it: a finite number, rounded up, at least 0. */
-function whole(n: number): number {
-  return Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0;
+/**
+ * A token count as admission weighs it, in both backends and in every script argument: rounded up,
+ * at least 0 (NaN: 0), at most `Number.MAX_SAFE_INTEGER` (2^53 − 1), so that an allowance past any
+ * limit (`max_tokens: 1e21`, or `max_tokens × n` that overflows to Infinity) weighs more than every
+ * window and limit a config can hold (they are at most that) instead of nothing, and is written as
+ * plain digits (`String(1e21)` is `1e+21`, which the scripts' patterns do not read).
+ */
+export function wholeTokens(n: number): number {
+  if (!(n > 0)) return 0;
+  return n >= Number.MAX_SAFE_INTEGER ? Number.MAX_SAFE_INTEGER : Math.ceil(n);
 }
+
+const whole = wholeTokens;

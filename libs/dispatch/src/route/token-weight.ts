@@ -98,8 +98,9 @@ function wholeOrUndefined(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
 }
 
-/** The allowance for `n` choices: each may run to the limit. */
+/** The allowance for `n` choices: each may run to the limit (at most `Number.MAX_SAFE_INTEGER`, never Infinity). */
 function times(completion: number | undefined, n: unknown): number | undefined {
   const choices = wholeOrUndefined(n);
-  return completion === undefined || choices === undefined || choices < 1 ? completion : completion * choices;
+  if (completion === undefined || choices === undefined || choices < 1) return completion;
+  return Math.min(completion * choices, Number.MAX_SAFE_INTEGER);
 }

@@ -110,6 +110,9 @@ end
 local budget = nil
 if budgetArg ~= '' then
   local weight, wins, weightText = budgetWindows(budgetArg)
+  -- An argument of another shape is the caller's bug: refused here, before anything is written, so
+  -- no count is left behind (a script's error does not undo its earlier writes).
+  if weight == nil then return redis.error_reply('ERR admit: budget argument not <weight>|<per minute>|<per day>: ' .. budgetArg) end
   local key = budgetKey(base, client)
   local refusal, states = budgetCheck(key, wins, weight, now)
   if refusal then return refusal end

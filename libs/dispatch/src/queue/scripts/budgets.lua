@@ -34,9 +34,10 @@ for _, c in ipairs(clients) do
   local w = c[2]
   local st = budgetView(budgetKey(base, c[1]), w, now)
   local reset = 0
-  if st.n then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
-  reply[#reply + 1] = tostring(st.r)
-  reply[#reply + 1] = tostring(st.u)
-  reply[#reply + 1] = tostring(reset)
+  -- A window whose buckets hold nothing (a reservation given back whole) resets at once.
+  if st.n and st.u + st.r > 0 then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
+  reply[#reply + 1] = budgetInt(st.r)
+  reply[#reply + 1] = budgetInt(st.u)
+  reply[#reply + 1] = budgetInt(reset)
 end
 return reply

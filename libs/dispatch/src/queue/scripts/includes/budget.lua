@@ -83,13 +83,14 @@ local function budgetRetryMs(key, w, st, need, now)
   return (at + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now
 end
 -- The windows of a budget argument `<weight>|<per minute or ''>|<per day or ''>`: weight, {{w, limit,
--- limit as text}...}, the weight as text.
+-- limit as text}...}, the weight as text; nil for an argument of another shape (the caller refuses
+-- it before anything is written).
 local function budgetWindows(arg)
   local weight, pm, pd = string.match(arg, '^(%d+)|(%d*)|(%d*)$')
+  if weight == nil or (pm == '' and pd == '') then return nil end
   local wins = {}
   if pm and pm ~= '' then wins[#wins + 1] = {'m', pm + 0, pm} end
   if pd and pd ~= '' then wins[#wins + 1] = {'d', pd + 0, pd} end
-  weight = weight or '0'
   return weight + 0, wins, weight
 end
 -- Decides on `weight` tokens against every window: nil and the windows' states (budgetRead) when each
@@ -101,7 +102,7 @@ local function budgetCheck(key, wins, weight, now)
   local states = budgetRead(key, wins, now)
   local refusal, refusalMs = nil, -1
   for _, win in ipairs(wins) do
-    if refusal == nil and weight > win[2] then refusal = {'budget_never', win[1], tostring(win[2])} end
+    if refusal == nil and weight > win[2] then refusal = {'budget_never', win[1], win[3]} end
   end
   local never = refusal ~= nil
   for i, win in ipairs(wins) do
@@ -110,7 +111,7 @@ local function budgetCheck(key, wins, weight, now)
     if not never and used + weight > win[2] then
       local retry = budgetRetryMs(key, win[1], st, used + weight - win[2], now)
       if retry > refusalMs then
-        refusal, refusalMs = {'budget', win[1], tostring(win[2]), tostring(used), tostring(retry)}, retry
+        refusal, refusalMs = {'budget', win[1], win[3], budgetInt(used), budgetInt(retry)}, retry
       end
     end
   end
@@ -119,7 +120,7 @@ local function budgetCheck(key, wins, weight, now)
   for i, win in ipairs(wins) do
     local w, st = win[1], states[i]
     local remaining, reset = math.max(0, win[2] - st.u - st.r), 0
-    if st.n then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
+    if st.n and st.u + st.r > 0 then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
     if standing == nil or remaining < standing[3] or (remaining == standing[3] and reset > standing[4]) then
       standing = {w, win[2], remaining, reset}
     end
@@ -158,7 +159,8 @@ local function budgetReserve(key, wins, states, weight, weightText, now)
     local b = st.b
     if w == 'm' then mi = st.bs else di = st.bs end
     local remaining = math.max(0, limit - st.u - st.r - weight)
-    local reset = (math.max(b, st.n or b) + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now
+    local reset = 0
+    if st.u + st.r + weight > 0 then reset = (math.max(b, st.n or b) + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now end
     if sw == nil or remaining < sr or (remaining == sr and reset > sz) then
       sw, sl, sr, sz = w, wins[i][3] or budgetInt(limit), remaining, reset
     end
