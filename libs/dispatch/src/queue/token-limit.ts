@@ -52,8 +52,8 @@ export function fitsTokens(inFlight: number, weight: number, limit: number | und
  * A token count as admission weighs it, in both backends and in every script argument: rounded up,
  * at least 0 (NaN: 0), at most `Number.MAX_SAFE_INTEGER` (2^53 − 1), so that an allowance past any
  * limit (`max_tokens: 1e21`, or `max_tokens × n` that overflows to Infinity) weighs as much as the
- * largest window or limit a config can hold (2^53 − 1), more than any other, instead of nothing, and is written as
- * plain digits (`String(1e21)` is `1e+21`, which the scripts' patterns do not read).
+ * largest window or limit a config can hold (2^53 − 1), more than any other, instead of nothing, and
+ * is written as plain digits (`String(1e21)` is `1e+21`, which the scripts' patterns do not read).
  */
 export function wholeTokens(n: number): number {
   if (!(n > 0)) return 0;
