@@ -13,10 +13,12 @@ import { clientOf } from '../fair-order';
 import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import { SHED_MESSAGE_SUFFIX, type JobClient, type LeaseStore } from '../lease-store';
 import { DEFAULT_POOL, type Lease, type LeaseRequest } from '../provider-queue';
+import { isAnswerError, replyText } from '../redis-connection';
 import type { ServiceRate } from '../service-rate';
 import { tokensOn, weightOf } from './lease-tokens';
 import { budgetRefusal, budgetWeightOf } from './lease-budget';
 import type { ConnectionWatch } from './connection-watch';
+import type { QueueLogger } from './redis-queue-options';
 import type { LeaseHolder } from './lease-holder';
 import { LeaseWaiter, type LeaveReason } from './lease-waiter';
 import type { ProviderSlot, ProviderSlots } from './provider-slots';
@@ -35,6 +37,8 @@ export interface LeaseWaitersParts {
   readonly isClosed: () => boolean;
   /** The pools' recent lease times: the Retry-After of `queue_full`. */
   readonly rate: ServiceRate;
+  /** Where an admission script that failed in Redis is said, at error (a broken key or a bug, not an outage). */
+  readonly logger: QueueLogger;
 }
 
 /**
@@ -187,6 +191,11 @@ export class LeaseWaiters {
     } catch (e) {
       // The script may have run (queued or granted on any candidate): settle that job once Redis answers.
       holder.settleLater(jobId, candidates);
+      // Redis answered that the script itself failed (a key of the wrong type, a bug): no outage, so
+      // nothing else says it; the request's own log line is at info.
+      if (isAnswerError(e) && / script: /.test(e.message)) {
+        this.parts.logger.error({ err: replyText(e), jobId }, 'redis queue: the admission script failed in Redis');
+      }
       waiter.fail(queueUnavailable(e));
       return;
     }

@@ -126,7 +126,7 @@ export class RedisProviderQueue implements ProviderQueue {
     this.recovery = new RestartRecovery({ store, liveness, holder, slots, restartBarrierMs, logger, renewAll });
     const writeLimits = () => this.recovery.writeLimits();
     const rate = this.rate;
-    this.waiters = new LeaseWaiters({ store, holder, slots, watch, replicaId, writeLimits, isClosed, rate });
+    this.waiters = new LeaseWaiters({ store, holder, slots, watch, replicaId, writeLimits, isClosed, rate, logger });
     this.subscriber.on('message', (_channel: string, payload: string) => this.waiters.onGrantMessage(payload));
     this.subscriber
       .subscribe(store.keys.grantChannel(this.replicaId))
