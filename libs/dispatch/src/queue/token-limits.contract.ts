@@ -80,6 +80,22 @@ export function describeTokenLimitsContract(queueOf: () => ProviderQueue, client
       await later.state.lease!.release();
     });
 
+    it('runs an allowance past every number (1e21, Infinity) alone as the largest weight, and takes every token back', async () => {
+      const p = limited('p', 1000);
+      await queueOf().configure([p]);
+      for (const completion of [1e21, Number.POSITIVE_INFINITY]) {
+        const huge = await queueOf().acquireLease(request([p], { prompt: 10, completion }));
+        expect((await counts('p'))?.tokensInFlight).toBeGreaterThanOrEqual(Number.MAX_SAFE_INTEGER);
+        const small = start([p], { prompt: 10, completion: 10 });
+        await waitUntil(async () => (await counts('p'))?.queued === 1, 5000, 'a small request to wait beside it');
+        await huge.release();
+        await small.granted;
+        expect(await counts('p')).toEqual({ inFlight: 1, queued: 0, tokensInFlight: 20 });
+        await small.state.lease!.release();
+        await waitUntil(async () => (await counts('p'))?.tokensInFlight === 0, 5000, 'every token back');
+      }
+    });
+
     it('gives the prompt part back at prefillDone (idempotent), admitting a waiter; release returns the rest', async () => {
       const p = limited('p', 1000);
       await queueOf().configure([p]);
