@@ -21,10 +21,12 @@ export interface RedisConnectionOptions {
   /** Longest a command may take before it rejects, in ms. @defaultValue none */
   readonly commandTimeoutMs?: number;
   /**
-   * ioredis's auto-pipelining: the commands issued in one turn of the event loop leave in one write,
-   * and those issued while that batch is answered wait to leave with the next (at most one round
-   * trip). Redis then reads, runs and answers several script calls per wake-up: at 16 concurrent
-   * requests it halved Redis's CPU per pooled request (docs/architecture.md, "Lease protocol").
+   * ioredis's auto-pipelining, while the connection is busy: a command made while two or more await
+   * their answer (or while a batch waits to leave) leaves with the commands of the same turn of the
+   * event loop in one write; any other command is written at once
+   * ({@link pipelineWhenBusy}; a Redis Cluster batches always). Redis then reads, runs and answers
+   * several script calls per wake-up under load: at 16 concurrent requests it halved Redis's CPU
+   * per pooled request (docs/architecture.md, "Lease protocol").
    * @defaultValue false
    */
   readonly autoPipelining?: boolean;
@@ -91,23 +93,26 @@ export function connectRedis(opts: RedisConnectionOptions): RedisClient {
     ...(opts.failFast ? { enableOfflineQueue: false, maxRetriesPerRequest: 0 } : { maxRetriesPerRequest: null }),
     ...(opts.commandTimeoutMs !== undefined ? { commandTimeout: opts.commandTimeoutMs } : {}),
   };
+  const tuned = (client: Redis) => (opts.autoPipelining ? pipelineWhenBusy(client) : client);
   const sentinel = parseRedisSentinelUrl(opts.url);
   if (sentinel) {
     if (opts.cluster)
       throw new TypeError('a redis+sentinel:// URL names one primary, not a Redis Cluster: unset cluster');
     // failoverDetector: the Sentinels' +switch-master re-opens the connection at once (ioredis).
     const { sentinels, name, username, password } = sentinel;
-    return new Redis({
-      ...common,
-      retryStrategy,
-      sentinels: [...sentinels],
-      name,
-      username,
-      password,
-      failoverDetector: true,
-    });
+    return tuned(
+      new Redis({
+        ...common,
+        retryStrategy,
+        sentinels: [...sentinels],
+        name,
+        username,
+        password,
+        failoverDetector: true,
+      }),
+    );
   }
-  if (!opts.cluster) return new Redis(opts.url, { ...common, retryStrategy });
+  if (!opts.cluster) return tuned(new Redis(opts.url, { ...common, retryStrategy }));
   const url = new URL(opts.url);
   return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], {
     enableOfflineQueue: !opts.failFast,
@@ -120,6 +125,52 @@ export function connectRedis(opts: RedisConnectionOptions): RedisClient {
       tls: url.protocol === 'rediss:' ? {} : undefined,
     },
   });
+}
+
+/**
+ * Commands awaiting their answer from which a connection counts as busy. One is what a lone request
+ * leaves in flight (the release of the request before, as the next one asks for its lease): that
+ * one is no reason to wait for company that will not come.
+ */
+const BUSY_AT = 2;
+
+/** What {@link pipelineWhenBusy} reads of an ioredis `Redis` (5.x): commands written and not yet answered, batches to leave. */
+interface PipelineState {
+  readonly commandQueue?: { readonly length: number };
+  readonly _autoPipelines?: { readonly size: number };
+}
+
+/**
+ * Makes `client`'s auto-pipelining apply only while the connection is busy: a command made while
+ * two or more await their answer ({@link BUSY_AT}), or while a batch waits to leave, joins the batch of this turn of the
+ * event loop (ioredis sends it from `setImmediate`, in one write); any other command is written at
+ * once. Order is kept: a command goes straight out only when nothing
+ * waits to leave before it.
+ *
+ * Why: a batch leaves after the rest of the turn's I/O callbacks and costs one more turn of the
+ * loop. Under load that is what lets Redis answer several calls per wake-up; one request at a time,
+ * nothing joins the batch. Measured on 2 cores, one replica, against batching always: at one
+ * request at a time, 1,580–1,750 req/s against 1,415–1,430 and 464–496 µs of the gateway's CPU per
+ * request against 530–588, Redis's CPU unchanged (89–96 µs); at 16 at a time, Redis's CPU per request
+ * 43–47 µs against 41–43 µs (84 µs with no batching at all).
+ *
+ * ioredis reads `options.enableAutoPipelining` for each command it is given; this makes it a getter
+ * over the client's own queues. Without those (another ioredis), it stays on: plain auto-pipelining.
+ * `redis-connection.spec.ts` checks the writes against a real Redis.
+ * @returns `client`
+ */
+export function pipelineWhenBusy(client: Redis): Redis {
+  const state = client as unknown as PipelineState;
+  Object.defineProperty(client.options, 'enableAutoPipelining', {
+    configurable: true,
+    enumerable: true,
+    get: () =>
+      state.commandQueue === undefined ||
+      state._autoPipelines === undefined ||
+      state.commandQueue.length >= BUSY_AT ||
+      state._autoPipelines.size > 0,
+  });
+  return client;
 }
 
 /** The master nodes to ask node-local questions (`CLIENT LIST`, `INFO`): every master of a cluster, or the one server. */
