@@ -88,7 +88,7 @@ describe('gateway.clients', () => {
     [
       'max_in_flight: 0',
       'max_in_flight',
-      'must be greater than 0',
+      'must be at least 1',
       'set max_in_flight to 1 or more, or remove it for no cap.',
     ],
     ['max_queued: -1', 'max_queued', 'must be at least 0', 'set max_queued to 0 or more, or remove it for no cap.'],
@@ -103,6 +103,24 @@ describe('gateway.clients', () => {
       'tokens_per_day',
       'expected an integer, got a fractional number',
       'write tokens_per_day as a whole number of tokens, 1 or more (e.g. tokens_per_day: 100000), or remove it for no budget.',
+    ],
+    [
+      'tokens_per_minute: .inf',
+      'tokens_per_minute',
+      'expected a number, got infinity (.inf)',
+      'write tokens_per_minute as a whole number of tokens, 1 or more (e.g. tokens_per_minute: 100000), or remove it for no budget.',
+    ],
+    [
+      'tokens_per_day: .nan',
+      'tokens_per_day',
+      'expected a number, got not a number (.nan)',
+      'write tokens_per_day as a whole number of tokens, 1 or more (e.g. tokens_per_day: 100000), or remove it for no budget.',
+    ],
+    [
+      'max_in_flight: -.inf',
+      'max_in_flight',
+      'expected a number, got minus infinity (-.inf)',
+      'set max_in_flight to 1 or more, or remove it for no cap.',
     ],
     [
       'tokens_per_minute: "lots"',

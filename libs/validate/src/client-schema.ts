@@ -26,6 +26,12 @@ const tokenBudget = (what: string) => {
   return z.number({ error: fix }).int(fix).min(1, fix).max(Number.MAX_SAFE_INTEGER, fix).optional();
 };
 
+/** A client's cap: a whole number ≥ `min`, optional; every issue's fix names the setting (an `.inf` included). */
+const capAtLeast = (min: number, what: string) => {
+  const fix = `set ${what} to ${min} or more, or remove it for no cap`;
+  return z.number({ error: fix }).int(fix).min(min, fix).optional();
+};
+
 /** One entry of `gateway.clients`: an identity for one or more keys, with its band, weight and caps. */
 export const clientSchema = z.strictObject({
   /** The client's name in logs, `/status` and the `client` label of metrics; never a key. */
@@ -37,9 +43,9 @@ export const clientSchema = z.strictObject({
   /** Share of slots inside its band while backlogged, relative to other clients' weights. @defaultValue 1 */
   weight: intIn(1, MAX_WEIGHT, 'weight').default(1),
   /** Leases the client may hold at once in one pool, across every replica; over it requests wait. */
-  max_in_flight: z.number().int().positive('set max_in_flight to 1 or more, or remove it for no cap').optional(),
+  max_in_flight: capAtLeast(1, 'max_in_flight'),
   /** Requests the client may have waiting in one pool, across every replica; over it `429 queue_full`. */
-  max_queued: z.number().int().nonnegative('set max_queued to 0 or more, or remove it for no cap').optional(),
+  max_queued: capAtLeast(0, 'max_queued'),
   /**
    * Tokens (estimated prompt + completion allowance, settled with the tokens used at release) the
    * client may use in any sliding minute, fleet-wide; over it `429 rate_limit_exceeded`

@@ -139,6 +139,10 @@ function describeValue(value: unknown): string {
   if (value === null) return 'nothing (null)';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a map';
+  // YAML's .nan and .inf (YAML 1.2, "Core Schema") are numbers to the parser but not to a setting.
+  if (Number.isNaN(value)) return 'not a number (.nan)';
+  if (value === Infinity) return 'infinity (.inf)';
+  if (value === -Infinity) return 'minus infinity (-.inf)';
   if (typeof value === 'number' && !Number.isInteger(value)) return 'a fractional number';
   return `a ${typeof value}`;
 }
