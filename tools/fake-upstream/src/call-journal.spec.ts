@@ -45,7 +45,7 @@ describe('fake upstream call journal', () => {
     }
   });
 
-  it('records the usage each answer reported: a JSON answer, a stream that asked for it and reached its end; none otherwise', async () => {
+  it('records the usage each answer reported: a JSON answer (chat, Responses, embeddings), a stream that asked for it and reached its end; none otherwise', async () => {
     const up = await startFakeUpstream({ journal: true });
     try {
       const call = (tag: number, extra: Record<string, unknown>, fake: Record<string, number> = {}) =>
@@ -69,7 +69,12 @@ describe('fake upstream call journal', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'm', input: 'twelve chars', fake: { tag: 6 } }),
       }).then((r) => r.json())) as { usage: { input_tokens: number; output_tokens: number } };
-      await waitForEnds(up, 6);
+      const embeddings = (await fetch(`${up.url}/embeddings`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', input: ['twelve chars', 'and more of them'], fake: { tag: 7 } }),
+      }).then((r) => r.json())) as { usage: { prompt_tokens: number } };
+      await waitForEnds(up, 7);
 
       const byTag = new Map(up.calls().map((c) => [c.tag, c.usage]));
       const expected = { prompt: json.usage.prompt_tokens, completion: json.usage.completion_tokens };
@@ -83,6 +88,9 @@ describe('fake upstream call journal', () => {
       expect(byTag.get(4)).toBeUndefined();
       expect(byTag.get(5)).toBeUndefined();
       expect(byTag.get(6)).toEqual({ prompt: responses.usage.input_tokens, completion: responses.usage.output_tokens });
+      // An embeddings answer reports prompt tokens only: the two inputs' tokens.
+      expect(embeddings.usage.prompt_tokens).toBe(7);
+      expect(byTag.get(7)).toEqual({ prompt: embeddings.usage.prompt_tokens, completion: 0 });
       expect(await (await fetch(`${up.origin}/__calls`)).json()).toEqual(up.calls());
     } finally {
       await up.close();

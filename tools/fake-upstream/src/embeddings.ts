@@ -15,11 +15,8 @@ function fakeVector(text: string, dimensions: number): number[] {
   return out;
 }
 
-/**
- * An OpenAI embeddings answer for `body` (`input` a string, strings, token ids or arrays of them):
- * one vector per input, `encoding_format: "base64"` as little-endian float32, as OpenAI sends it.
- */
-export function embeddingsJson(body: Record<string, unknown>, model: string): string {
+/** The inputs of an embeddings request as texts (`input` a string, strings, token ids or arrays of them). */
+function embeddingsInputs(body: Record<string, unknown>): string[] {
   const raw = body.input;
   const inputs: unknown[] =
     typeof raw === 'string'
@@ -29,16 +26,28 @@ export function embeddingsJson(body: Record<string, unknown>, model: string): st
         : Array.isArray(raw)
           ? raw
           : [String(raw)];
+  return inputs.map((input) => (typeof input === 'string' ? input : JSON.stringify(input)));
+}
+
+/** The `usage.prompt_tokens` (and `total_tokens`) of {@link embeddingsJson}'s answer for `body`. */
+export function embeddingsTokens(body: Record<string, unknown>): number {
+  return embeddingsInputs(body).reduce((n, text) => n + roughTokens(text.length), 0);
+}
+
+/**
+ * An OpenAI embeddings answer for `body` (`input` a string, strings, token ids or arrays of them):
+ * one vector per input, `encoding_format: "base64"` as little-endian float32, as OpenAI sends it;
+ * `usage` counts {@link embeddingsTokens}.
+ */
+export function embeddingsJson(body: Record<string, unknown>, model: string): string {
   const dimensions = typeof body.dimensions === 'number' && body.dimensions > 0 ? body.dimensions : DEFAULT_DIMENSIONS;
   const base64 = body.encoding_format === 'base64';
-  let tokens = 0;
-  const data = inputs.map((input, index) => {
-    const text = typeof input === 'string' ? input : JSON.stringify(input);
-    tokens += roughTokens(text.length);
+  const data = embeddingsInputs(body).map((text, index) => {
     const vector = fakeVector(text, dimensions);
     const embedding = base64 ? floatsToBase64(vector) : vector;
     return { object: 'embedding', index, embedding };
   });
+  const tokens = embeddingsTokens(body);
   return JSON.stringify({ object: 'list', data, model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
 }
 

@@ -7,7 +7,7 @@ import { isObject, KnobError, readKnobs, type FakeKnobs, type KnobName } from '.
 import { echoReply, readChatPrompt, readResponsesPrompt, roughTokens, splitText, type Prompt } from './prompt';
 import { chatReasoning, replyText } from './reasoning';
 import { ResponsesEventFormat, responseObject, type ResponsesUsage } from './responses';
-import { embeddingsJson } from './embeddings';
+import { embeddingsJson, embeddingsTokens } from './embeddings';
 import { reportingAtClose, writeEventStream } from './sse';
 import { StatsRecorder, type FakeStats } from './stats';
 import { CallJournal, type JournalCall, type JournalEntry } from './call-journal';
@@ -211,7 +211,11 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       });
       return void res.end(text);
     }
-    if (api === 'embeddings') return sendJson(flight, embeddingsJson(body, model), knobs);
+    if (api === 'embeddings') {
+      // An embeddings answer reports prompt tokens only.
+      if (knobs.shortBody === undefined) entry?.reported({ prompt: embeddingsTokens(body), completion: 0 });
+      return sendJson(flight, embeddingsJson(body, model), knobs);
+    }
     const prompt: Prompt = api === 'chat' ? readChatPrompt(body) : readResponsesPrompt(body);
     const text = echoReply(prompt.lastUserText, model, name);
     const inputTokens = roughTokens(prompt.inputChars);
