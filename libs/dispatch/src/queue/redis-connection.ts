@@ -142,10 +142,10 @@ interface PipelineState {
 
 /**
  * Makes `client`'s auto-pipelining apply only while the connection is busy: a command made while
- * two or more await their answer ({@link BUSY_AT}), or while a batch waits to leave, joins the batch of this turn of the
- * event loop (ioredis sends it from `setImmediate`, in one write); any other command is written at
- * once. Order is kept: a command goes straight out only when nothing
- * waits to leave before it.
+ * two or more await their answer ({@link BUSY_AT}), or while a batch waits to leave, joins the batch
+ * of this turn of the event loop (ioredis sends it from `setImmediate`, in one write); any other
+ * command is written at once. Order is kept: a command goes straight out only when nothing waits
+ * to leave before it.
  *
  * Why: a batch leaves after the rest of the turn's I/O callbacks and costs one more turn of the
  * loop. Under load that is what lets Redis answer several calls per wake-up; one request at a time,
