@@ -22,8 +22,8 @@ export interface RedisConnectionOptions {
   readonly commandTimeoutMs?: number;
   /**
    * ioredis's auto-pipelining, while the connection is busy: a command made while two or more await
-   * their answer (or while a batch waits to leave) leaves with the commands of the same turn of the
-   * event loop in one write; any other command is written at once
+   * their answer (or while a batch waits to leave) joins the batch of that turn of the event loop,
+   * written in one go once the batch before it is answered; any other command is written at once
    * ({@link pipelineWhenBusy}; a Redis Cluster batches always). Redis then reads, runs and answers
    * several script calls per wake-up under load: at 16 concurrent requests it halved Redis's CPU
    * per pooled request (docs/architecture.md, "Lease protocol").
@@ -143,9 +143,10 @@ interface PipelineState {
 /**
  * Makes `client`'s auto-pipelining apply only while the connection is busy: a command made while
  * two or more await their answer ({@link BUSY_AT}), or while a batch waits to leave, joins the batch
- * of this turn of the event loop (ioredis sends it from `setImmediate`, in one write); any other
- * command is written at once. Order is kept: a command goes straight out only when nothing waits
- * to leave before it.
+ * of this turn of the event loop (ioredis sends it from `setImmediate`, in one write, once the batch
+ * before it is answered: one batch per connection at a time); any other command is written at
+ * once. Order is kept: a command goes straight out only when nothing waits to leave before it, and
+ * a batch already sent was written before it.
  *
  * Why: a batch leaves after the rest of the turn's I/O callbacks and costs one more turn of the
  * loop. Under load that is what lets Redis answer several calls per wake-up; one request at a time,
