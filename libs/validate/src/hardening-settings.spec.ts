@@ -125,6 +125,36 @@ describe('the hardening settings and their defaults', () => {
   });
 });
 
+describe('max_connections_per_address is not above max_connections (README "Security")', () => {
+  it.each([
+    [
+      'above the default max_connections',
+      'gateway:\n  max_connections_per_address: 5000',
+      'max_connections_per_address 5000 is above max_connections 4096: one address never holds more connections than the process, so it never limits anything',
+      'lower max_connections_per_address to 4096 or less, or remove it for half of max_connections.',
+    ],
+    [
+      'above a max_connections of 1',
+      'gateway:\n  max_connections: 1\n  max_connections_per_address: 2',
+      'max_connections_per_address 2 is above max_connections 1: one address never holds more connections than the process, so it never limits anything',
+      'set max_connections_per_address to 1, or remove it for half of max_connections.',
+    ],
+  ])('refuses a share %s, with its line:col and a fix', (_what, gateway, message, fix) => {
+    const line = 2 + gateway.split('\n').length;
+    expect(problemsOf(parseConfigText(file(gateway), {}))).toEqual([
+      { path: 'gateway.max_connections_per_address', line, column: 32, message, fix },
+    ]);
+  });
+
+  it('accepts a share equal to max_connections (behind a load balancer) or below it', () => {
+    for (const gateway of [
+      'gateway: { max_connections: 100, max_connections_per_address: 100 }',
+      'gateway: { max_connections: 100, max_connections_per_address: 10 }',
+    ])
+      expect(parseConfigText(file(gateway), {}).ok).toBe(true);
+  });
+});
+
 describe('YAML aliases (found by the config fuzz)', () => {
   it('a cycle is a problem at the alias, not a stack overflow', () => {
     expect(problemsOf(parseConfigText('version: 1\nnodes: &n\n  - id: x\n    adapters: *n\n', {}))).toEqual([

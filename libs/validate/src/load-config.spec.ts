@@ -251,6 +251,34 @@ describe('schema problem wording', () => {
   });
 });
 
+describe('generated fixes read sensibly at the edge of a range', () => {
+  it.each([
+    [
+      'a count that may be 0, set below it',
+      ['  max_queued: 100 ', '  max_queued: -1 '],
+      'queue.max_queued',
+      'must be at least 0',
+      'use 0 or more.',
+    ],
+    [
+      'a positive number set to 0',
+      ['  interval_ms: 5000\n  timeout_ms', '  interval_ms: 0\n  timeout_ms'],
+      'health.interval_ms',
+      'must be greater than 0',
+      'use a number greater than 0.',
+    ],
+    [
+      'a CLI adapter that may not wait, set below 0',
+      ['timeout_ms: 120000\n    providers', 'timeout_ms: 120000\n        max_waiting: -1\n    providers'],
+      'nodes[0].adapters[1].max_waiting',
+      'must be at least 0',
+      'set max_waiting to 0 or more (0: no waiting, 429 at once).',
+    ],
+  ])('%s', (_case, [from, to], path, message, fix) => {
+    expect(problemsOf(parseConfigText(edit(from, to), env))).toEqual([expect.objectContaining({ path, message, fix })]);
+  });
+});
+
 describe('listen addresses and Redis URLs', () => {
   it('rejects a listen port above 65535 with its line', () => {
     const result = parseConfigText('version: 1\ngateway:\n  listen: 127.0.0.1:99999\nnodes:\n  - id: n\n', {});

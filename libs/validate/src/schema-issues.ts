@@ -84,17 +84,20 @@ function describeIssue(
     case 'too_big': {
       const small = issue.code === 'too_small';
       const limit = Number(small ? issue.minimum : issue.maximum);
+      const items = `${limit} item${limit === 1 ? '' : 's'}`;
       if (issue.origin === 'array')
         return problem(
-          `needs ${small ? 'at least' : 'at most'} ${limit} item${limit === 1 ? '' : 's'}`,
-          `list ${small ? 'at least' : 'at most'} ${limit}.`,
+          `needs ${small ? 'at least' : 'at most'} ${items}`,
+          `list ${small ? 'at least' : 'at most'} ${items}.`,
         );
       if (issue.origin === 'string')
         return small && limit === 1
           ? problem('cannot be empty', 'write a non-empty value.')
           : problem(`is too ${small ? 'short' : 'long'}`, `use ${small ? 'at least' : 'at most'} ${limit} characters.`);
       const bound = `${small ? (issue.inclusive ? 'at least' : 'greater than') : issue.inclusive ? 'at most' : 'less than'} ${limit}`;
-      return problem(`must be ${bound}`, `use a number ${bound}.`);
+      // "use 0 or more", "use a number greater than 0": never "a number at least 0".
+      const fix = issue.inclusive ? `use ${limit} or ${small ? 'more' : 'less'}` : `use a number ${bound}`;
+      return problem(`must be ${bound}`, `${fix}.`);
     }
     case 'invalid_union': {
       if (valueAt(data, segments) === undefined) return missing();

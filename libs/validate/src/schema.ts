@@ -212,7 +212,7 @@ export const cliAdapterSchema = z.strictObject({
   max_waiting: z
     .number({ error: 'write a whole number of requests, 0 or more, e.g. max_waiting: 16' })
     .int('write a whole number of requests, 0 or more, e.g. max_waiting: 16')
-    .min(0, 'set max_waiting to 0 (no waiting: 429 at once) or more')
+    .min(0, 'set max_waiting to 0 or more (0: no waiting, 429 at once)')
     .default(16),
 });
 

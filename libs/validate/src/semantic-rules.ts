@@ -1,4 +1,5 @@
 import { resolveProviderAdapter } from './adapter-resolution';
+import { lowerTo } from './bound-fix';
 import { checkClients } from './client-rules';
 import { modelPlacement } from './model-placement';
 import type { EdgeConfig } from './schema';
@@ -26,7 +27,10 @@ export interface SemanticProblem {
  * - a model is pooled or direct, never both; one direct target per model; a `routes[]` model is not
  *   already served by a catalog provider; a provider lists a model once, a route is not written
  *   twice (`modelPlacement`). Disabled providers count: the rule is about the file;
- * - clients: unique ids, a key names one client, caps a pool can reach (`checkClients`).
+ * - clients: unique ids, a key names one client and is no status key, caps a pool can reach,
+ *   `tokens_per_day` not below `tokens_per_minute` (`checkClients`);
+ * - `gateway.max_connections_per_address` is not above `gateway.max_connections` (README "Security":
+ *   an address's share of the connections the process holds);
  * - with `queue.cluster: true`, `queue.prefix` holds no `{` or `}` (hash tags are the gateway's own).
  */
 export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
@@ -36,7 +40,25 @@ export function checkSemantics(config: EdgeConfig): SemanticProblem[] {
     ...routeTargets(config),
     ...modelPlacement(config),
     ...checkClients(config),
+    ...connectionShare(config),
     ...clusterPrefix(config),
+  ];
+}
+
+/**
+ * `gateway.max_connections_per_address` above `gateway.max_connections` (README "Security", "Configuration"):
+ * one address never holds more connections than the process, so such a share never limits anything.
+ * Equal is the setting behind a load balancer or proxy (every connection from its address).
+ */
+function connectionShare(config: EdgeConfig): SemanticProblem[] {
+  const { max_connections: max, max_connections_per_address: share } = config.gateway;
+  if (share === undefined || share <= max) return [];
+  return [
+    {
+      path: 'gateway.max_connections_per_address',
+      message: `max_connections_per_address ${share} is above max_connections ${max}: one address never holds more connections than the process, so it never limits anything`,
+      fix: `${lowerTo('max_connections_per_address', max, 1)}, or remove it for half of max_connections.`,
+    },
   ];
 }
 
