@@ -1,3 +1,4 @@
+import { tokenCount } from '../dispatch/token-usage';
 import { upstreamError } from '../errors';
 import type { EmbeddingsRequest } from './adapter';
 
@@ -8,7 +9,8 @@ import type { EmbeddingsRequest } from './adapter';
  * - a vector sent as floats when the client asked for `encoding_format: "base64"` (servers that
  *   ignore the field; the `openai` client asks for base64 by default and decodes it) is encoded
  *   here: little-endian float32, base64, as OpenAI sends it;
- * - a missing `object`, `index` or `usage` is filled in (`usage` with zeros).
+ * - a missing `object` or `index` is filled in, and a missing `usage.total_tokens` (embeddings
+ *   count prompt tokens only); a missing `usage` stays missing (never a made-up 0).
  * Anything else in the answer is kept. The answer is parsed, so it is bounded by
  * `gateway.max_response_bytes` before it gets here.
  * @throws UpstreamError 502 when the answer is not JSON with a `data` array of vectors.
@@ -43,20 +45,21 @@ export function normalizeEmbeddings(
     }
     return { ...entry, object: 'embedding', index: typeof entry.index === 'number' ? entry.index : i, embedding };
   });
-  const usage = (typeof answer.usage === 'object' && answer.usage !== null ? answer.usage : {}) as Record<
-    string,
-    unknown
-  >;
-  return JSON.stringify({
-    ...answer,
-    object: 'list',
-    data,
-    usage: {
-      ...usage,
-      prompt_tokens: Number(usage.prompt_tokens ?? 0),
-      total_tokens: Number(usage.total_tokens ?? usage.prompt_tokens ?? 0),
-    },
-  });
+  return JSON.stringify({ ...answer, object: 'list', data, ...withTotal(answer.usage) });
+}
+
+/**
+ * The answer's `usage` as the upstream sent it, with `total_tokens` added when it names a valid
+ * `prompt_tokens` ({@link tokenCount}) and no total. A missing usage is not made up: the gateway
+ * then counts its own estimate (README "Token budgets: what a client sees").
+ */
+function withTotal(usage: unknown): { usage?: unknown } {
+  if (typeof usage !== 'object' || usage === null || Array.isArray(usage)) return usage === undefined ? {} : { usage };
+  const record = usage as Record<string, unknown>;
+  const prompt = tokenCount(record.prompt_tokens);
+  return {
+    usage: prompt !== undefined && record.total_tokens === undefined ? { ...record, total_tokens: prompt } : record,
+  };
 }
 
 /** Float vector → little-endian float32 bytes → base64 (OpenAI's `encoding_format: "base64"`). */

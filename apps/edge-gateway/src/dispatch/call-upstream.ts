@@ -12,6 +12,11 @@ import type { AttemptTokens } from './attempt-tokens';
 import { askStreamUsage, dropUsageChunks } from './stream-usage';
 import { watchUsage } from './token-usage';
 
+/** An upstream's usage object as logged: its JSON, at most 300 characters. */
+function echoedUsage(usage: unknown): string {
+  return (JSON.stringify(usage) ?? '').slice(0, 300);
+}
+
 /** A target the dispatcher calls: a pool candidate, or a direct route's adapter. */
 export interface CallTarget {
   nodeId: string;
@@ -77,11 +82,21 @@ export async function callUpstream(
     } catch (err) {
       throw explain(err);
     }
-    upstream = watchUsage(upstream, (usage) => {
-      outcome.usage = usage;
-      meter?.report(usage);
-      countReported(deps.clientTokens, clientIdOf(req), usage);
-    });
+    upstream = watchUsage(
+      upstream,
+      endpoint,
+      (usage) => {
+        outcome.usage = usage;
+        meter?.report(usage);
+        countReported(deps.clientTokens, clientIdOf(req), usage);
+      },
+      // Not a token count: nothing is counted from it; a budgeted client is charged the estimate.
+      (usage) =>
+        requestLogger(res, deps.logger).warn(
+          { provider: target.resourceId, node: target.nodeId, usage: echoedUsage(usage) },
+          'upstream reported a usage whose counts are not token counts; estimated instead',
+        ),
+    );
     if (ask?.dropUsage && upstream.kind === 'sse') upstream = dropUsageChunks(upstream);
     if (meter) upstream = meter.watch(upstream);
     const affinity = deps.affinity;

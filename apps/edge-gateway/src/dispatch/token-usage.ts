@@ -1,67 +1,153 @@
 import type { UpstreamResponse } from '../adapters/adapter';
+import { parseEvents } from '../adapters/openai-compat/stream-ends';
+import type { CompletionEndpoint } from './dispatcher-deps';
 import { watchChunks } from './watch-chunks';
 
 /** Tokens an upstream reported in its `usage`: chat (`prompt_tokens`, `completion_tokens`) or Responses (`input_tokens`, `output_tokens`). */
 export interface TokenUsage {
+  /** Prompt tokens, a whole number in [0, {@link MAX_REPORTED_TOKENS}]. */
   input: number;
+  /** Completion tokens, a whole number in [0, {@link MAX_REPORTED_TOKENS}]. */
   output: number;
 }
 
-/** A `"usage": {...}` object (one level of nesting, e.g. `prompt_tokens_details`); the last one wins. */
-const USAGE = /"usage"\s*:\s*(\{(?:[^{}]|\{[^{}]*\})*\})/g;
-const MARK = '"usage"';
-/** {@link MARK} as bytes: a Buffer needle is searched as it is, where a string one is encoded again on every search. */
-const MARK_BYTES = Buffer.from(MARK);
+/**
+ * Largest token count one usage field may report: 2^24 = 16,777,216 tokens, above any model's
+ * context window and output today. A count past it, negative, fractional or not a number is not a
+ * count (README "Security": every value from an upstream is bounded before it is counted).
+ */
+export const MAX_REPORTED_TOKENS = 2 ** 24;
 
-/** The last usage object in `text`, or undefined. Never throws. */
-function lastUsage(text: string): TokenUsage | undefined {
-  let found: TokenUsage | undefined;
-  for (const m of text.matchAll(USAGE)) {
-    try {
-      const u = JSON.parse(m[1]) as Record<string, unknown>;
-      const input = u['prompt_tokens'] ?? u['input_tokens'];
-      const output = u['completion_tokens'] ?? u['output_tokens'];
-      if (typeof input === 'number' || typeof output === 'number')
-        found = { input: typeof input === 'number' ? input : 0, output: typeof output === 'number' ? output : 0 };
-    } catch {
-      // Not JSON after all: not a usage object.
-    }
-  }
-  return found;
-}
+/** What the usage of an answer says, read from its protocol position. */
+export type UsageReading =
+  | { kind: 'usage'; usage: TokenUsage }
+  /** A `usage` object whose counts are not token counts (negative, past the bound, not numbers). */
+  | { kind: 'invalid'; value: unknown };
 
-/** `chunk` as text when it mentions "usage", without decoding the chunks that do not. */
-function textWithUsage(chunk: Uint8Array | string): string | undefined {
-  if (typeof chunk === 'string') return chunk.includes(MARK) ? chunk : undefined;
-  // A Buffer (every HTTP adapter's chunk) is searched as it is: no view made per chunk.
-  const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  // Every usage object starts at a mark: decoding from the first one finds the same objects (a mark is ASCII, a character boundary).
-  const at = bytes.indexOf(MARK_BYTES);
-  return at === -1 ? undefined : bytes.toString('utf8', at);
+/** The usage fields of each endpoint's `usage` object (OpenAI API reference). */
+const FIELDS: Record<CompletionEndpoint, readonly [input: string, output: string | undefined]> = {
+  chat: ['prompt_tokens', 'completion_tokens'],
+  responses: ['input_tokens', 'output_tokens'],
+  embeddings: ['prompt_tokens', undefined],
+};
+
+/** Responses stream events whose `response` is the final Response object, with its `usage`. */
+const FINAL_RESPONSE_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** What every usage object holds: answers and chunks without it are not decoded. */
+const MARK_BYTES = Buffer.from('"usage"');
+
+/**
+ * A token count as the protocol allows it: a whole number in [0, {@link MAX_REPORTED_TOKENS}];
+ * undefined for anything else (negative, fractional, NaN, ±Infinity, a string, an object).
+ */
+export function tokenCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_REPORTED_TOKENS
+    ? value + 0 // -0 counts as 0
+    : undefined;
 }
 
 /**
- * Watches an upstream answer for the token counts it reports (`usage` of a chat completion or a
- * Responses object; in a stream, the usage chunk of `stream_options.include_usage` or the
- * `response.completed` event) and reports the last one once the answer is done, without changing
- * a byte of what the client gets. Answers without usage (or error answers) report nothing.
+ * Reads one `usage` object of `endpoint` (OpenAI API reference: chat and embeddings `prompt_tokens`,
+ * chat `completion_tokens`; Responses `input_tokens`, `output_tokens`). Undefined when it is not an
+ * object or names neither count (the upstream reported nothing); `invalid` when a count it names is
+ * not a token count ({@link tokenCount}), so the caller estimates instead of trusting it.
  */
-export function watchUsage(upstream: UpstreamResponse, report: (usage: TokenUsage) => void): UpstreamResponse {
+export function readUsage(endpoint: CompletionEndpoint, usage: unknown): UsageReading | undefined {
+  if (typeof usage !== 'object' || usage === null || Array.isArray(usage)) return undefined;
+  const [inputField, outputField] = FIELDS[endpoint];
+  const record = usage as Record<string, unknown>;
+  const rawInput = record[inputField];
+  const rawOutput = outputField === undefined ? undefined : record[outputField];
+  if (rawInput === undefined && rawOutput === undefined) return undefined;
+  const input = rawInput === undefined ? 0 : tokenCount(rawInput);
+  const output = rawOutput === undefined ? 0 : tokenCount(rawOutput);
+  if (input === undefined || output === undefined) return { kind: 'invalid', value: usage };
+  return { kind: 'usage', usage: { input, output } };
+}
+
+/** `bytes` as a Buffer view, without a copy. */
+function bufferOf(chunk: Uint8Array): Buffer {
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/** True when `chunk` holds `"usage"` (one native search; nothing is decoded). */
+function mentionsUsage(chunk: Uint8Array | string): boolean {
+  return typeof chunk === 'string' ? chunk.includes('"usage"') : bufferOf(chunk).includes(MARK_BYTES);
+}
+
+/** `text` as JSON, or undefined when it is not JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `usage` of a whole answer: the top-level `usage` member of its JSON body. */
+function answerUsage(endpoint: CompletionEndpoint, body: Uint8Array | string): UsageReading | undefined {
+  if (!mentionsUsage(body)) return undefined;
+  const answer = parseJson(typeof body === 'string' ? body : bufferOf(body).toString('utf8'));
+  if (typeof answer !== 'object' || answer === null) return undefined;
+  return readUsage(endpoint, (answer as { usage?: unknown }).usage);
+}
+
+/**
+ * The `usage` one stream event carries: a chat chunk's top-level `usage` (the usage chunk of
+ * `stream_options.include_usage`, or vLLM's running counts), or the `response.usage` of a Responses
+ * stream's final event (`response.completed`, `response.incomplete`, `response.failed`). Text
+ * deltas, echoed request fields and every other place a `"usage"` may appear are never read.
+ */
+function eventUsage(
+  endpoint: CompletionEndpoint,
+  eventName: string | undefined,
+  data: string,
+): UsageReading | undefined {
+  const event = parseJson(data);
+  if (typeof event !== 'object' || event === null) return undefined;
+  const record = event as Record<string, unknown>;
+  if (endpoint !== 'responses') return readUsage(endpoint, record.usage);
+  const type = typeof record.type === 'string' ? record.type : eventName;
+  if (type === undefined || !FINAL_RESPONSE_EVENTS.has(type)) return undefined;
+  const response = record.response;
+  return typeof response === 'object' && response !== null
+    ? readUsage(endpoint, (response as { usage?: unknown }).usage)
+    : undefined;
+}
+
+/**
+ * Watches an upstream answer for the token counts it reports and reports the last one once the
+ * answer is done, without changing a byte of what the client gets (README "Token budgets: what a
+ * client sees"). Usage is read only from where the protocol puts it: the top-level `usage` of a
+ * JSON answer; in a stream, a chat chunk's `usage` or the final Responses event's `response.usage`.
+ * A usage whose counts are not token counts is passed to `invalid` instead (the caller estimates).
+ * Answers without usage, and error answers, report nothing.
+ * @param endpoint the endpoint whose `usage` fields are read (chat, responses, embeddings)
+ */
+export function watchUsage(
+  upstream: UpstreamResponse,
+  endpoint: CompletionEndpoint,
+  report: (usage: TokenUsage) => void,
+  invalid?: (value: unknown) => void,
+): UpstreamResponse {
+  const settle = (reading: UsageReading | undefined) => {
+    if (reading?.kind === 'usage') report(reading.usage);
+    else if (reading?.kind === 'invalid') invalid?.(reading.value);
+  };
   if (upstream.kind === 'json') {
-    const text = upstream.status < 400 ? textWithUsage(upstream.body) : undefined;
-    const usage = text === undefined ? undefined : lastUsage(text);
-    if (usage) report(usage);
+    if (upstream.status < 400) settle(answerUsage(endpoint, upstream.body));
     return upstream;
   }
-  let usage: TokenUsage | undefined;
+  let last: UsageReading | undefined;
   return watchChunks(
     upstream,
     (chunk) => {
-      const text = textWithUsage(chunk);
-      if (text !== undefined) usage = lastUsage(text) ?? usage;
+      if (!mentionsUsage(chunk)) return;
+      // Chunks of a stream are whole events (`UpstreamResponse`): each is read on its own.
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : bufferOf(chunk);
+      for (const event of parseEvents(bytes)) last = eventUsage(endpoint, event.event, event.data) ?? last;
     },
-    () => {
-      if (usage) report(usage);
-    },
+    () => settle(last),
   );
 }

@@ -27,9 +27,12 @@ export class ClientTokenCounter {
     });
   }
 
-  /** Adds `tokens` (≥ 0; 0 adds nothing) of `kind` to `client`. */
+  /**
+   * Adds `tokens` of `kind` to `client`. Counts reach here bounded (`tokenCount`); anything that is
+   * not a finite number > 0 adds nothing, so no value can make prom-client throw.
+   */
   count(client: string, kind: ClientTokenKind, tokens: number): void {
-    if (!(tokens > 0)) return;
+    if (!(tokens > 0 && Number.isFinite(tokens))) return;
     const key = `${kind}\n${client}`;
     let l = this.labels.get(key);
     if (!l) this.labels.set(key, (l = { client, kind }));

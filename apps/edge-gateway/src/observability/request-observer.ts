@@ -32,6 +32,17 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
     metrics.startCompletion();
     // 'close' comes once per response: a plain listener, no once-wrapper to make and remove per request.
     res.on('close', () => {
+      try {
+        recordCompletion();
+      } catch (err) {
+        // The answer is sent: a fault in its records is logged, never the end of the process (README "Security").
+        (res.locals.baseLogger ?? logger).error(
+          { request_id: loggedRequestId(res), err },
+          'recording a finished request failed; the request was served',
+        );
+      }
+    });
+    const recordCompletion = () => {
       const status = res.writableFinished ? res.statusCode : 499;
       const outcome = res.locals.outcome;
       const current = config();
@@ -70,7 +81,7 @@ export function observeCompletions(logger: Logger, metrics: GatewayMetrics, conf
         },
         'request',
       );
-    });
+    };
     next();
   };
 }

@@ -88,6 +88,8 @@ export function useBudgetGateway(opts: {
   prefix: string;
   upstreams: Record<string, FakeUpstreamOptions>;
   ownRedis?: boolean;
+  /** More `${VAR}`s for the config (e.g. an upstream the spec runs itself), read when the gateway starts. */
+  env?: () => Record<string, string>;
 }): BudgetGateway {
   const started = { upstreams: {} } as BudgetGateway;
   beforeAll(async () => {
@@ -101,7 +103,10 @@ export function useBudgetGateway(opts: {
           logger: pino({ level: 'silent' }),
         })
       : new MemoryProviderQueue();
-    const env = Object.fromEntries(Object.entries(started.upstreams).map(([name, up]) => [name, up.url]));
+    const env = {
+      ...opts.env?.(),
+      ...Object.fromEntries(Object.entries(started.upstreams).map(([name, up]) => [name, up.url])),
+    };
     started.gateway = await startTestGateway(opts.yaml, env, started.queue);
   });
   afterAll(async () => {
