@@ -18,6 +18,7 @@ const yaml = budgetConfig({
   clients: [
     '{ id: team, keys: ["k-team"], tokens_per_minute: 1000000 }',
     '{ id: tiny, keys: ["k-tiny"], tokens_per_minute: 300 }',
+    '{ id: wide, keys: ["k-wide"], tokens_per_minute: 20000 }',
     '{ id: free, keys: ["k-free"] }',
   ],
   adapters: [
@@ -272,6 +273,30 @@ describe.each(BUDGET_BACKENDS)('token budgets at the edge (%s)', (_b, onRedis) =
     const ok = await post('/chat/completions', 'k-team', chat());
     expect(ok.status).toBe(200);
     await ok.text();
+  });
+
+  it('a chat’s n multiplies the default allowance when it names no max_tokens: 25 of n 100 against 20,000 a minute are each too large', async () => {
+    // The reported input: each reserved the default (1024) once, and 19 of 25 were admitted.
+    const body = { model: 'm', n: 100, messages: [{ role: 'user', content: 'hi' }] };
+    const { prompt } = estimateTokenWeight('chat', body);
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, async () => {
+        const res = await post('/chat/completions', 'k-wide', body);
+        const { error } = (await res.json()) as { error?: { message: string } };
+        return { status: res.status, retryAfter: res.headers.get('retry-after'), message: error?.message };
+      }),
+    );
+    const tooLarge = {
+      status: 429,
+      retryAfter: null,
+      message: expect.stringContaining(`Limit 20000, Requested ${prompt + 100 * 1024}.`),
+    };
+    expect(answers).toEqual(Array.from({ length: 25 }, () => tooLarge));
+    // n: 3 reserves the default three times: what remains says so.
+    const three = await post('/chat/completions', 'k-wide', { ...body, n: 3 });
+    expect(three.status).toBe(200);
+    expect(three.headers.get('x-ratelimit-remaining-tokens')).toBe(String(20_000 - prompt - 3 * 1024));
+    await three.text();
   });
 
   it('counts each client’s tokens in iop_edge_client_tokens_total', async () => {

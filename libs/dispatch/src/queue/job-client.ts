@@ -1,6 +1,6 @@
 import { bandRank, tagCharge } from './fair-order';
 import type { QueueClient } from './provider-queue';
-import { wholeTokens, type HeldTokens, type TokenWeight } from './token-limit';
+import { wholeChoices, wholeTokens, type HeldTokens, type TokenWeight } from './token-limit';
 
 /**
  * Who a job is for, as the lease scripts keep it (docs/architecture.md, "Clients, priority and fair
@@ -46,11 +46,20 @@ export function budgetArg(client: QueueClient, weight: number): string {
 
 /**
  * The token part of `admit.lua`'s ARGV (ARGV[16..17]): the prompt estimate and the completion
- * allowance ('' for each provider's default), or two '' for a request without a weight.
+ * allowance: its tokens in digits; for a weight that names none, '' (each provider's default) or
+ * `*<choices>` (each provider's default times `wholeChoices(tokens.choices)` when above 1: README
+ * "Token-aware provider limits"; `includes/tokens.lua`'s `completionOf`); two '' for a request
+ * without a weight.
  */
 export function tokenArgs(tokens: TokenWeight | undefined): string[] {
   if (!tokens) return ['', ''];
-  return [tokenText(tokens.prompt), tokens.completion === undefined ? '' : tokenText(tokens.completion)];
+  return [tokenText(tokens.prompt), completionArg(tokens)];
+}
+
+function completionArg(tokens: TokenWeight): string {
+  if (tokens.completion !== undefined) return tokenText(tokens.completion);
+  const choices = wholeChoices(tokens.choices);
+  return choices > 1 ? `*${choices}` : '';
 }
 
 /**

@@ -62,8 +62,8 @@ export interface QueueClient {
   /**
    * The client's token budgets (docs/architecture.md, "Token budgets"): admission reserves the
    * request's weight (`LeaseRequest.tokens`: prompt + completion, an absent completion counted as the
-   * largest `defaultCompletionTokens` of the candidates, else `DEFAULT_COMPLETION_TOKENS`;
-   * `budgetWeight`) in each window when it arrives, granted or queued, or refuses with
+   * largest `defaultCompletionTokens` of the candidates, else `DEFAULT_COMPLETION_TOKENS`, times the
+   * weight's `choices`; `budgetWeight`) in each window when it arrives, granted or queued, or refuses with
    * `rate_limit_exceeded` (429, `retryAfterS` ⌈s⌉ until the window can hold it; none when the weight
    * is over a whole window's budget: it never can). Absent: no budget work at all.
    */
@@ -92,7 +92,9 @@ export interface LeaseRequest {
   /**
    * The request's token weight (docs/architecture.md, "Token limits"): reserved on a provider with
    * `maxTokensInFlight` at the grant, its prompt part given back by `Lease.prefillDone`, the rest at
-   * release. Ignored by providers without a token limit. Absent: the request weighs nothing.
+   * release; an absent completion holds the granting provider's `defaultCompletionTokens` times the
+   * weight's `choices` (`heldTokens`). Ignored by providers without a token limit. Absent: the request
+   * weighs nothing.
    */
   readonly tokens?: TokenWeight;
 }

@@ -6,7 +6,9 @@ import {
   MINUTE_RESET,
   type BudgetContractOptions,
 } from '../testing/budget-scenario';
+import { estimateTokenWeight } from '../route/token-weight';
 import { waitUntil } from '../testing/wait-until';
+import type { AdmissionError } from './admission-error';
 import type { ProviderQueue } from './provider-queue';
 
 /**
@@ -209,6 +211,37 @@ export function describeTokenBudgetsContract(queueOf: () => ProviderQueue, opts:
       const d = await acquire([r], c, undefined);
       expect(await windows(c)).toEqual([minute(c, 100_000, 540 + 500 + 1024, 0)]);
       await Promise.all([a.release(), b.release(), d.release()]);
+    });
+
+    it("multiplies the default allowance by a chat request's n when it names no max_tokens", async () => {
+      // The reported input: 25 concurrent chats of `n: 100` without max_tokens (prompt 6 tokens each)
+      // from a client with 20,000 tokens a minute.
+      const chat = estimateTokenWeight('chat', { model: 'llama', messages: [{ role: 'user', content: 'hi' }], n: 100 });
+      const p = provider('p', 100, { defaultCompletionTokens: 40 });
+      const q = provider('q', 100);
+      await queueOf().configure([p, q]);
+      const c = client('metered', { perMinute: 20_000 });
+      const answers = await Promise.allSettled(Array.from({ length: 25 }, () => acquire([p], c, chat)));
+      const granted = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+      const refused = answers.flatMap((a) => (a.status === 'rejected' ? [a.reason as AdmissionError] : []));
+      // 6 + 40 × 100 = 4006 each: four fit in 20,000.
+      expect([granted.length, refused.length]).toEqual([4, 21]);
+      expect(refused.map((e) => [e.code, e.retryAfterS !== undefined])).toEqual(
+        Array.from({ length: 21 }, () => ['rate_limit_exceeded', true]),
+      );
+      expect(refused[0].message).toContain(
+        'Limit 20000, Used 16024 (reserved by requests in flight included), Requested 4006.',
+      );
+      expect(await windows(c)).toEqual([minute(c, 20_000, 16_024, 0)]);
+      await Promise.all(granted.map((l) => l.release({ tokens: 10, reported: true })));
+      // The default default (1024) × 100 is over the whole budget: refused for good, nothing reserved.
+      const big = await refusal(acquire([q], c, chat));
+      expect(big.retryAfterS).toBeUndefined();
+      expect(big.message).toContain('Limit 20000, Requested 102406.');
+      // A hostile n (1e300) weighs the most a count holds.
+      const hostile = estimateTokenWeight('chat', { model: 'llama', messages: [], n: 1e300 });
+      expect((await refusal(acquire([p], c, hostile))).message).toContain(`Requested ${Number.MAX_SAFE_INTEGER}.`);
+      expect(await windows(c)).toEqual([minute(c, 20_000, 0, 40)]);
     });
 
     it('holds with a token limit on the provider: both decide, each on its own count', async () => {

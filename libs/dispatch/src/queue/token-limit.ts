@@ -7,14 +7,19 @@ import { DEFAULT_COMPLETION_TOKENS } from '@iop/validate';
  */
 
 /**
- * A request's token weight as admission reserves it: `prompt` the estimated prompt tokens (released
- * when the first byte of the answer arrives: prefill is done), `completion` the completion allowance
- * the request asked for (`max_tokens`, `max_completion_tokens`, `max_output_tokens`; 0 for
- * embeddings). `completion` absent: the granting provider's `defaultCompletionTokens`. Whole numbers ≥ 0.
+ * A request's token weight as admission reserves it (README "Token-aware provider limits", "Token
+ * budgets"): `prompt` the estimated prompt tokens (released when the first byte of the answer
+ * arrives: prefill is done), `completion` the completion allowance the request asked for, every
+ * choice counted (`max_tokens`, `max_completion_tokens` × `n`, `max_output_tokens`; 0 for
+ * embeddings). `completion` absent: the granting provider's `defaultCompletionTokens` times
+ * `choices`, the number of choices the request asks for (chat `n`; absent, or not a whole number
+ * ≥ 1: one; read through {@link wholeChoices}), since each choice may run to the default. `choices`
+ * is ignored when `completion` is given. Whole numbers ≥ 0.
  */
 export interface TokenWeight {
   readonly prompt: number;
   readonly completion?: number;
+  readonly choices?: number;
 }
 
 /** The completion allowance of a provider that sets no `default_completion_tokens` (README "Token-aware provider limits"). */
@@ -35,8 +40,30 @@ export function heldTokens(
   provider: { readonly defaultCompletionTokens?: number },
 ): HeldTokens {
   if (!weight) return { prompt: 0, completion: 0 };
-  const completion = weight.completion ?? provider.defaultCompletionTokens ?? DEFAULT_COMPLETION_TOKENS;
+  const completion = weight.completion ?? defaultAllowance(provider.defaultCompletionTokens, weight);
   return { prompt: whole(weight.prompt), completion: whole(completion) };
+}
+
+/**
+ * The completion allowance of a request that names none (README "Token-aware provider limits",
+ * "Token budgets"): `defaultTokens` (a provider's `default_completion_tokens`, tokens; absent:
+ * `DEFAULT_COMPLETION_TOKENS`) for each of the weight's choices (`wholeChoices`), as `wholeTokens`
+ * counts it (at most `Number.MAX_SAFE_INTEGER`). The Redis scripts run the same arithmetic
+ * (`includes/tokens.lua`, `completionOf`).
+ */
+export function defaultAllowance(defaultTokens: number | undefined, weight: Pick<TokenWeight, 'choices'>): number {
+  return whole(whole(defaultTokens ?? DEFAULT_COMPLETION_TOKENS) * wholeChoices(weight.choices));
+}
+
+/**
+ * The number of choices a request asks for (chat `n`; README "Token-aware provider limits"), as
+ * admission counts them: a whole number ≥ 1 as it is, at most `Number.MAX_SAFE_INTEGER` (so it is
+ * written in plain digits and its product with a default stays finite); anything else (absent, 0,
+ * negative, fractional, a string, NaN, Infinity) counts as absent: one choice.
+ */
+export function wholeChoices(n: unknown): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) return 1;
+  return Math.min(n, Number.MAX_SAFE_INTEGER);
 }
 
 /**

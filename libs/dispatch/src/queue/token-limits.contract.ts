@@ -1,5 +1,6 @@
 import { waitUntil } from '../testing/wait-until';
 import type { Lease, LeaseRequest, ProviderQueue, QueueClient, QueueProvider } from './provider-queue';
+import { estimateTokenWeight } from '../route/token-weight';
 import type { TokenWeight } from './token-limit';
 
 const limited = (providerId: string, maxTokensInFlight: number | undefined, maxConcurrency = 8): QueueProvider => ({
@@ -120,6 +121,44 @@ export function describeTokenLimitsContract(queueOf: () => ProviderQueue, client
       const a = await queueOf().acquireLease(request([p], { prompt: 100 }));
       expect((await counts('p'))?.tokensInFlight).toBe(350);
       await a.release();
+    });
+
+    it("multiplies the provider's default allowance by a chat request's n when it names no max_tokens", async () => {
+      // The reported input: 25 concurrent chats of `n: 100` without max_tokens (prompt 6 tokens each).
+      const chat = estimateTokenWeight('chat', { model: 'llama', messages: [{ role: 'user', content: 'hi' }], n: 100 });
+      const p = { ...limited('p', 20_000, 100), defaultCompletionTokens: 40 };
+      await queueOf().configure([p]);
+      const runs = Array.from({ length: 25 }, () => start([p], chat));
+      // 6 + 40 × 100 = 4006 each: four fit in 20,000, the others wait for tokens.
+      await waitUntil(async () => (await counts('p'))?.queued === 21, 5000, 'the others to wait for tokens');
+      expect(await counts('p')).toEqual({ inFlight: 4, queued: 21, tokensInFlight: 4 * 4006 });
+      const released = new Set<Lease>();
+      while (released.size < runs.length) {
+        await waitUntil(async () => runs.some((r) => r.state.lease && !released.has(r.state.lease)), 5000, 'a grant');
+        expect((await counts('p'))?.tokensInFlight).toBeLessThanOrEqual(20_000);
+        for (const { state } of runs)
+          if (state.lease && !released.has(state.lease)) {
+            released.add(state.lease);
+            await state.lease.release();
+          }
+      }
+      await waitUntil(async () => (await counts('p'))?.tokensInFlight === 0, 5000, 'every token back');
+      // The default default (1024) × 100 is over the whole limit: such a request runs alone.
+      const q = limited('q', 20_000, 100);
+      await queueOf().configure([p, q]);
+      const alone = await queueOf().acquireLease(request([q], chat));
+      expect((await counts('q'))?.tokensInFlight).toBe(6 + 102_400);
+      const beside = start([q], chat);
+      await waitUntil(async () => (await counts('q'))?.queued === 1, 5000, 'the next one to wait');
+      await alone.release();
+      await beside.granted;
+      await beside.state.lease?.release();
+      // A hostile n (1e300) weighs the most a count holds, and its tokens all come back.
+      const hostile = estimateTokenWeight('chat', { model: 'llama', messages: [], n: 1e300 });
+      const huge = await queueOf().acquireLease(request([p], hostile));
+      expect((await counts('p'))?.tokensInFlight).toBe(Number.MAX_SAFE_INTEGER);
+      await huge.release();
+      expect((await counts('p'))?.tokensInFlight).toBe(0);
     });
 
     it('grants at once on a sibling whose tokens fit when the least-loaded candidate has a slot but not the tokens', async () => {

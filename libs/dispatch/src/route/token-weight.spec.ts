@@ -29,6 +29,39 @@ describe('estimateTokenWeight (README "Token-aware provider limits")', () => {
     expect(estimateTokenWeight('chat', body({ messages, max_tokens: 'lots' }))).not.toHaveProperty('completion');
   });
 
+  // README "Token-aware provider limits": `n` multiplies the allowance whether or not the request names
+  // one; a request that names none carries its choices for the granting provider's default.
+  it.each([
+    ['100 (the reported input: 25 such requests overran a budget 4x)', 100, { choices: 100 }],
+    ['2', 2, { choices: 2 }],
+    ['1', 1, {}],
+    ['0', 0, {}],
+    ['-1', -1, {}],
+    ['2.5', 2.5, {}],
+    ['"3"', '3', {}],
+    ['NaN', Number.NaN, {}],
+    ['Infinity', Number.POSITIVE_INFINITY, {}],
+    ['null', null, {}],
+    ['1e300 (capped at 2^53 - 1)', 1e300, { choices: Number.MAX_SAFE_INTEGER }],
+  ])('chat without max_tokens, n %s: the default allowance times %p', (_name, n, expected) => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    expect(estimateTokenWeight('chat', body({ messages, n }))).toEqual({ prompt: 6, ...expected });
+  });
+
+  it('n with a completion limit multiplies it (capped at 2^53 - 1) and carries no choices; Responses and embeddings have no n', () => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    expect(estimateTokenWeight('chat', body({ messages, max_tokens: 10, n: 100 }))).toEqual({
+      prompt: 6,
+      completion: 1000,
+    });
+    expect(estimateTokenWeight('chat', body({ messages, max_tokens: 10, n: 1e300 }))).toEqual({
+      prompt: 6,
+      completion: Number.MAX_SAFE_INTEGER,
+    });
+    expect(estimateTokenWeight('responses', body({ input: 'hi', n: 100 }))).toEqual({ prompt: 5 });
+    expect(estimateTokenWeight('embeddings', body({ input: 'hi', n: 100 }))).toEqual({ prompt: 1, completion: 0 });
+  });
+
   it('counts UTF-8 bytes, so CJK text (3 bytes a character) is about a token a character', () => {
     const text = '東京は日本の首都です';
     expect(estimateTokenWeight('embeddings', body({ input: text }))).toEqual({ prompt: text.length, completion: 0 });

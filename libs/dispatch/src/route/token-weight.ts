@@ -1,4 +1,4 @@
-import type { TokenWeight } from '../queue/token-limit';
+import { wholeChoices, type TokenWeight } from '../queue/token-limit';
 
 /** The OpenAI endpoint of a request whose weight is estimated: Chat Completions, Responses or Embeddings. */
 export type WeighedEndpoint = 'chat' | 'responses' | 'embeddings';
@@ -25,8 +25,11 @@ export type WeighedEndpoint = 'chat' | 'responses' | 'embeddings';
  *
  * **Completion allowance**: chat `max_completion_tokens`, else `max_tokens`, times `n` (choices);
  * Responses `max_output_tokens`; embeddings 0; else absent, and the granting provider's
- * `default_completion_tokens` applies (the queue fills it in). A value that is not a whole number
- * ≥ 0 counts as absent.
+ * `default_completion_tokens` applies (the queue fills it in), times `n` for chat: a chat request
+ * that names no limit carries `choices` (`n` when above 1), so each of its choices is allowed the
+ * default (`defaultAllowance`). A limit that is not a whole number ≥ 0 counts as absent; an `n` that
+ * is not a whole number ≥ 1 counts as one choice; `n` is capped at `Number.MAX_SAFE_INTEGER` and
+ * the product too (`wholeChoices`; README "Token-aware provider limits"). Responses has no `n`.
  */
 export function estimateTokenWeight(endpoint: WeighedEndpoint, body: object): TokenWeight {
   const fields = body as Record<string, unknown>;
@@ -41,11 +44,15 @@ export function estimateTokenWeight(endpoint: WeighedEndpoint, body: object): To
     count.walk(fields.instructions);
   }
   if (fields.tools !== undefined) count.json(fields.tools);
-  const completion =
-    endpoint === 'chat'
-      ? times(wholeOrUndefined(fields.max_completion_tokens) ?? wholeOrUndefined(fields.max_tokens), fields.n)
-      : wholeOrUndefined(fields.max_output_tokens);
-  return { prompt: count.tokens(), ...(completion === undefined ? {} : { completion }) };
+  const prompt = count.tokens();
+  if (endpoint === 'responses') {
+    const completion = wholeOrUndefined(fields.max_output_tokens);
+    return { prompt, ...(completion === undefined ? {} : { completion }) };
+  }
+  const choices = wholeChoices(fields.n);
+  const limit = wholeOrUndefined(fields.max_completion_tokens) ?? wholeOrUndefined(fields.max_tokens);
+  if (limit !== undefined) return { prompt, completion: Math.min(limit * choices, Number.MAX_SAFE_INTEGER) };
+  return { prompt, ...(choices > 1 ? { choices } : {}) };
 }
 
 /** Bytes per token of the estimate: an over-estimate for English and code (see {@link estimateTokenWeight}). */
@@ -96,11 +103,4 @@ class TextCounter {
 
 function wholeOrUndefined(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
-}
-
-/** The allowance for `n` choices: each may run to the limit (at most `Number.MAX_SAFE_INTEGER`, never Infinity). */
-function times(completion: number | undefined, n: unknown): number | undefined {
-  const choices = wholeOrUndefined(n);
-  if (completion === undefined || choices === undefined || choices < 1) return completion;
-  return Math.min(completion * choices, Number.MAX_SAFE_INTEGER);
 }

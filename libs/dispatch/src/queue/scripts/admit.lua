@@ -31,7 +31,9 @@
   ARGV[15]       solo            '1': the fleet's only client, with no caps (flow control off): its
                                  counts are not kept and its tag is its finish tag alone; '' otherwise
   ARGV[16]       tp              the request's prompt tokens (estimate), '' for no token weight
-  ARGV[17]       tq              its completion allowance in tokens, '' for each provider's default
+  ARGV[17]       tq              its completion allowance in tokens; '' for each provider's default;
+                                 `*<choices>` for each provider's default times its choices (chat `n`,
+                                 digits, 2 to 2^53 - 1)
   ARGV[18]       budget          the client's token budget, `<weight>|<per minute or ''>|<per day or ''>`
                                  (tokens), or '' for a client without one
   ARGV[19]       n               number of candidates

@@ -2,7 +2,8 @@
   Token limits (docs/architecture.md, "Token limits"): a provider with `max_tokens` in its `limits`
   hash keeps the tokens its leases hold in `<q>tokens` (a string, INCRBY/DECRBY). A lease holds its
   job's `tp` (prompt estimate, 0 once prefill is done) and `tc` (completion allowance, written at the
-  grant: the job's `tq`, else the provider's `default_completion`); a lease without `tc` holds none.
+  grant: the job's `tq`, else the provider's `default_completion` times the request's choices, chat
+  `n`); a lease without `tc` holds none.
   The rule is `fitsTokens` of token-limit.ts: held + weight <= limit, or nothing held at all (a request
   larger than the whole limit runs alone).
 ]]
@@ -14,8 +15,15 @@ end
 local function tokensHeld(q)
   return tonumber(rcall('GET', q .. 'tokens') or '0')
 end
--- The completion allowance of a job: its own `tq`, else the provider's default `dc`.
+-- The most tokens a count holds (2^53 - 1, `wholeTokens` of token-limit.ts): an exact double.
+local MAX_TOKENS = 9007199254740991
+-- The completion allowance of a job (`heldTokens` / `defaultAllowance` of token-limit.ts): its own
+-- `tq` (digits), else the provider's default `dc` ('' or nil `tq`), or `dc` for each of its choices
+-- (`*<choices>`, digits; the choices and the product each capped at MAX_TOKENS, so the product is
+-- finite, never NaN, and written in plain digits).
 local function completionOf(tq, dc)
-  if tq and tq ~= '' then return tonumber(tq) end
-  return dc
+  if tq == nil or tq == '' then return dc end
+  local choices = string.match(tq, '^%*(%d+)$')
+  if choices then return math.min(dc * math.min(tonumber(choices), MAX_TOKENS), MAX_TOKENS) end
+  return tonumber(tq)
 end
