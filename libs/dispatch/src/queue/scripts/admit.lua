@@ -33,7 +33,7 @@
   ARGV[16]       tp              the request's prompt tokens (estimate), '' for no token weight
   ARGV[17]       tq              its completion allowance in tokens; '' for each provider's default;
                                  `*<choices>` for each provider's default times its choices (chat `n`,
-                                 digits, 2 to 2^53 - 1)
+                                 digits, 2 to 2^53 - 1), kept in the job as `tq` '' and `tn` <choices>
   ARGV[18]       budget          the client's token budget, `<weight>|<per minute or ''>|<per day or ''>`
                                  (tokens), or '' for a client without one
   ARGV[19]       n               number of candidates
@@ -72,6 +72,11 @@ local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), ARGV[13]
 local shedMarkMs, solo = ARGV[14], ARGV[15] == '1'
 local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], ARGV[19] + 0
 local qnames = sliceArgs(ARGV, 20, 19 + n)
+-- A default allowance for each of several choices: the job keeps `tq` '' and the choices as `tn`, so
+-- a build that reads no `tn` (a replica of an older build during a rollout) counts the default once
+-- rather than failing on a `tq` it cannot read.
+local tn = string.match(tq, '^%*(%d+)$')
+if tn then tq = '' end
 
 local now, nowText = nowMs()
 local best, bestLoad, room, roomLoad
@@ -90,7 +95,7 @@ for i = 1, n do
   if mt and a < mc then
     takes[i] = w == 0 and rcall('ZCARD', q .. 'wanted') == 0
     if tp then
-      tcs[i] = completionOf(tq, tonumber(l[4] or '0'))
+      tcs[i] = completionOf(tq, tonumber(l[4] or '0'), tn)
       takes[i] = takes[i] and fitsTokens(tokensHeld(q), tp + tcs[i], mt)
     end
   end
@@ -127,10 +132,11 @@ local function reserve(status, qname)
   local tb, standing = budgetReserve(budget.key, budget.wins, budget.states, budget.weight, budget.weightText, now)
   return {'tb', tb}, {status, qname, unpack(standing)}
 end
--- A lease's hash fields: `...` and its token weight, `tp`, `tq`, and `tc` when it holds tokens on a
--- provider with a limit (a list, for writeJob's tail).
+-- A lease's hash fields: `...` and its token weight, `tp`, `tq` (and `tn`, its choices, when it has
+-- them), and `tc` when it holds tokens on a provider with a limit (a list, for writeJob's tail).
 local tokenFields = {}
 if tp then tokenFields = {'tp', tp, 'tq', tq} end
+if tp and tn then tokenFields[5], tokenFields[6] = 'tn', tn end
 local function leaseFields(tb, ...)
   local out = {...}
   for _, f in ipairs(tb) do out[#out + 1] = f end

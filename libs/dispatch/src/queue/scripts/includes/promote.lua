@@ -58,11 +58,11 @@ local function promote(base, qname, now, ttl, channelPrefix, freed)
       rcall('ZREM', q .. 'wanted', want[1])
     end
     local job = rcall('HMGET', base .. ':' .. from .. ':' .. jobId,
-      'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo', 'tp', 'tq')
+      'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo', 'tp', 'tq', 'tn')
     local capped = job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) >= tonumber(job[4])
     local tc = nil
     if mt and job[2] and job[8] and not capped then
-      tc = completionOf(job[9], dc)
+      tc = completionOf(job[9], dc, job[10])
       if not fitsTokens(held, tonumber(job[8]) + tc, mt) then
         if popped then rcall('ZADD', q .. 'prioritized', own[2], own[1]) end
         if wanted then rcall('ZADD', q .. 'wanted', want[2], want[1]) end
