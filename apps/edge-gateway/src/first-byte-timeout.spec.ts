@@ -5,10 +5,12 @@ import { states } from './testing/client-input';
 import { startTestGateway, type TestGateway } from './testing/gateway-harness';
 
 /**
- * README "Provider health": a first-byte timeout counts against a provider only when the provider
- * sent no first byte to any request since the timed-out one started (`weighFirstByteTimeout`). A
- * request's own length (a non-streamed answer of 20,000 tokens) is not evidence against a provider
- * that answers others meanwhile.
+ * README "Provider health": a first-byte timeout does not count against a provider that sent a first
+ * byte to another request since the timed-out one started (`weighFirstByteTimeout`). A request's own
+ * length (a non-streamed answer of 20,000 tokens) is not evidence against a provider that answers
+ * others meanwhile. Nothing probes these gateways, so no probe is known to pass and this rule alone
+ * decides, stream or not; a non-streamed timeout on a provider whose probe passes is never booked
+ * (`long-answers-spare-providers.spec.ts`).
  */
 const TIMEOUT_MS = 600;
 

@@ -16,6 +16,7 @@ import type pino from 'pino';
 import { AdapterRegistry, gatewayAdapterFactory } from '../adapters/adapter-registry';
 import { createApp } from '../app';
 import type { GatewayCommand } from '../cli-args';
+import { ProbeClock } from '../health/probe-clock';
 import { ProviderProber } from '../health/provider-prober';
 import { GatewayMetrics } from '../observability/gateway-metrics';
 import { applyServerLimits } from '../http/access/server-limits';
@@ -90,7 +91,9 @@ export async function composeGateway(
     logger,
   );
   onReload.push((next) => health.refresh(queueProviders(next).map((p) => p.providerId)));
-  const prober = new ProviderProber({ config, adapters, health, logger, queue });
+  // What the prober saw, for weighing first-byte timeouts (README "Provider health").
+  const probes = new ProbeClock();
+  const prober = new ProviderProber({ config, adapters, health, logger, queue, probes });
   prober.start();
   toClose.add('prober', () => prober.stop());
   runtime.watch();
@@ -106,6 +109,7 @@ export async function composeGateway(
     adapters,
     logger,
     health,
+    probes,
     affinity,
     metrics,
     shutdown: shutdown.signal,

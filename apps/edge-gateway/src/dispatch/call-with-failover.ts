@@ -80,6 +80,8 @@ async function attemptWithFailover(
   const { deps, res, outcome, body, requestId } = req;
   const budgeted = isBudgeted(res.locals.client);
   let candidates: PoolCandidate[] = pick.candidates;
+  // A non-streamed request's first byte is its whole answer (README "Provider health").
+  const streamed = 'stream' in body && body.stream === true;
   for (let tries = 0; ; tries++) {
     const offered = tries === 0 && pick.trial ? [pick.trial] : candidates;
     if (offered.length === 0) throw poolUnavailable(deps.health, req.config, body.model);
@@ -125,10 +127,15 @@ async function attemptWithFailover(
       return;
     } catch (thrown) {
       if (!(thrown instanceof UpstreamError)) throw thrown;
-      // A first-byte timeout is the provider's failure only if it answered nobody meanwhile.
+      // A first-byte timeout is the provider's failure only when the request cannot explain it.
       const err =
         thrown instanceof FirstByteTimeout
-          ? weighFirstByteTimeout(thrown, startedAt, deps.firstBytes?.lastFirstByte(providerId))
+          ? weighFirstByteTimeout(thrown, {
+              attemptStartedAt: startedAt,
+              streamed,
+              lastFirstByteAt: deps.firstBytes?.lastFirstByte(providerId),
+              probePasses: deps.probes?.passing(providerId, req.config.health) ?? false,
+            })
           : thrown;
       const booked = await bookOutcome(deps.health, providerId, { at: 'failed', error: err });
       if (candidate === pick.trial && booked) trialBooked.settled = true;
@@ -141,7 +148,9 @@ async function attemptWithFailover(
           ? 'upstream failed before the first byte; retrying on another provider'
           : err.countsAgainstProvider || !(err instanceof FirstByteTimeout)
             ? 'upstream failed'
-            : 'no first byte in time while the provider answered other requests: the request is too long for gateway.request_timeout_ms; not booked against the provider, not retried',
+            : streamed
+              ? 'no first byte in time while the provider answered other requests: the request is too long for gateway.request_timeout_ms; not booked against the provider, not retried'
+              : 'no answer in time to a non-streamed request while the provider answers (its probe passes, or it answered other requests): the answer is too long for gateway.request_timeout_ms (ask with stream: true); not booked against the provider, not retried',
       );
       if (!retry) throw toClientError(err, requestId);
       outcome.failedOver = [...(outcome.failedOver ?? []), providerId];

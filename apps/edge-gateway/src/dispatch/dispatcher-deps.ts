@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { ChatRequest, EmbeddingsRequest, ResponsesRequest } from '../adapters/adapter';
 import type { AdapterRegistry } from '../adapters/adapter-registry';
 import type { Endpoint } from '../adapters/request-fields';
+import type { ProbeClock } from '../health/probe-clock';
 import type { FirstByteClock } from './first-byte-clock';
 
 /** The OpenAI endpoint a request came in on; picks the adapter method and its field table. */
@@ -25,6 +26,12 @@ export interface DispatcherDeps {
    * health"); `createApp` makes one when absent. Without it every first-byte timeout counts.
    */
   firstBytes?: FirstByteClock;
+  /**
+   * The latest probe of each pool provider, as the gateway's prober ran it (`ProviderProber`), to
+   * weigh a non-streamed request's first-byte timeout (README "Provider health"). Without it no
+   * probe is known to pass, and such a timeout counts unless the provider answered others meanwhile.
+   */
+  probes?: ProbeClock;
   /** `previous_response_id` affinity for `/v1/responses` (README "Affinity"). */
   affinity?: ResponseAffinity;
   /**

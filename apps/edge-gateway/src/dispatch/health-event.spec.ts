@@ -127,15 +127,20 @@ describe('healthEventOf: only what an upstream did counts against its provider',
   });
 });
 
-describe('weighFirstByteTimeout: a first-byte timeout counts only when the provider answered nobody meanwhile', () => {
+describe('weighFirstByteTimeout: a first-byte timeout counts only when the request cannot explain it', () => {
   const timeout = new FirstByteTimeout(100);
+  // [what, counts, streamed, the provider's latest first byte to anyone, its probe passes]; the attempt started at 1000.
   it.each([
-    ['never answered anyone', undefined, true],
-    ['last answered before this attempt started', 999, true],
-    ['answered another request at the moment it started', 1000, false],
-    ['answered another request meanwhile', 1050, false],
-  ] as const)('a provider that %s: counts %s', (_what, lastFirstByteAt, counts) => {
-    const weighed = weighFirstByteTimeout(timeout, 1000, lastFirstByteAt);
+    ['streamed, a provider that never answered anyone, its probe passing', true, true, undefined, true],
+    ['streamed, a provider that last answered before this attempt started', true, true, 999, true],
+    ['streamed, a provider that answered another request as it started', false, true, 1000, true],
+    ['streamed, a provider that answered another request meanwhile', false, true, 1050, false],
+    ['not streamed, a provider whose probe passes', false, false, undefined, true],
+    ['not streamed, a provider whose probe does not pass (or was not probed lately)', true, false, undefined, false],
+    ['not streamed, probe not passing, last answered before it started', true, false, 999, false],
+    ['not streamed, probe not passing, answered another request meanwhile', false, false, 1050, false],
+  ] as const)('%s: counts %s', (_what, counts, streamed, lastFirstByteAt, probePasses) => {
+    const weighed = weighFirstByteTimeout(timeout, { attemptStartedAt: 1000, streamed, lastFirstByteAt, probePasses });
     expect(weighed.countsAgainstProvider).toBe(counts);
     expect(weighed.failsOver).toBe(counts);
     expect(healthEventOf({ at: 'failed', error: weighed })).toEqual(

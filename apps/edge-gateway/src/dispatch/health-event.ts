@@ -43,23 +43,43 @@ function failureEvent(err: UpstreamError): HealthEvent | undefined {
   return undefined;
 }
 
+/** What a first-byte timeout is weighed against (README "Provider health"); times are `performance.now()` ms. */
+export interface FirstByteEvidence {
+  /** When the attempt's upstream call started. */
+  attemptStartedAt: number;
+  /**
+   * Whether the request asked for a stream (chat or Responses with `stream: true`): its first byte
+   * comes after prefill. A non-streamed request's first byte is its whole answer (embeddings are
+   * never streamed).
+   */
+  streamed: boolean;
+  /** The provider's latest first byte to any request (`FirstByteClock`), undefined when never. */
+  lastFirstByteAt: number | undefined;
+  /** Whether the provider's probe passes at the timeout (`ProbeClock.passing`: its latest probe, fresh, answered 2xx). */
+  probePasses: boolean;
+}
+
 /**
- * Weighs a first-byte timeout (README "Provider health"): it counts against the provider (booked,
- * and failed over) only when the provider sent no first byte to ANY request since this attempt
- * started. A provider that answered others meanwhile is alive, and the timeout is the request's own
- * length (a non-streamed answer of many tokens sends nothing until it is done): the error is then
- * returned with `counts: false`, so it is neither booked nor retried on a sibling, which would take
- * as long. Probes are not evidence: an API that answers `/health` while generation hangs is not.
- * @param attemptStartedAt `performance.now()` when the attempt's upstream call started.
- * @param lastFirstByteAt the provider's latest first byte (`FirstByteClock`), undefined when never.
+ * Weighs a first-byte timeout (README "Provider health"; docs/architecture.md, "Provider health":
+ * what a request's own size or length explains is not evidence). It counts against the provider
+ * (booked, and failed over) only when the request cannot explain it:
+ * - the provider sent a first byte to another request since this attempt started: it is alive, and
+ *   the timeout is the request's own length (a long prompt's prefill, a long answer): never counts;
+ * - a non-streamed request (`streamed: false`) whose provider's probe passes: its first byte is its
+ *   whole answer, as long as the completion it asks for (20,000 tokens send nothing until done), and
+ *   a provider that accepts connections and answers its probe is not down: does not count;
+ * - otherwise it counts: a streamed request gets its first byte after prefill, whatever the length
+ *   of its answer, so none in time is what the provider did (a server can answer its probe while
+ *   its generation hangs); a non-streamed one counts when the probe does not pass either (refused,
+ *   an error, a timeout, busy or not: a server that answers nothing), or none ran lately.
+ * An error that does not count is returned with `counts: false`: neither booked nor retried on a
+ * sibling, which would take as long.
  */
-export function weighFirstByteTimeout(
-  err: FirstByteTimeout,
-  attemptStartedAt: number,
-  lastFirstByteAt: number | undefined,
-): FirstByteTimeout {
+export function weighFirstByteTimeout(err: FirstByteTimeout, evidence: FirstByteEvidence): FirstByteTimeout {
+  const { attemptStartedAt, lastFirstByteAt, streamed, probePasses } = evidence;
   const answeredMeanwhile = lastFirstByteAt !== undefined && lastFirstByteAt >= attemptStartedAt;
-  return answeredMeanwhile ? new FirstByteTimeout(err.ms, false) : err;
+  const aliveForItsLength = !streamed && probePasses;
+  return answeredMeanwhile || aliveForItsLength ? new FirstByteTimeout(err.ms, false) : err;
 }
 
 /**
@@ -67,9 +87,9 @@ export function weighFirstByteTimeout(
  * (docs/architecture.md, "Request path"; README "Provider health"). Only what the upstream did
  * counts:
  * - a failure that counts against the provider (`UpstreamError.countsAgainstProvider`: unreachable,
- *   reset, 5xx, a stream gone silent or cut, no first byte in time unless the provider answered
- *   others meanwhile ({@link weighFirstByteTimeout})) is a failed request, before the first byte or
- *   after it;
+ *   reset, 5xx, a stream gone silent or cut, no first byte in time unless the request explains it
+ *   ({@link weighFirstByteTimeout}: the provider answered others meanwhile, or the request is not
+ *   streamed and the provider's probe passes)) is a failed request, before the first byte or after it;
  * - an upstream 429 before the first byte backs the provider off for its `Retry-After`;
  * - an answer is a success: booked at its end, or at its first byte for a trial (so a half-open
  *   provider is back as soon as it answers); an upstream 4xx passed on before the first byte is the

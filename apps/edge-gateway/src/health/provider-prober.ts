@@ -2,6 +2,7 @@ import { queueProviders, type HealthStore, type ProviderQueue } from '@iop/dispa
 import { usablePoolProvider, type AdapterConfig, type EdgeConfig } from '@iop/validate';
 import type { Logger } from 'pino';
 import type { AdapterRegistry } from '../adapters/adapter-registry';
+import type { ProbeClock } from './probe-clock';
 
 /**
  * Active health probes (docs/architecture.md, "Provider health"): every `health.interval_ms`, the
@@ -14,6 +15,8 @@ import type { AdapterRegistry } from '../adapters/adapter-registry';
  * flight (`queue.counts`, fleet-wide on the Redis backend) when the round started or when the probe
  * gave up; the store's rule does not count such a timeout (README "Provider health"). Without a
  * queue, or when it cannot answer within `health.timeout_ms`, a provider is not known to be busy.
+ * Every probe is also noted as it came out, busy or not, in `probes` (`ProbeClock`), which weighs a
+ * non-streamed request's first-byte timeout (README "Provider health").
  * Timers are unref'd and stopped by `stop()`.
  */
 export class ProviderProber {
@@ -29,6 +32,8 @@ export class ProviderProber {
       logger: Logger;
       /** Where the requests in flight on each provider are counted (the gateway's queue). */
       queue?: Pick<ProviderQueue, 'counts'>;
+      /** Where each provider's latest probe is noted as it came out, for the dispatch (`ProbeClock`). */
+      probes?: ProbeClock;
     },
   ) {}
 
@@ -80,6 +85,7 @@ export class ProviderProber {
           timedOut = e.name === 'TimeoutError';
           reason = `GET ${path} ${timedOut ? `timed out after ${timeout_ms} ms` : `failed (${e.code ?? e.cause?.code ?? 'connection error'})`}`;
         }
+        for (const id of providers) this.deps.probes?.note(id, ok);
         const busyAtEnd = timedOut ? await this.busy(providers, timeout_ms) : new Set<string>();
         await Promise.all(
           providers.map((id) => {

@@ -14,6 +14,7 @@ import type { AdapterFactory } from '../adapters/adapter';
 import { AdapterRegistry, createAdapter } from '../adapters/adapter-registry';
 import { createApp } from '../app';
 import { createGatewayServer } from '../compose/gateway-server';
+import { ProbeClock } from '../health/probe-clock';
 import { ProviderProber } from '../health/provider-prober';
 
 /** A gateway listening on a free loopback port, built in-process with `createApp`. */
@@ -36,7 +37,8 @@ export interface TestGateway {
  * Parses `yaml` (with `${VAR}` from `env`) and starts a real listening gateway on 127.0.0.1:0.
  * `opts.health`: `true` for a `MemoryHealthStore` probed every `health.interval_ms`, or a store of
  * the test's own (e.g. a `RedisHealthStore`) that nothing probes unless `opts.probe` is true. The
- * prober counts requests in flight on `queue`, as the gateway's does. `opts.adapterFactory` builds the
+ * prober counts requests in flight on `queue` and notes its probes where the dispatch weighs
+ * first-byte timeouts by them (`ProbeClock`), as the gateway's does. `opts.adapterFactory` builds the
  * adapters (default: the real ones, `createAdapter`). `opts.gatewayServer`: serve through the
  * gateway's own HTTP server (`createGatewayServer`: connection limits, header and body times,
  * answers to requests Node's parser refuses) instead of a plain `http.createServer(app)`.
@@ -61,8 +63,11 @@ export async function startTestGateway(
   const logger = pino({ level: 'silent' });
   const health = opts.health === true ? new MemoryHealthStore(() => config.health) : opts.health || undefined;
   const probed = opts.health === true || opts.probe === true;
+  const probes = new ProbeClock();
   const prober =
-    health && probed ? new ProviderProber({ config: () => config, adapters, health, logger, queue }) : undefined;
+    health && probed
+      ? new ProviderProber({ config: () => config, adapters, health, logger, queue, probes })
+      : undefined;
   prober?.start();
   const app = createApp({
     config: () => config,
@@ -70,6 +75,7 @@ export async function startTestGateway(
     adapters,
     logger,
     health,
+    probes,
     affinity: new MemoryResponseAffinity(),
   });
   const server: Server = await new Promise((resolve) => {
