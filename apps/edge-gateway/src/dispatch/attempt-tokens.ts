@@ -14,12 +14,11 @@ const RESPONSES_STREAM_TEXT = new RegExp(`"delta"\\s*:\\s*${STRING}`, 'g');
 const RESPONSES_TEXT = new RegExp(`"(?:text|arguments)"\\s*:\\s*${STRING}`, 'g');
 
 /**
- * What one attempt of a budgeted client's pooled request used, as its lease's release charges it to
- * the client's token budget (README "Token budgets: what a client sees"; `Lease.release`). It holds
- * the usage the upstream reported ({@link report}) and watches what the answer relays ({@link watch})
- * so that an attempt cut short without usage can be estimated. Made only for a client with a budget:
- * nothing else reads it (a provider's token limit does not; `iop_edge_client_tokens_total` counts the
- * reported usage as `callUpstream` sees it), so an unbudgeted client's attempt has none.
+ * What one attempt used: a budgeted client's pooled attempt is charged it when its lease is
+ * released (README "Token budgets: what a client sees"; `Lease.release`). It holds the usage the
+ * upstream reported ({@link report}) and watches what the answer relays ({@link watch}) so that an
+ * attempt cut short or answered without usage can be estimated. Every attempt has one, so that `iop_edge_client_tokens_total` counts every client's tokens: the
+ * reported usage as `callUpstream` sees it, else this estimate (`countUsed`).
  */
 export class AttemptTokens {
   /** The usage the upstream reported for this attempt, once its answer is done. */
@@ -63,13 +62,14 @@ export class AttemptTokens {
    * - otherwise (cut short by the client leaving, a timeout, a fence, a cap or the drain; failed
    *   mid-stream; answered without usage): `promptTokens` + ⌈relayed text bytes / 3⌉, the bytes/3
    *   rule of `estimateTokenWeight` over the text the client got (`reported: false`).
-   * @param promptTokens the request's prompt estimate (`estimateTokenWeight`), tokens
+   * @param promptTokens the request's prompt estimate (`estimateTokenWeight`), tokens; asked only when needed
    * @param cut true when the gateway aborted the attempt (its signal fired)
    */
-  used(promptTokens: number, cut: boolean): UsedTokens {
-    if (this.reported) return { tokens: whole(this.reported.input) + whole(this.reported.output), reported: true };
+  used(promptTokens: () => number, cut: boolean): UsedTokens {
+    // Reported counts are bounded token counts (`tokenCount`).
+    if (this.reported) return { tokens: this.reported.input + this.reported.output, reported: true };
     if (!this.answered && !cut) return { tokens: 0, reported: false };
-    return { tokens: whole(promptTokens) + this.completionEstimate(), reported: false };
+    return { tokens: whole(promptTokens()) + this.completionEstimate(), reported: false };
   }
 
   /** ⌈relayed text bytes / 3⌉, tokens. */
@@ -95,7 +95,7 @@ function textBytes(chunk: Uint8Array | string, pattern: RegExp | undefined): num
   return bytes;
 }
 
-/** A reported count as a whole number ≥ 0 (an upstream's odd value counts as 0). */
+/** An estimate as a whole number ≥ 0. */
 function whole(n: number): number {
   return Number.isFinite(n) && n > 0 ? Math.round(n) : 0;
 }

@@ -4,11 +4,11 @@ import { ApiError, toClientError, upstreamTimeout } from '../errors';
 import { sendJson, sendUpstream, type SendResult } from '../http/answer/send-upstream';
 import { requestLogger } from '../http/request/request-id';
 import { callAdapter } from './call-adapter';
-import { clientIdOf, countReported } from './charge-attempt';
+import { clientIdOf, countReported, countUsed } from './charge-attempt';
 import type { CompletionRequest } from './completion-request';
 import type { DispatchBody } from './dispatcher-deps';
 import { rememberResponseId } from './remember-response-id';
-import type { AttemptTokens } from './attempt-tokens';
+import { AttemptTokens } from './attempt-tokens';
 import { askStreamUsage, dropUsageChunks } from './stream-usage';
 import { watchUsage } from './token-usage';
 
@@ -31,10 +31,12 @@ export interface CallTarget {
  * bounds the time to the upstream's first byte, not a healthy stream (README "Configuration"); the
  * answer is watched for its token usage and, for a pooled Responses request, its response id
  * (affinity); the usage it reports is counted for the request's client (`iop_edge_client_tokens_total`,
- * every route). `onFirstByte` fires when the upstream's first byte is in hand. `meter`, a budgeted
- * client's pooled attempt's (`AttemptTokens`): gets the reported usage and watches what is relayed,
- * and a streamed chat completion also asks the upstream for its usage and drops the usage chunk the
- * client did not ask for ({@link askStreamUsage}, {@link dropUsageChunks}).
+ * every route). `onFirstByte` fires when the upstream's first byte is in hand. Every attempt is
+ * metered (`AttemptTokens`: the reported usage, and what is relayed for an estimate), and a
+ * streamed chat completion asks the upstream for its usage and drops the usage chunk the client did
+ * not ask for ({@link askStreamUsage}, {@link dropUsageChunks}). `meter`, a budgeted client's pooled
+ * attempt's: its caller charges and counts what it used (`releaseAttempt`); without one, what the
+ * attempt used is counted here when it ends ({@link countUsed}).
  * @returns how the answer ended (mid-stream failures, stalled clients); throws only before the
  *   first byte, with the abort's reason (client gone, first-byte timeout, lease lost) when there is
  *   one, else the adapter's error.
@@ -74,11 +76,13 @@ export async function callUpstream(
   };
   // An abort's reason (client gone, first-byte timeout) explains a failure better than the adapter's error.
   const explain = (err: unknown) => (signal.aborted && signal.reason instanceof ApiError ? signal.reason : err);
-  const ask = meter ? askStreamUsage(endpoint, body, target.adapter.type) : undefined;
+  // Every attempt is metered, so every client's tokens are counted (`countUsed`); a caller that passes its own meter counts them.
+  const tokens = meter ?? new AttemptTokens(endpoint);
+  const ask = askStreamUsage(endpoint, body, target.adapter.type);
   try {
     let upstream: UpstreamResponse;
     try {
-      upstream = await callAdapter(adapter, target.adapter, endpoint, ask?.body ?? body, ctx);
+      upstream = await callAdapter(adapter, target.adapter, endpoint, ask.body, ctx);
     } catch (err) {
       throw explain(err);
     }
@@ -87,7 +91,7 @@ export async function callUpstream(
       endpoint,
       (usage) => {
         outcome.usage = usage;
-        meter?.report(usage);
+        tokens.report(usage);
         countReported(deps.clientTokens, clientIdOf(req), usage);
       },
       // Not a token count: nothing is counted from it; a budgeted client is charged the estimate.
@@ -97,8 +101,8 @@ export async function callUpstream(
           'upstream reported a usage whose counts are not token counts; estimated instead',
         ),
     );
-    if (ask?.dropUsage && upstream.kind === 'sse') upstream = dropUsageChunks(upstream);
-    if (meter) upstream = meter.watch(upstream);
+    if (ask.dropUsage && upstream.kind === 'sse') upstream = dropUsageChunks(upstream);
+    upstream = tokens.watch(upstream);
     const affinity = deps.affinity;
     if (endpoint === 'responses' && affinity && outcome.routeKind === 'pool') {
       upstream = rememberResponseId(upstream, (id) => void affinity.set(id, target.resourceId));
@@ -129,5 +133,6 @@ export async function callUpstream(
     });
   } finally {
     clearTimeout(firstByteTimer);
+    if (!meter) countUsed(req, tokens, signal.aborted);
   }
 }

@@ -14,10 +14,11 @@ export interface StreamUsageAsk {
 
 /**
  * Asks an OpenAI-compatible upstream (`vllm`, `openai_compat`, `ollama`) for the token usage of a
- * streamed chat completion (README "Token budgets: what a client sees"): `stream_options.include_usage:
+ * streamed chat completion, for every client (README "Token budgets: what a client sees"; the usage
+ * is counted in `iop_edge_client_tokens_total`): `stream_options.include_usage:
  * true` (OpenAI API reference, "Create chat completion": one more chunk before `data: [DONE]`, with
  * `choices: []` and the request's `usage`). A body that asks already, a body that is not a streamed
- * chat completion, a `cli` adapter (direct only, never budgeted) and a `stream_options` that is not an
+ * chat completion, a `cli` adapter (its stream's usage is the gateway's own estimate) and a `stream_options` that is not an
  * object (the upstream judges it) are sent unchanged. When the gateway adds it, the client's other
  * `stream_options` are kept but `continuous_usage_stats` (vLLM: usage in every chunk, only ever
  * honoured with `include_usage`, so it did nothing as sent) is left out, so the stream differs from
