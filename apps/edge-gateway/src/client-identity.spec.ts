@@ -41,14 +41,14 @@ describe('clients: identity from the key, band from the client and x-iop-priorit
       body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hi' }] }),
     });
 
-  it('hands the queue the client of the key, with its band, weight and caps', async () => {
+  it('hands the queue the client of the key, with its band, weight and caps (max_queued by default half of max_connections)', async () => {
     expect((await send('chat-key')).status).toBe(200);
     expect((await send('batch-key')).status).toBe(200);
     expect((await send('flat-key')).status).toBe(200);
     expect(queue.clients).toEqual([
-      { id: 'chat', band: 10, weight: 3, maxInFlight: 2 },
+      { id: 'chat', band: 10, weight: 3, maxInFlight: 2, maxQueued: 2048 },
       { id: 'batch', band: -1, weight: 1, maxQueued: 5 },
-      { id: 'api_keys[0]', band: 0, weight: 1 },
+      { id: 'api_keys[0]', band: 0, weight: 1, maxQueued: 2048 },
     ]);
   });
 

@@ -149,9 +149,10 @@ describe('exporter dashboard and queue board in headless Chromium', () => {
         ),
       ),
     );
+    // chat-ui and nightly-batch set no max_queued: half of gateway.max_connections (4096).
     expect(clients).toEqual([
-      ['chat-ui', '10', '1', 'none', 'none', '1', '1'],
-      ['nightly-batch', '-1', '1', '4', 'none', '3', '4'],
+      ['chat-ui', '10', '1', 'none', '2048', '1', '1'],
+      ['nightly-batch', '-1', '1', '4', '2048', '3', '4'],
       ['research', '0', '3', 'none', '20', '0', '0'],
     ]);
     // Token budgets: none for clients without one; research's used + reserved of each limit, what remains, the reset.

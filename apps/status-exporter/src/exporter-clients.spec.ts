@@ -81,8 +81,9 @@ describe('clients in the exporter', () => {
     const exporter = await start(exporterYaml({ prefix, redisUrl: redis.url, clients: CLIENTS }));
     const s = (await (await fetch(`${exporter.url}/status`)).json()) as StatusSnapshot;
     expect(s.clients).toEqual([
-      { id: 'chat-ui', band: 10, weight: 1, max_in_flight: null, max_queued: null, in_flight: 1, queued: 1 },
-      { id: 'nightly-batch', band: -1, weight: 2, max_in_flight: 4, max_queued: null, in_flight: 3, queued: 1 },
+      // Without their own max_queued: half of gateway.max_connections (4096).
+      { id: 'chat-ui', band: 10, weight: 1, max_in_flight: null, max_queued: 2048, in_flight: 1, queued: 1 },
+      { id: 'nightly-batch', band: -1, weight: 2, max_in_flight: 4, max_queued: 2048, in_flight: 3, queued: 1 },
       { id: 'idle', band: 0, weight: 1, max_in_flight: null, max_queued: 5, in_flight: 0, queued: 0 },
     ]);
     expect(s.pools).toEqual([

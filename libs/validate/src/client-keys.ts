@@ -4,7 +4,8 @@ import type { GatewaySettings } from './schema';
 /**
  * A client as the gateway knows it at run time (docs/architecture.md, "Clients, priority and fair
  * share"): never its keys. `priority` is its band (-1000..1000), `weight` its share inside the band
- * (1..100); `maxInFlight` and `maxQueued` are per pool, absent = no cap. `tokenBudgets` are its
+ * (1..100); `maxInFlight` and `maxQueued` are per pool, absent = no cap (`configuredClients` gives a
+ * `maxQueued` to every client but the fleet's sole one: {@link defaultClientMaxQueued}). `tokenBudgets` are its
  * `tokens_per_minute` / `tokens_per_day` (docs/architecture.md, "Token budgets"; the shape of
  * `QueueClient.tokenBudgets` in `@iop/dispatch`), absent when it sets neither.
  */
@@ -20,32 +21,55 @@ export interface FlowClient {
 /** The client of every request when no key is configured at all. */
 export const ANONYMOUS_CLIENT: FlowClient = { id: 'anonymous', priority: 0, weight: 1 };
 
+/**
+ * The `max_queued` of a client that sets none (README "Clients, priority and fair share"; docs/architecture.md,
+ * "Clients, priority and fair share"): half of `gateway.max_connections`, rounded up, in requests
+ * waiting (parked or queued) per pool. A waiting request holds a client connection, so one client
+ * can never hold every connection of a process with waiting requests: the others, and `/healthz`,
+ * keep the other half. The same share as `max_connections_per_address` (README "Security").
+ */
+export function defaultClientMaxQueued(maxConnections: number): number {
+  return Math.ceil(maxConnections / 2);
+}
+
 /** The id of the key at `index` of the flat `gateway.api_keys` list: its path in the file. */
 export function flatKeyClientId(index: number): string {
   return `api_keys[${index}]`;
 }
 
+/** The gateway settings that make the clients: the keys, the named clients and `max_connections` (the default `max_queued`). */
+export type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients' | 'max_connections'>;
+
 /**
  * Every client of the gateway settings with its keys: `gateway.clients` in file order, then one client
- * of default settings per key of the flat `gateway.api_keys` list (id `api_keys[<index>]`). Pure.
+ * of default settings per key of the flat `gateway.api_keys` list (id `api_keys[<index>]`). A client
+ * without its own `max_queued` gets {@link defaultClientMaxQueued} of `max_connections`, unless flow
+ * control is off ({@link soleClient}: the fleet's one client keeps no counts to cap, has no
+ * `max_in_flight` to be parked at, and waits only in the providers' queues, bounded by their
+ * `max_queued`). So both queue backends get the default as a client's own `maxQueued`. Pure.
  */
-export function configuredClients(gateway: Pick<GatewaySettings, 'api_keys' | 'clients'>): {
+export function configuredClients(gateway: ClientSettings): {
   client: FlowClient;
   keys: readonly string[];
 }[] {
+  const fallback = soleClient(gateway) ? undefined : defaultClientMaxQueued(gateway.max_connections);
+  const maxQueuedOf = (own: number | undefined) => {
+    const cap = own ?? fallback;
+    return cap !== undefined ? { maxQueued: cap } : {};
+  };
   const named = gateway.clients.map((c) => ({
     client: {
       id: c.id,
       priority: c.priority,
       weight: c.weight,
       ...(c.max_in_flight !== undefined ? { maxInFlight: c.max_in_flight } : {}),
-      ...(c.max_queued !== undefined ? { maxQueued: c.max_queued } : {}),
+      ...maxQueuedOf(c.max_queued),
       ...tokenBudgetsOf(c),
     },
     keys: c.keys,
   }));
   const flat = gateway.api_keys.map((key, i) => ({
-    client: { id: flatKeyClientId(i), priority: 0, weight: 1 },
+    client: { id: flatKeyClientId(i), priority: 0, weight: 1, ...maxQueuedOf(undefined) },
     keys: [key],
   }));
   return [...named, ...flat];
@@ -95,7 +119,7 @@ export class ClientKeys {
   /** Every configured client, for `/status` and the metrics' `client` label. */
   readonly clients: readonly FlowClient[];
 
-  constructor(gateway: Pick<GatewaySettings, 'api_keys' | 'clients'>) {
+  constructor(gateway: ClientSettings) {
     const entries = configuredClients(gateway);
     for (const { client, keys } of entries) {
       for (const key of keys) {

@@ -157,7 +157,8 @@ describe('gateway.clients', () => {
     expect(
       problems(`  clients:
     - { id: chat, keys: [k1], max_in_flight: 6, max_queued: 20 }
-    - { id: batch, keys: [k2], max_in_flight: 7, max_queued: 21 }`).map((p) => [p.path, p.message, p.fix]),
+    - { id: batch, keys: [k2], max_in_flight: 7 }
+    - { id: bulk, keys: [k3], max_queued: 21 }`).map((p) => [p.path, p.message, p.fix]),
     ).toEqual([
       [
         'gateway.clients[1].max_in_flight',
@@ -165,11 +166,15 @@ describe('gateway.clients', () => {
         'lower max_in_flight to 6 or less, or remove it.',
       ],
       [
-        'gateway.clients[1].max_queued',
-        'max_queued 21 of client "batch" is above the total max_queued of every pool (the largest, pool.a, has 20), so it never limits anything',
+        'gateway.clients[2].max_queued',
+        'max_queued 21 of client "bulk" is above the total max_queued of every pool (the largest, pool.a, has 20), so it never limits anything',
         'lower max_queued to 20 or less, or remove it.',
       ],
     ]);
+  });
+
+  it("accepts max_queued above the pools' queues for a client with max_in_flight: its parked requests wait in no provider's queue", () => {
+    expect(problems(`  clients:\n    - { id: batch, keys: [k1], max_in_flight: 2, max_queued: 500 }`)).toEqual([]);
   });
 });
 

@@ -14,7 +14,10 @@ import type { SemanticProblem } from './semantic-rules';
  * - a client key is no status key (`status.api_keys`): one key would open both the completions API
  *   and the status pages, which README "Security" guards apart;
  * - `max_in_flight` and `max_queued` can bind somewhere: a cap above the largest total of every pool
- *   (the sum of its providers' `max_concurrency`, or of their `max_queued`) never limits anything;
+ *   (the sum of its providers' `max_concurrency`, or of their `max_queued`) never limits anything.
+ *   Not `max_queued` of a client with `max_in_flight`: its parked requests wait in no provider's
+ *   queue, so only its `max_queued` bounds them, whatever the providers' (README "Clients, priority
+ *   and fair share");
  * - `tokens_per_day` is not below `tokens_per_minute` (README "Token budgets"): every minute lies in
  *   a day, so a larger per-minute budget would never limit anything.
  */
@@ -131,6 +134,8 @@ function reachableCaps(config: EdgeConfig): SemanticProblem[] {
       const cap = client[key];
       const top = largest(of);
       if (cap === undefined || cap <= top[of]) return [];
+      // Parked requests (at max_in_flight) count in max_queued and in no provider's queue.
+      if (key === 'max_queued' && client.max_in_flight !== undefined) return [];
       return [
         {
           path: `gateway.clients[${i}].${key}`,

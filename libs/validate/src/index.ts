@@ -41,11 +41,13 @@ export {
 export { KeySet, presentedKey } from './api-keys';
 export { MIN_PRIORITY, MAX_PRIORITY } from './client-schema';
 export {
+  type ClientSettings,
   type FlowClient,
   ANONYMOUS_CLIENT,
   ClientKeys,
   anyTokenBudget,
   configuredClients,
+  defaultClientMaxQueued,
   soleClient,
 } from './client-keys';
 export { providerPools } from './provider-pools';

@@ -56,7 +56,8 @@ describe('clients in /status, /metrics and queue_full', () => {
       clients: [{ client: 'batch', band: -1, in_flight: 1, queued: 1 }],
     });
     expect(s.clients).toEqual([
-      { id: 'chat', band: 5, weight: 2, max_in_flight: null, max_queued: null, in_flight: 0, queued: 0 },
+      // chat sets no max_queued: half of gateway.max_connections (4096).
+      { id: 'chat', band: 5, weight: 2, max_in_flight: null, max_queued: 2048, in_flight: 0, queued: 0 },
       { id: 'batch', band: -1, weight: 1, max_in_flight: 1, max_queued: 1, in_flight: 1, queued: 1 },
     ]);
     const samples = parsePrometheusText(await (await fetch(`${gateway.url}/metrics`)).text());

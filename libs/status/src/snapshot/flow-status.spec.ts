@@ -73,15 +73,15 @@ describe('buildFlowStatus', () => {
     expect(pools[0]).toMatchObject({ queued: 3, parked: 0 });
   });
 
-  it('lists every configured client with its band, weight, caps and counts over every pool', () => {
+  it('lists every configured client with its band, weight, caps (max_queued by default half of gateway.max_connections) and counts over every pool', () => {
     const { clients } = buildFlowStatus(config(gateway), counts, [
       { pool: 'pool.a', clientId: 'chat', inFlight: 2, queued: 1 },
       { pool: 'pool.c', clientId: 'chat', inFlight: 1, queued: 0 },
     ]);
     expect(clients).toEqual([
-      { id: 'chat', band: 10, weight: 3, max_in_flight: 2, max_queued: null, in_flight: 3, queued: 1 },
+      { id: 'chat', band: 10, weight: 3, max_in_flight: 2, max_queued: 2048, in_flight: 3, queued: 1 },
       { id: 'batch', band: -1, weight: 1, max_in_flight: null, max_queued: 5, in_flight: 0, queued: 0 },
-      { id: 'api_keys[0]', band: 0, weight: 1, max_in_flight: null, max_queued: null, in_flight: 0, queued: 0 },
+      { id: 'api_keys[0]', band: 0, weight: 1, max_in_flight: null, max_queued: 2048, in_flight: 0, queued: 0 },
     ]);
   });
 

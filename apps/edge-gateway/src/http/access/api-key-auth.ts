@@ -1,5 +1,5 @@
 import type { QueueClient } from '@iop/dispatch';
-import { ClientKeys, KeySet, presentedKey, type FlowClient, type GatewaySettings } from '@iop/validate';
+import { ClientKeys, KeySet, presentedKey, type ClientSettings, type FlowClient } from '@iop/validate';
 import type { GatewayHandler } from '../gateway-handler';
 import { ApiError, invalidApiKey } from '../../errors';
 import { PRIORITY_HEADER, requestClient } from '../request/priority-header';
@@ -14,22 +14,27 @@ export function keySets(apiKeys: () => readonly string[]): () => KeySet {
   };
 }
 
-/** Keeps one {@link ClientKeys} per configured key lists, rebuilt when a config refresh changes them. */
+/**
+ * Keeps one {@link ClientKeys} per configured key lists and `max_connections` (which gives a client's
+ * default `max_queued`, `configuredClients`), rebuilt when a config refresh changes them.
+ */
 export function clientKeysOf(gateway: () => ClientSettings): () => ClientKeys {
-  let lists: ClientSettings = { api_keys: [], clients: [] };
-  let current = new ClientKeys(lists);
+  let lists: ClientSettings | undefined;
+  let current: ClientKeys | undefined;
   return () => {
     const now = gateway();
-    if (now.api_keys !== lists.api_keys || now.clients !== lists.clients) {
-      lists = { api_keys: now.api_keys, clients: now.clients };
+    if (
+      current === undefined ||
+      now.api_keys !== lists?.api_keys ||
+      now.clients !== lists.clients ||
+      now.max_connections !== lists.max_connections
+    ) {
+      lists = { api_keys: now.api_keys, clients: now.clients, max_connections: now.max_connections };
       current = new ClientKeys(lists);
     }
     return current;
   };
 }
-
-/** The settings client auth reads: the flat keys and the named clients. */
-export type ClientSettings = Pick<GatewaySettings, 'api_keys' | 'clients'>;
 
 /**
  * Client auth and identity (`gateway.api_keys`, `gateway.clients`; README "Security", "Clients,
