@@ -20,15 +20,15 @@ describe('AttemptTokens.used', () => {
   it('charges the reported usage, prompt + completion', () => {
     const meter = new AttemptTokens('chat');
     meter.report({ input: 120, output: 30 });
-    expect(meter.used(999, true)).toEqual({ tokens: 150, reported: true });
+    expect(meter.used(() => 999, true)).toEqual({ tokens: 150, reported: true });
   });
 
   it('charges nothing for a call the upstream refused before answering', () => {
-    expect(new AttemptTokens('chat').used(500, false)).toEqual({ tokens: 0, reported: false });
+    expect(new AttemptTokens('chat').used(() => 500, false)).toEqual({ tokens: 0, reported: false });
   });
 
   it('charges the prompt estimate for a call the gateway cut before any answer', () => {
-    expect(new AttemptTokens('chat').used(500, true)).toEqual({ tokens: 500, reported: false });
+    expect(new AttemptTokens('chat').used(() => 500, true)).toEqual({ tokens: 500, reported: false });
   });
 
   it('charges the prompt estimate + relayed text bytes / 3 for a chat stream cut without usage', async () => {
@@ -43,7 +43,7 @@ describe('AttemptTokens.used', () => {
       ]),
     );
     await drain(watched);
-    expect(meter.used(100, true)).toEqual({ tokens: 100 + Math.ceil((9 + 30 + 9) / 3), reported: false });
+    expect(meter.used(() => 100, true)).toEqual({ tokens: 100 + Math.ceil((9 + 30 + 9) / 3), reported: false });
   });
 
   it('counts only the deltas of a Responses stream, not the closing events that repeat the text', async () => {
@@ -52,19 +52,19 @@ describe('AttemptTokens.used', () => {
       `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', delta: d })}\n\n`;
     const done = `event: response.output_text.done\ndata: ${JSON.stringify({ type: 'response.output_text.done', text: 'abcdef' })}\n\n`;
     await drain(meter.watch(sse([delta('abc'), delta('def'), done])));
-    expect(meter.used(10, false)).toEqual({ tokens: 12, reported: false });
+    expect(meter.used(() => 10, false)).toEqual({ tokens: 12, reported: false });
   });
 
   it('estimates a JSON answer without usage from its message text', () => {
     const meter = new AttemptTokens('chat');
     const body = JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'y'.repeat(60) } }] });
     meter.watch({ kind: 'json', status: 200, body });
-    expect(meter.used(7, false)).toEqual({ tokens: 27, reported: false });
+    expect(meter.used(() => 7, false)).toEqual({ tokens: 27, reported: false });
   });
 
   it('charges an embeddings answer without usage its prompt estimate', () => {
     const meter = new AttemptTokens('embeddings');
     meter.watch({ kind: 'json', status: 200, body: '{"object":"list","data":[{"embedding":[0.1]}]}' });
-    expect(meter.used(42, false)).toEqual({ tokens: 42, reported: false });
+    expect(meter.used(() => 42, false)).toEqual({ tokens: 42, reported: false });
   });
 });
