@@ -217,9 +217,20 @@ export class LeaseStore extends ReplicaRegistry {
   /**
    * Writes the limits of providers of one tag and fills slots a raised limit freed. Resolves true when
    * some provider had none (a new deployment, or Redis lost its state); then, with `barrierMs` > 0,
-   * the barrier is raised before anything is granted.
+   * the barrier is raised before anything is granted. `clients`: every configured client, whose
+   * `maxInFlight` (leases per pool; none when absent) becomes the cap in force for its jobs already
+   * waiting or held, and whose parked jobs get the room a raised or removed cap made at once
+   * (`configure.lua`; docs/architecture.md, "Clients, priority and fair share"); absent, the caps in
+   * Redis stay as they are.
    */
-  async configure(shardTag: string, providers: readonly QueueProvider[], barrierMs: number): Promise<boolean> {
+  async configure(
+    shardTag: string,
+    providers: readonly QueueProvider[],
+    barrierMs: number,
+    clients?: readonly QueueClient[],
+  ): Promise<boolean> {
+    const capOf = (c: QueueClient) => (c.maxInFlight === undefined ? '' : String(c.maxInFlight));
+    const caps = clients ? [String(clients.length), ...clients.flatMap((c) => [c.id, capOf(c)])] : [''];
     const args = providers.flatMap((p) => [
       this.keys.queueName(p.providerId),
       String(p.maxConcurrency),
@@ -231,6 +242,7 @@ export class LeaseStore extends ReplicaRegistry {
       String(this.leaseTtlMs),
       this.keys.grantChannelPrefix(),
       String(barrierMs),
+      ...caps,
       ...args,
     ]);
     return status === 'unconfigured';

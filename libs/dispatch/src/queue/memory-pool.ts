@@ -43,6 +43,18 @@ export class MemoryPool {
   private readonly queuedBy = new Map<string, number>();
   readonly clients = new Map<string, ClientLoad>();
 
+  /**
+   * `caps`: the clients' `max_in_flight` in force by client id (leases per pool, undefined = no cap),
+   * as the last `configure` that named clients set them (docs/architecture.md, "Clients, priority and
+   * fair share"); a client it does not hold keeps the cap its requests name.
+   */
+  constructor(private readonly caps: ReadonlyMap<string, number | undefined> = new Map()) {}
+
+  /** The cap in force for `client`: the configured one, else its request's. */
+  capOf(client: QueueClient): number | undefined {
+    return this.caps.has(client.id) ? this.caps.get(client.id) : client.maxInFlight;
+  }
+
   /** The counts of `clientId`, made on first use. */
   load(clientId: string): ClientLoad {
     let load = this.clients.get(clientId);
@@ -52,7 +64,8 @@ export class MemoryPool {
 
   /** True when `client` holds its `max_in_flight` leases in this pool. */
   atCap(client: QueueClient): boolean {
-    return client.maxInFlight !== undefined && this.load(client.id).inFlight >= client.maxInFlight;
+    const cap = this.capOf(client);
+    return cap !== undefined && this.load(client.id).inFlight >= cap;
   }
 
   /**
@@ -92,7 +105,7 @@ export class MemoryPool {
    */
   drop(waiter: MemoryWaiter): MemoryWaiter | undefined {
     const inLine = !waiter.parked;
-    if (!this.remove(waiter) || !inLine || waiter.client.maxInFlight === undefined) return undefined;
+    if (!this.remove(waiter) || !inLine || this.capOf(waiter.client) === undefined) return undefined;
     return this.atCap(waiter.client) ? undefined : this.unpark(waiter.client.id);
   }
 
@@ -124,6 +137,29 @@ export class MemoryPool {
     waiter.parked = false;
     this.shift(waiter.providerId, 1);
     return waiter;
+  }
+
+  /**
+   * After the caps in force changed: each client gets as many parked waiters back in line as its cap
+   * leaves room for (all of them without a cap), first in order first; the grant step parks any
+   * again whose client is at its cap when its turn comes. Returns the waiters put back.
+   */
+  unparkWithRoom(): MemoryWaiter[] {
+    const room = new Map<string, number>();
+    const back: MemoryWaiter[] = [];
+    for (const waiter of this.waiters) {
+      if (!waiter.parked) continue;
+      const id = waiter.client.id;
+      const cap = this.capOf(waiter.client);
+      if (!room.has(id)) room.set(id, cap === undefined ? Infinity : cap - this.load(id).inFlight);
+      const left = room.get(id) ?? 0;
+      if (left <= 0) continue;
+      room.set(id, left - 1);
+      waiter.parked = false;
+      this.shift(waiter.providerId, 1);
+      back.push(waiter);
+    }
+    return back;
   }
 
   /** The waiter queued on one of `providerIds` that would be served last: the one shedding evicts first. */

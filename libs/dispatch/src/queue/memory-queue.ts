@@ -53,6 +53,8 @@ export class MemoryProviderQueue implements ProviderQueue {
   readonly backend = 'memory' as const;
   private readonly providers = new Map<string, ProviderState>();
   private readonly pools = new Map<string, MemoryPool>();
+  /** The clients' caps in force (`configure`'s `clients`), read by every pool. */
+  private readonly caps = new Map<string, number | undefined>();
   private readonly tags = new FairTags();
   private readonly rate = new ServiceRate();
   private readonly budgets: BudgetLedger;
@@ -63,7 +65,14 @@ export class MemoryProviderQueue implements ProviderQueue {
     this.budgets = new BudgetLedger(options.now);
   }
 
-  async configure(providers: readonly QueueProvider[]): Promise<void> {
+  async configure(providers: readonly QueueProvider[], clients?: readonly QueueClient[]): Promise<void> {
+    if (clients) {
+      // The caps in force change for waiting requests and leases alike; parked waiters with room now
+      // go back in line, and the fill below grants them (docs/architecture.md, "Clients, priority and fair share").
+      this.caps.clear();
+      for (const c of clients) this.caps.set(c.id, c.maxInFlight);
+      for (const pool of this.pools.values()) pool.unparkWithRoom();
+    }
     const keep = new Set(providers.map((p) => p.providerId));
     for (const limits of providers) {
       const state = this.providers.get(limits.providerId);
@@ -187,7 +196,7 @@ export class MemoryProviderQueue implements ProviderQueue {
 
   private pool(name: string): MemoryPool {
     let pool = this.pools.get(name);
-    if (!pool) this.pools.set(name, (pool = new MemoryPool()));
+    if (!pool) this.pools.set(name, (pool = new MemoryPool(this.caps)));
     return pool;
   }
 

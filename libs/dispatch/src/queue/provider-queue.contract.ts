@@ -1,5 +1,6 @@
 import { waitUntil } from '../testing/wait-until';
 import { AdmissionError } from './admission-error';
+import { describeClientTermsContract } from './client-terms.contract';
 import { describeFlowControlContract } from './flow-control.contract';
 import { describeTokenLimitsContract } from './token-limits.contract';
 import { describeTokenBudgetsContract } from './token-budgets.contract';
@@ -45,6 +46,7 @@ export function describeProviderQueueContract(
       await queue.close();
     });
     if (!opts.client) describeFlowControlContract(() => queue);
+    if (!opts.client) describeClientTermsContract(() => queue);
     describeTokenLimitsContract(() => queue, opts.client);
     describeTokenBudgetsContract(() => queue, { solo: opts.client?.solo === true });
 

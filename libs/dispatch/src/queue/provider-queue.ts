@@ -167,8 +167,15 @@ export interface ProviderQueue {
    * Declares the full set of pool providers and their limits; called at start and on every config
    * change. A raised limit takes effect at once; a provider left out takes no new requests, and its
    * waiting requests move to a sibling candidate or fail with `no_available_provider`.
+   * `clients`: every configured client (`gateway.clients[]` and the flat keys' clients); its
+   * `maxInFlight` (leases per pool, absent = no cap) becomes the cap in force for its requests already
+   * waiting or holding a lease, on every replica, in place of the cap each request arrived with
+   * (README "Config refresh"; docs/architecture.md, "Clients, priority and fair share"): a raised or
+   * removed cap grants its parked requests the room at once, as far as free slots allow; a lowered
+   * cap ends no lease and only holds new grants until the client's leases fall under it. A client left
+   * out keeps the cap its requests name. Absent: the caps in force stay as the last call set them.
    */
-  configure(providers: readonly QueueProvider[]): Promise<void>;
+  configure(providers: readonly QueueProvider[], clients?: readonly QueueClient[]): Promise<void>;
   /**
    * Waits for a lease on the least-loaded candidate — lowest `(inFlight + queued) / maxConcurrency`
    * — while staying work-conserving: a waiting request takes any candidate's free slot.

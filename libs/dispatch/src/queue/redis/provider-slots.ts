@@ -1,6 +1,6 @@
 import { DEFAULT_SHARD_TAG } from '../lease-keys';
 import type { StoredProvider } from '../lease-store';
-import type { QueueProvider } from '../provider-queue';
+import type { QueueClient, QueueProvider } from '../provider-queue';
 
 /** A provider this replica was configured with. */
 export interface ProviderSlot extends StoredProvider {
@@ -18,6 +18,11 @@ export interface ProviderSlot extends StoredProvider {
  */
 export class ProviderSlots {
   private readonly slots = new Map<string, ProviderSlot>();
+  /**
+   * The clients of the last `configure` that named them, whose caps every limits write sends along
+   * (`LeaseStore.configure`), so a Redis that lost its state gets them back too; undefined until then.
+   */
+  clients: readonly QueueClient[] | undefined;
 
   /**
    * Takes the full set of pool providers: new ones are added, known ones get their new limits (and a

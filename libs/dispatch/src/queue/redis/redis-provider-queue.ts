@@ -155,10 +155,11 @@ export class RedisProviderQueue implements ProviderQueue {
     return this.store.keys;
   }
 
-  async configure(providers: readonly QueueProvider[]): Promise<void> {
+  async configure(providers: readonly QueueProvider[], clients?: readonly QueueClient[]): Promise<void> {
     if (this.closed) throw queueClosing();
     await this.watch.waitForFirstConnection();
     const kept = this.slots.apply(providers);
+    if (clients) this.slots.clients = clients;
     await this.writeLimits();
     this.noteScriptMode();
     this.waiters.moveOffRemoved(kept);

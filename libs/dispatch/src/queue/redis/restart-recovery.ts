@@ -61,7 +61,7 @@ export class RestartRecovery {
       const limits = slots.limitsOn(tag);
       if (limits.length === 0) continue;
       const holding = holder.holdsOn(tag);
-      const missing = await store.configure(tag, limits, holding ? restartBarrierMs : freshForMs);
+      const missing = await store.configure(tag, limits, holding ? restartBarrierMs : freshForMs, slots.clients);
       if (missing && holding) lostState = true;
     }
     if (lostState) {

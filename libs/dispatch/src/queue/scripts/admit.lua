@@ -24,7 +24,8 @@
   ARGV[8]        band            the request's band
   ARGV[9]        rank            BullMQ's priority of the band (1 = highest)
   ARGV[10]       charge          what the request adds to its client's finish tag (1 / weight)
-  ARGV[11]       maxInFlight     the client's cap on leases in the pool ('' none)
+  ARGV[11]       maxInFlight     the client's cap on leases in the pool ('' none); the cap configure
+                                 wrote for the client (`<base>:caps`) wins over it
   ARGV[12]       maxQueued       the client's cap on waiting jobs in the pool ('' none)
   ARGV[13]       sheddableRank   ranks above it are sheddable (the rank of band 0)
   ARGV[14]       shedMarkMs      how long an evicted job's mark stays for its origin to read, ms
@@ -72,6 +73,9 @@ local cap, maxQueued, sheddableRank = ARGV[11], tonumber(ARGV[12]), ARGV[13]
 local shedMarkMs, solo = ARGV[14], ARGV[15] == '1'
 local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], ARGV[19] + 0
 local qnames = sliceArgs(ARGV, 20, 19 + n)
+-- The cap in force: the one the last configure wrote for the client wins over the request's, so a
+-- replica that has not reloaded yet admits on the fleet's current terms. A solo client has none.
+if not solo then cap = capOf(base, client, cap) or '' end
 -- A default allowance for each of several choices: the job keeps `tq` '' and the choices as `tn`, so
 -- a build that reads no `tn` (a replica of an older build during a rollout) counts the default once
 -- rather than failing on a `tq` it cannot read.

@@ -25,7 +25,8 @@ local function dropWaiter(base, qname, jobId)
   if job[6] then budgetSettle(base, job[2], job[6], 0) end
   unwant(base, job[1], qname, jobId)
   if not job[5] then countClient(base, 'w', job[3], job[2], '-1') end
-  if inLine and job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) < tonumber(job[4]) then
+  local cap = not job[5] and capOf(base, job[2], job[4]) or nil
+  if inLine and cap and cap ~= '' and clientCount(base, 'a', job[3], job[2]) < tonumber(cap) then
     return 1, unpark(base, job[3], job[2])
   end
   return 1, nil

@@ -59,7 +59,8 @@ local function promote(base, qname, now, ttl, channelPrefix, freed)
     end
     local job = rcall('HMGET', base .. ':' .. from .. ':' .. jobId,
       'cands', 'cl', 'pool', 'cap', 'band', 'st', 'solo', 'tp', 'tq', 'tn')
-    local capped = job[4] and job[4] ~= '' and clientCount(base, 'a', job[3], job[2]) >= tonumber(job[4])
+    -- The cap in force, not the job's own: a reload that raised or removed it reaches waiting jobs.
+    local capped = job[2] ~= nil and not job[7] and atCap(capOf(base, job[2], job[4]), clientCount(base, 'a', job[3], job[2]))
     local tc = nil
     if mt and job[2] and job[8] and not capped then
       tc = completionOf(job[9], dc, job[10])
