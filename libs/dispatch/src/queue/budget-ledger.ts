@@ -12,12 +12,14 @@ import {
 
 /**
  * What one request reserved in its client's budget (docs/architecture.md, "Token budgets"): its
- * weight, tokens, and the bucket it was put in, per window the client sets. Release settles it there.
+ * weight, tokens, and the windows it was reserved in. A reservation is held in those windows until it
+ * is settled or given back, however long that takes (it belongs to no bucket, so it never leaves a
+ * window while the request runs); settling charges the tokens used at that moment.
  */
 export interface BudgetReservation {
   readonly clientId: string;
   readonly weight: number;
-  readonly buckets: Partial<Record<BudgetWindow, number>>;
+  readonly windows: readonly BudgetWindow[];
 }
 
 /**
@@ -41,13 +43,20 @@ export type BudgetDecision =
       readonly standing: BudgetStanding;
     };
 
-/** One window of one client: buckets of charges (used + reserved) and running sums. */
+/**
+ * One window of one client (docs/architecture.md, "Token budgets"): buckets of settled usage (tokens,
+ * each in the bucket of its settling) with their running sum `used`, and `reserved`, the running sum of
+ * the reservations held by requests waiting or in flight, kept outside the buckets: a reservation
+ * counts until it is settled or given back, however old, and the tokens it used are charged when it
+ * is settled. So the tokens of requests in any window never exceed the budget beyond what their
+ * estimates missed, whatever their length.
+ */
 class WindowLedger {
-  /** Bucket index → tokens charged there (used + reserved) and the reserved part. */
-  private readonly buckets = new Map<number, { charged: number; reserved: number }>();
+  /** Bucket index → tokens used (settled) there. */
+  private readonly buckets = new Map<number, number>();
   used = 0;
   reserved = 0;
-  /** Oldest and newest bucket index that may hold charges; undefined while the window holds none. */
+  /** Oldest and newest bucket index that may hold usage; undefined while the window holds none. */
   private oldest: number | undefined;
   private newest: number | undefined;
   private readonly bucketMs: number;
@@ -58,49 +67,46 @@ class WindowLedger {
     this.count = BUDGET_WINDOW_MS[window] / this.bucketMs;
   }
 
-  /** Drops the buckets wholly outside the window at `now` (index < current − count), each once. */
+  /** Drops the buckets wholly outside the window at `now` (index < current − count), each once; reservations stay. */
   expire(now: number): void {
     const cut = Math.floor(now / this.bucketMs) - this.count;
     if (this.oldest === undefined || this.newest === undefined || this.oldest >= cut) return;
     for (let i = this.oldest; i < cut && i <= this.newest; i++) {
-      const b = this.buckets.get(i);
-      if (!b) continue;
-      this.used -= b.charged - b.reserved;
-      this.reserved -= b.reserved;
+      this.used -= this.buckets.get(i) ?? 0;
       this.buckets.delete(i);
     }
     if (this.newest < cut) {
       this.oldest = this.newest = undefined;
-      this.used = this.reserved = 0;
+      this.used = 0;
     } else this.oldest = cut;
   }
 
-  /** True when bucket `index` still counts at `now`. */
-  live(index: number, now: number): boolean {
-    return this.oldest !== undefined && index >= this.oldest && index >= Math.floor(now / this.bucketMs) - this.count;
+  /** Holds `weight` tokens reserved (positive) or takes them back (negative), in no bucket. */
+  hold(weight: number): void {
+    this.reserved = Math.max(0, this.reserved + weight);
   }
 
-  /** Adds `charged` (of which `reserved` is reserved) to the bucket of `now`; returns its index. */
-  add(now: number, charged: number, reserved: number, index = Math.floor(now / this.bucketMs)): number {
-    const b = this.buckets.get(index) ?? { charged: 0, reserved: 0 };
-    b.charged += charged;
-    b.reserved += reserved;
-    this.buckets.set(index, b);
-    this.used += charged - reserved;
-    this.reserved += reserved;
+  /** Charges `used` tokens in the bucket of `now` (after `expire(now)`). */
+  charge(now: number, used: number): void {
+    if (used <= 0) return;
+    const index = Math.floor(now / this.bucketMs);
+    this.buckets.set(index, (this.buckets.get(index) ?? 0) + used);
+    this.used += used;
     if (this.oldest === undefined || index < this.oldest) this.oldest = index;
     if (this.newest === undefined || index > this.newest) this.newest = index;
-    return index;
   }
 
-  /** ms until the oldest charges add up to `need` tokens out of the window (scanning `BUDGET_RETRY_SCAN` buckets). */
+  /**
+   * ms until the oldest usage adds up to `need` tokens out of the window (scanning `BUDGET_RETRY_SCAN`
+   * buckets; held reservations leave only when settled, so past the buckets it is a lower bound).
+   */
   retryMs(need: number, now: number): number {
     if (this.oldest === undefined || this.newest === undefined) return 0;
     const last = Math.min(this.newest, this.oldest + BUDGET_RETRY_SCAN - 1);
     let freed = 0;
     let at = last;
     for (let i = this.oldest; i <= last; i++) {
-      freed += this.buckets.get(i)?.charged ?? 0;
+      freed += this.buckets.get(i) ?? 0;
       if (freed >= need) {
         at = i;
         break;
@@ -120,12 +126,14 @@ class WindowLedger {
   }
 
   /**
-   * ms until every charge now in the window has left it; 0 when it holds none (no bucket, or only
-   * buckets whose reservations were given back whole).
+   * ms until everything now in the window has left it: the newest usage, and a held reservation as
+   * if settled now (a window after the current bucket); 0 when it holds none.
    */
   resetMs(now: number): number {
-    if (this.newest === undefined || this.used + this.reserved <= 0) return 0;
-    return Math.max(0, this.leavesAt(this.newest) - now);
+    if (this.used + this.reserved <= 0) return 0;
+    const current = Math.floor(now / this.bucketMs);
+    const last = this.reserved > 0 ? Math.max(current, this.newest ?? current) : (this.newest ?? current);
+    return Math.max(0, this.leavesAt(last) - now);
   }
 
   private leavesAt(index: number): number {
@@ -168,15 +176,16 @@ export class BudgetLedger {
       if (!refusal || retryMs > refusal.retryMs) refusal = { kind: 'exceeded', window, limit, used, retryMs };
     }
     if (refusal) return { ...refusal, standing: standing() };
-    const buckets: Partial<Record<BudgetWindow, number>> = {};
-    for (const { window, w } of windows) buckets[window] = w.add(now, weight, weight);
-    return { kind: 'reserved', reservation: { clientId: client.id, weight, buckets }, standing: standing() };
+    for (const { w } of windows) w.hold(weight);
+    const reservation = { clientId: client.id, weight, windows: windows.map(({ window }) => window) };
+    return { kind: 'reserved', reservation, standing: standing() };
   }
 
   /**
-   * Settles a reservation at release: `used` tokens (`wholeTokens`: as the Redis backend reads them)
-   * are charged in its place (absent: the reservation is charged as it stands), in each bucket it was
-   * put in that still counts.
+   * Settles a reservation at release: it is taken out of every window it was held in, and `used`
+   * tokens (`wholeTokens`: as the Redis backend reads them; absent: the reservation as it stands) are
+   * charged in the bucket of now, so they count in every window that contains the release
+   * (README "Token budgets": a budget bounds requests longer than its window too).
    */
   settle(reservation: BudgetReservation, used?: number): void {
     this.apply(reservation, used === undefined ? reservation.weight : wholeTokens(used));
@@ -210,9 +219,11 @@ export class BudgetLedger {
   private apply(reservation: BudgetReservation, used: number): void {
     const now = this.now();
     const charged = Math.max(0, Math.ceil(used));
-    for (const [window, index] of Object.entries(reservation.buckets) as [BudgetWindow, number][]) {
+    for (const window of reservation.windows) {
       const w = this.window(reservation.clientId, window);
-      if (w.live(index, now)) w.add(now, charged - reservation.weight, -reservation.weight, index);
+      w.expire(now);
+      w.hold(-reservation.weight);
+      w.charge(now, charged);
     }
   }
 

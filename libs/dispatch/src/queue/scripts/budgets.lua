@@ -7,8 +7,9 @@
   ARGV[1]    base     key prefix of the tag, `<prefix>:{<shardTag>}`
   ARGV[2..]  clients  client id, window ('m' minute, 'd' day) pairs
 
-  Reply: {'budgets', reserved, used, resetMs, ...}: three values per pair, in order (tokens, tokens,
-  ms until every charge in the window has left it; 0 when it holds none)
+  Reply: {'budgets', reserved, used, resetMs, ...}: three values per pair, in order (tokens held by
+  requests waiting or in flight, however old; tokens used in the window; ms until every charge in the
+  window has left it, a held reservation as if settled now; 0 when it holds none)
 ]]
 --- @include "includes/rcall"
 --- @include "includes/args"
@@ -33,9 +34,9 @@ local reply = {'budgets'}
 for _, c in ipairs(clients) do
   local w = c[2]
   local st = budgetView(budgetKey(base, c[1]), w, now)
-  local reset = 0
-  -- A window whose buckets hold nothing (a reservation given back whole) resets at once.
-  if st.n and st.u + st.r > 0 then reset = math.max(0, (st.n + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now) end
+  -- A window that holds nothing (a reservation given back whole) resets at once; a held reservation
+  -- (in no bucket: it counts until settled) resets a window after now at the earliest.
+  local reset = budgetResetMs(w, st, now)
   reply[#reply + 1] = budgetInt(st.r)
   reply[#reply + 1] = budgetInt(st.u)
   reply[#reply + 1] = budgetInt(reset)

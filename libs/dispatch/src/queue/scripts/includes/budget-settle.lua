@@ -3,46 +3,46 @@
   layout: `budget-window.lua`), with a lease or a waiter that ends.
 ]]
 --- @include "rcall"
---- @include "budget-key"
--- The HSET arguments that settle window w from its packed state s and its bucket's packed charge bc
--- (false when absent; bf: the bucket's field, i: its index as text): nothing when the window holds
--- no charge or the bucket was already dropped, else the state and the bucket with `weight` taken out
--- of the reserved and `charge` put into the used.
-local function settleArgs(w, s, bf, bc, i, weight, charge)
-  if not s then return end
-  local u, r, o, n = unpackState(s)
-  if o == nil or i + 0 < o then return end
-  local c, cr = unpackCharge(bc)
-  return w, packState(u + charge, r - weight, o, n), bf, packCharge(c + charge - weight, cr - weight)
-end
--- Settles the reservation `tb` of a job of `client`: `charge` tokens are charged in its place (the
--- tokens used; -1: the reservation as it stands; 0: given back whole), in each bucket it was put in
--- that is still kept (one HMGET, one HSET). A bucket already dropped (before the window's oldest) is
--- left alone; one past the window not dropped yet is settled, and its drop takes out its settled
--- charge and reserved part, which leaves the sums as without the settle: every reader expires first,
--- so neither counts.
+--- @include "now-ms"
+--- @include "budget-window"
+-- Settles the reservation `tb` (`<weight>|<'m' or ''>|<'d' or ''>`) of a job of `client`: `charge`
+-- tokens (the tokens used; -1: the reservation as it stands; 0: given back whole). The reservation is
+-- taken out of every window holding it, however old (it was held in no bucket), and `charge` is put in
+-- the current bucket on Redis time (`TIME`), so the usage counts in every window that contains the
+-- release (README "Token budgets"). A give-back is one HMGET and one HSET of the states; a charge one
+-- HMGET of the states and current buckets and one HSET (plus PEXPIRE when a newest bucket moves, an
+-- expiry step at most once a bucket). A `tb` of an earlier build (bucket indexes, not window letters)
+-- settles nothing: its reservation leaves with its bucket, as that build counted it.
 local function budgetSettle(base, client, tb, charge)
-  local weight, mi, di = string.match(tb or '', '^(%d+)|(%d*)|(%d*)$')
-  if not weight or (mi == '' and di == '') then return end
+  local weight, m, d = string.match(tb or '', '^(%d+)|(m?)|(d?)$')
+  if not weight or (m == '' and d == '') then return end
   weight = weight + 0
   if charge < 0 then charge = weight end
-  -- The bucket indexes as the job keeps them (strings): no number is formatted into a field name.
-  local key, out = budgetKey(base, client)
-  if mi ~= '' and di ~= '' then
-    local mb, db = 'm:' .. mi, 'd:' .. di
-    local v = rcall('HMGET', key, 'm', mb, 'd', db)
-    local a1, a2, a3, a4 = settleArgs('m', v[1], mb, v[2], mi, weight, charge)
-    if a1 then
-      out = {a1, a2, a3, a4, settleArgs('d', v[3], db, v[4], di, weight, charge)}
-    else
-      out = {settleArgs('d', v[3], db, v[4], di, weight, charge)}
+  local key, wins = budgetKey(base, client), {}
+  if m ~= '' then wins[#wins + 1] = {'m'} end
+  if d ~= '' then wins[#wins + 1] = {'d'} end
+  local out, moved = {}, false
+  if charge <= 0 then
+    local names = {wins[1][1]}
+    if wins[2] then names[2] = wins[2][1] end
+    local v = rcall('HMGET', key, unpack(names))
+    for j, win in ipairs(wins) do
+      if v[j] then
+        local u, r, o, n = unpackState(v[j])
+        out[#out + 1], out[#out + 2] = win[1], packState(u, math.max(0, r - weight), o, n)
+      end
     end
   else
-    local w, i = 'm', mi
-    if mi == '' then w, i = 'd', di end
-    local bf = w .. ':' .. i
-    local v = rcall('HMGET', key, w, bf)
-    out = {settleArgs(w, v[1], bf, v[2], i, weight, charge)}
+    local now = nowMs()
+    for i, st in ipairs(budgetRead(key, wins, now)) do
+      local o, n = st.o, st.n
+      if o == nil or st.b < o then o = st.b end
+      if n == nil or st.b > n then n, moved = st.b, true end
+      out[#out + 1], out[#out + 2] = wins[i][1], packState(st.u + charge, math.max(0, st.r - weight), o, n)
+      out[#out + 1], out[#out + 2] = st.bf, packCharge(st.c + charge, st.cr)
+    end
+    if moved then out[#out + 1], out[#out + 2] = BUDGET_TABLE_FIELD, BUDGET_TABLE_VALUE end
   end
   if out[1] then rcall('HSET', key, unpack(out)) end
+  if moved then rcall('PEXPIRE', key, BUDGET_TTL_MS) end
 end
