@@ -98,21 +98,22 @@ class WindowLedger {
 
   /**
    * ms until the oldest usage adds up to `need` tokens out of the window (scanning `BUDGET_RETRY_SCAN`
-   * buckets; held reservations leave only when settled, so past the buckets it is a lower bound).
+   * buckets, past them a lower bound); when the usage cannot free enough, held reservations must end
+   * first and what they use counts a window from then: the time until a charge made now leaves.
    */
   retryMs(need: number, now: number): number {
-    if (this.oldest === undefined || this.newest === undefined) return 0;
+    // Usage short of `need`: held reservations must end, and what they use counts a window from then.
+    const settledNow = this.leavesAt(Math.floor(now / this.bucketMs)) - now;
+    if (this.oldest === undefined || this.newest === undefined) return this.reserved > 0 ? settledNow : 0;
     const last = Math.min(this.newest, this.oldest + BUDGET_RETRY_SCAN - 1);
     let freed = 0;
-    let at = last;
     for (let i = this.oldest; i <= last; i++) {
       freed += this.buckets.get(i) ?? 0;
-      if (freed >= need) {
-        at = i;
-        break;
-      }
+      if (freed >= need) return this.leavesAt(i) - now;
     }
-    return this.leavesAt(at) - now;
+    return last === this.newest && this.reserved > 0
+      ? Math.max(settledNow, this.leavesAt(last) - now)
+      : this.leavesAt(last) - now;
   }
 
   /** This window's standing at `now` (`limit` its budget, tokens): what is left of it and when it resets. */

@@ -11,21 +11,25 @@
 local BUDGET_RETRY_SCAN = 61
 -- ms until `need` tokens of window w (state st) have left it: the oldest buckets' usage, scanning at
 -- most BUDGET_RETRY_SCAN buckets (past them, the time the last one scanned leaves: a lower bound; held
--- reservations leave only when settled, so a refusal they make gets that bound, 0 without usage).
+-- reservations leave only when settled: when the usage cannot free enough, the time until a charge
+-- made now leaves, as what they use counts a window from their release).
 local function budgetRetryMs(key, w, st, need, now)
-  if not st.o or not st.n then return 0 end
+  local settledNow = (math.floor(now / BUDGET_BUCKET[w]) + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now
+  if not st.o or not st.n then
+    if st.r > 0 then return settledNow end
+    return 0
+  end
   local last = math.min(st.n, st.o + BUDGET_RETRY_SCAN - 1)
   local fields = bucketFields(w, st.o, last)
   local v = rcall('HMGET', key, unpack(fields))
-  local freed, at = 0, last
+  local freed = 0
   for j = 1, #fields do
     freed = freed + unpackCharge(v[j])
-    if freed >= need then
-      at = st.o + j - 1
-      break
-    end
+    if freed >= need then return (st.o + j - 1 + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now end
   end
-  return (at + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now
+  local at = (last + BUDGET_COUNT[w] + 1) * BUDGET_BUCKET[w] - now
+  if last == st.n and st.r > 0 then return math.max(at, settledNow) end
+  return at
 end
 -- The windows of a budget argument `<weight>|<per minute or ''>|<per day or ''>`: weight, {{w, limit,
 -- limit as text}...}, the weight as text; nil for an argument of another shape (the caller refuses
