@@ -1,4 +1,4 @@
-import type { ClientBudgetWindow, ClientCounts, HealthView, ProviderCounts } from '@iop/dispatch';
+import type { ClientBudgetWindow, ClientCounts, HealthView, ProviderCounts, QueueCounts } from '@iop/dispatch';
 import {
   buildFlowStatus,
   buildSnapshot,
@@ -20,15 +20,13 @@ export interface ExporterDeps {
   /** The config in force. */
   config(): EdgeConfig;
   /**
-   * Cluster-wide counts of the given providers (`ProviderQueues.counts`: BullMQ's `getJobCounts` on
-   * the shared Redis). A rejection means "unknown now": the snapshot then shows `null` counts, never 0.
+   * Cluster-wide counts of the given providers and every client's counts per pool, read together
+   * (`readQueueCounts` on the shared Redis: one read-only script per shard tag, so a pool's counts and
+   * its clients' are of one instant and its `parked` is exact; docs/architecture.md, "Status model",
+   * "Clients, priority and fair share"). A rejection means "unknown now": the snapshot then shows
+   * `null` counts, never 0.
    */
-  counts(providerIds: readonly string[]): Promise<Map<string, ProviderCounts>>;
-  /**
-   * Every client's counts per pool, fleet-wide (`readClientCounts` on the shared Redis; docs/architecture.md,
-   * "Clients, priority and fair share"). Without it, or when it rejects, the clients' counts are `null`.
-   */
-  clientCounts?(): Promise<ClientCounts[]>;
+  counts(providerIds: readonly string[]): Promise<QueueCounts>;
   /**
    * The windows of the budgeted clients, fleet-wide (`readTokenBudgets` on the shared Redis, Redis time;
    * README "Token budgets"). Without it, or when it rejects, each budgeted client's `token_budgets` is
@@ -54,7 +52,7 @@ export interface SnapshotSource {
 
 /**
  * The resource-first snapshot with cluster-wide counts (docs/architecture.md, "Status model"): asks `deps.counts` for the
- * tracked providers (`trackedProviderIds`) and `deps.clientCounts` for the clients, and on failure logs
+ * tracked providers (`trackedProviderIds`) and the clients, in one snapshot, and on failure logs
  * once per outage and publishes `null`. With `pools` and `clients` as the gateway's `/status` has them
  * (`buildFlowStatus`; docs/architecture.md, "Clients, priority and fair share"), and the budgeted
  * clients' `token_budgets` from `deps.clientBudgets`, read beside the counts (a failure there shows
@@ -83,10 +81,7 @@ export function snapshotSource(deps: ExporterDeps): SnapshotSource {
       let counts: Map<string, ProviderCounts> | undefined;
       let clientCounts: ClientCounts[] | undefined;
       try {
-        [counts, clientCounts] = await Promise.all([
-          deps.counts(trackedProviderIds(config)),
-          deps.clientCounts ? deps.clientCounts() : undefined,
-        ]);
+        ({ providers: counts, clients: clientCounts } = await deps.counts(trackedProviderIds(config)));
         if (failing) deps.logger.info('status-exporter: counts readable again');
         failing = false;
       } catch (err) {

@@ -1,4 +1,4 @@
-import { connectRedis, leaseAddresses, readClientCounts, readTokenBudgets, RedisHealthStore } from '@iop/dispatch';
+import { connectRedis, leaseAddresses, readQueueCounts, readTokenBudgets, RedisHealthStore } from '@iop/dispatch';
 import { answerClientErrors, listen } from '@iop/runtime';
 import { budgetedClients, trackedProviderIds } from '@iop/status';
 import {
@@ -73,12 +73,13 @@ export class ExporterRefusal extends Error {}
 
 /**
  * The exporter's I/O wiring (docs/architecture.md, "Layering", "Status model"): one Redis connection
- * shared by everything it reads: the provider counts through one BullMQ `Queue` per tracked provider
- * (`ProviderQueues`, rebuilt when a reload changes the tracked providers), the clients' counts
- * (`readClientCounts`), the budgeted clients' windows (`readTokenBudgets`: the gateways' own
- * `budgets.lua`, exact on Redis time), the health records, and the read-only queue board
- * (`createQueueBoard`) on the same `Queue`s; the HTTP app on `host:port`, and the push loop when
- * `status.push_url` is set. The push lock is the one key it writes (`budgets.lua` only reads too).
+ * shared by everything it reads: the providers' and clients' counts in one snapshot (`readQueueCounts`:
+ * the gateways' own read-only `counts.lua`, one call per shard tag), the budgeted clients' windows
+ * (`readTokenBudgets`: the gateways' own `budgets.lua`, exact on Redis time), the health records, and
+ * the read-only queue board (`createQueueBoard`) on one BullMQ `Queue` per tracked provider
+ * (`ProviderQueues`, rebuilt when a reload changes the tracked providers); the HTTP app on
+ * `host:port`, and the push loop when `status.push_url` is set. The push lock is the one key it
+ * writes (`counts.lua` and `budgets.lua` only read).
  * A Redis that is down at start is not fatal: counts are `null` until it answers.
  * @throws ExporterRefusal for the memory backend; the listen error when the port is taken.
  */
@@ -159,10 +160,18 @@ export async function startExporter(opts: ExporterOptions): Promise<RunningExpor
   );
   const deps = {
     config: current,
-    counts: (ids: readonly string[]) => withTimeout(queues.counts(leaseAddresses(current(), ids)), COUNTS_TIMEOUT_MS),
-    clientCounts: () => {
-      const tags = new Set(addresses(current()).map((a) => a.shardTag));
-      return withTimeout(readClientCounts(redis, current().queue.prefix, [...tags]), COUNTS_TIMEOUT_MS);
+    // Providers' and clients' counts in one read-only script per shard tag (one snapshot: a pool's
+    // parked is exact), not BullMQ's getJobCounts beside an HGETALL; the Queues stay for the board.
+    counts: (ids: readonly string[]) => {
+      const cfg = current();
+      queues.sync(addresses(cfg));
+      // While the connection is not ready, unknown now is an error now (never a wait, never 0).
+      if (redis.status !== 'ready') return Promise.reject(new Error(`Redis connection is ${redis.status}`));
+      const tags = new Set(addresses(cfg).map((a) => a.shardTag));
+      return withTimeout(
+        readQueueCounts(redis, cfg.queue.prefix, leaseAddresses(cfg, ids), [...tags]),
+        COUNTS_TIMEOUT_MS,
+      );
     },
     // No budgeted client: no Redis call (readTokenBudgets asks nothing).
     clientBudgets: () => {

@@ -19,7 +19,7 @@ describe("the exporter's GET paths answer another method with 405 and Allow", ()
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     const app = createExporterApp({
       config: () => loaded.config,
-      counts: async () => new Map(),
+      counts: async () => ({ providers: new Map(), clients: [] }),
       logger: pino({ level: 'silent' }),
     });
     server = await new Promise<Server>((resolve) => {

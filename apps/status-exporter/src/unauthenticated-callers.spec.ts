@@ -19,7 +19,7 @@ describe('the exporter gives unauthenticated callers nothing but the 401', () =>
     const config = loaded.config;
     const app = createExporterApp({
       config: () => config,
-      counts: async () => new Map(),
+      counts: async () => ({ providers: new Map(), clients: [] }),
       logger: pino({ level: 'silent' }),
     });
     // Wired as `exporter.ts` wires it.

@@ -9,6 +9,7 @@ export type {
   LeaseRequest,
   Lease,
   ProviderCounts,
+  QueueCounts,
   ProviderQueue,
 } from './queue/provider-queue';
 export { MemoryProviderQueue } from './queue/memory-queue';
@@ -25,7 +26,7 @@ export { RedisHealthStore } from './health/redis-health-store';
 export { LeaseKeys } from './queue/lease-keys';
 export { type RedisClient, connectRedis } from './queue/redis-connection';
 export { RedisProviderQueue } from './queue/redis';
-export { readClientCounts, readLeaseCounts } from './queue/lease-store';
+export { readClientCounts, readLeaseCounts, readQueueCounts } from './queue/lease-store';
 export { readTokenBudgets } from './queue/redis/lease-budget';
 export {
   type BudgetBucketCharge,

@@ -27,9 +27,10 @@ export interface StatusRouteDeps {
 /**
  * This replica's status surface (docs/architecture.md, "Status model", "HTTP surface"):
  * - `GET /status`: the resource-first snapshot with this replica's view of the counts — the queue's
- *   `counts()` (process-local for the memory backend, cluster-wide for redis; `null` counts when
- *   there is no queue or it cannot answer now) — with `pools` and `clients` (`buildFlowStatus`: per
- *   pool and client in_flight, queued, band; docs/architecture.md, "Clients, priority and fair share"),
+ *   `snapshotCounts()`, providers' and clients' counts read together (process-local for the memory
+ *   backend, cluster-wide for redis, one instant per shard tag; `null` counts when there is no queue
+ *   or it cannot answer now) — with `pools` and `clients` (`buildFlowStatus`: per pool and client
+ *   in_flight, queued, band, and each pool's parked; docs/architecture.md, "Clients, priority and fair share"),
  *   and each budgeted client's `token_budgets` (`clientBudgets`, read beside the counts; `null` when it
  *   fails, without touching the counts; README "Token budgets");
  * - `GET /metrics`: the gateway's Prometheus registry (`GatewayMetrics`) plus the resource gauges.
@@ -53,10 +54,8 @@ export function statusRoutes(
       const budgeted = budgetedClients(config);
       const reading = budgeted.length > 0 ? readBudgets(deps.queue, budgeted, deps.logger) : undefined;
       try {
-        [counts, clientCounts] = await Promise.all([
-          deps.queue.counts(trackedProviderIds(config)),
-          deps.queue.clientCounts(),
-        ]);
+        // One snapshot: a pool's counts and its clients' of one instant, so its `parked` is exact.
+        ({ providers: counts, clients: clientCounts } = await deps.queue.snapshotCounts(trackedProviderIds(config)));
       } catch (err) {
         // Unknown counts are null, never a made-up 0 (docs/architecture.md, "Status model").
         deps.logger.warn({ err: (err as Error).message }, 'status: queue counts unavailable');

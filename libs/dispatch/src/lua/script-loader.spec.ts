@@ -23,13 +23,15 @@ function codeOnly(lua: string): string {
 
 /**
  * What the script's own code reads of KEYS and ARGV, in the header's notation: `ARGV[3]`,
- * `ARGV[6..5+n]` for `sliceArgs(ARGV, 6, 5 + n)`, `ARGV[4..]` for `groupArgs(ARGV, 4, 2)`. A use of
+ * `ARGV[6..5+n]` for `sliceArgs(ARGV, 6, 5 + n)`, `ARGV[4..]` for `groupArgs(ARGV, 4, 2)`, `KEYS[2..]`
+ * for `sliceArgs(KEYS, 2)`. A use of
  * KEYS or ARGV in any other form (`#ARGV`, `ARGV[i]` in a loop) reads as itself and matches no header.
  */
 function reads(source: string): string[] {
   const code = codeOnly(source).replace(/\s/g, '');
   const out = [...code.matchAll(/\b(?:KEYS|ARGV)\[[^\]]+\]/g)].map((m) => m[0]);
-  for (const m of code.matchAll(/sliceArgs\(ARGV,([^,)]+)(?:,([^)]+))?\)/g)) out.push(`ARGV[${m[1]}..${m[2] ?? ''}]`);
+  for (const m of code.matchAll(/sliceArgs\((ARGV|KEYS),([^,)]+)(?:,([^)]+))?\)/g))
+    out.push(`${m[1]}[${m[2]}..${m[3] ?? ''}]`);
   for (const m of code.matchAll(/groupArgs\(ARGV,([^,)]+),[^)]+\)/g)) out.push(`ARGV[${m[1]}..]`);
   const uses = code.match(/\b(?:KEYS|ARGV)\b/g)?.length ?? 0;
   const understood = out.length;
@@ -63,9 +65,10 @@ describe.each(ALL_SCRIPTS.map((s) => [s.name, s] as const))('script %s', (_, scr
     expect(read.filter((e) => !header.includes(e))).toEqual([]);
   });
 
-  it('lists KEYS[1..numberOfKeys] in its header', () => {
+  it('lists KEYS[1..numberOfKeys] in its header, then KEYS[numberOfKeys+1..] when it takes more', () => {
     const keys = headerEntries(script.source).filter((e) => e.startsWith('KEYS'));
-    expect(keys).toEqual(Array.from({ length: script.numberOfKeys }, (_, i) => `KEYS[${i + 1}]`));
+    const fixed = Array.from({ length: script.numberOfKeys }, (_, i) => `KEYS[${i + 1}]`);
+    expect(keys).toEqual(script.variadicKeys ? [...fixed, `KEYS[${script.numberOfKeys + 1}..]`] : fixed);
   });
 
   it('reads KEYS and ARGV only into named locals at its top', () => {

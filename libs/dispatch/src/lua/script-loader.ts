@@ -78,8 +78,17 @@ const DEFINED = new Map<string, LuaScript<string>>();
 
 /** What a script is defined with besides its sources. */
 export interface ScriptOptions<S extends string> {
-  /** How many of its arguments are keys (`KEYS`); the rest are `ARGV`. */
+  /**
+   * How many of its arguments are keys (`KEYS`); the rest are `ARGV`. With `variadicKeys`, the least
+   * number: the keys it always takes.
+   */
   readonly numberOfKeys: number;
+  /**
+   * True for a script that takes a variadic tail of keys after its `numberOfKeys` (header
+   * `KEYS[<numberOfKeys + 1>..]`), all of the same Cluster slot: a script names every key it touches
+   * in KEYS (Redis "EVAL" documentation). @defaultValue false
+   */
+  readonly variadicKeys?: boolean;
   /** The status words it may answer (the first element of its reply). */
   readonly statuses: readonly S[];
   /**
@@ -118,8 +127,10 @@ export class LuaScript<S extends string> {
   readonly functionName: string;
   /** The library `FUNCTION LOAD` takes. */
   readonly library: string;
-  /** How many of its arguments are keys (`ScriptOptions.numberOfKeys`). */
+  /** How many of its arguments are keys (`ScriptOptions.numberOfKeys`); the least number with `variadicKeys`. */
   readonly numberOfKeys: number;
+  /** Whether more keys may follow the `numberOfKeys` (`ScriptOptions.variadicKeys`). */
+  readonly variadicKeys: boolean;
   /** The status words it may answer (`ScriptOptions.statuses`). */
   readonly statuses: readonly S[];
   /** Whether it runs while Redis is over `maxmemory` (`ScriptOptions.allowOom`). */
@@ -137,6 +148,7 @@ export class LuaScript<S extends string> {
   ) {
     const parts = buildScriptParts(name, sources);
     this.numberOfKeys = opts.numberOfKeys;
+    this.variadicKeys = opts.variadicKeys ?? false;
     this.statuses = opts.statuses;
     this.allowOom = opts.allowOom ?? false;
     this.lua = parts.head + parts.includes + parts.body;
@@ -159,14 +171,16 @@ export class LuaScript<S extends string> {
 
   /**
    * Runs the script once.
-   * @param keys exactly `numberOfKeys` keys; all on one Cluster slot.
+   * @param keys exactly `numberOfKeys` keys (at least that many with `variadicKeys`); all on one Cluster slot.
    * @throws the Redis error (connection lost, command timeout, a script error, `OOM` for a script
    *   without `allowOom` while Redis is over `maxmemory`), or Error when the reply is not one of this
    *   script's status words followed by strings.
    */
   async run(client: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<ScriptReply<S>> {
-    if (keys.length !== this.numberOfKeys)
-      throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
+    if (this.variadicKeys ? keys.length < this.numberOfKeys : keys.length !== this.numberOfKeys)
+      throw new Error(
+        `script ${this.name} takes ${this.variadicKeys ? 'at least ' : ''}${this.numberOfKeys} keys, got ${keys.length}`,
+      );
     this.runs++;
     if (evalModeOf(client) !== undefined) return decodeReply(this, await this.evalSha(client, keys, args));
     try {

@@ -204,4 +204,82 @@ export function describeFlowControlContract(queueOf: () => ProviderQueue): void 
     await (await chat1).release();
     await (await chat2).release();
   });
+
+  it('gives a client under its fair share a place in a full queue: the last waiter of the client over it goes', async () => {
+    const a = provider('a', 1, 4);
+    await queueOf().configure([a]);
+    const [flooder, polite] = [client('flooder', 0), client('polite', 0)];
+    const holder = await ask([a], flooder);
+    const flood = [0, 1, 2, 3].map(() => ask([a], flooder).catch((e: unknown) => e));
+    await waitUntil(async () => (await queuedOn(['a'])) === 4, 5000, "the flooder's four waiters");
+    // Retrying at once changes nothing: the queue is full and the flooder is served last in it.
+    expect(await ask([a], flooder).catch((e: unknown) => e)).toMatchObject({ code: 'queue_full' });
+    // The polite client's newcomer would be served before the flooder's last waiter: it takes its place.
+    const politeLease = ask([a], polite);
+    expect(await flood[3]).toMatchObject({ code: 'queue_full', message: expect.stringContaining('fair share') });
+    expect(await queuedOn(['a'])).toBe(4);
+    // A second polite newcomer takes the next one; then the polite client is even with the flooder: full.
+    const politeLease2 = ask([a], polite);
+    expect(await flood[2]).toMatchObject({ code: 'queue_full' });
+    expect(await ask([a], polite).catch((e: unknown) => e)).toMatchObject({ code: 'queue_full' });
+    expect(await ask([a], flooder).catch((e: unknown) => e)).toMatchObject({ code: 'queue_full' });
+    // The four left are served, each released as it is granted.
+    const served = [flood[0], flood[1], politeLease, politeLease2].map(async (lease) =>
+      (await (lease as Promise<Lease>)).release(),
+    );
+    await holder.release();
+    await Promise.all(served);
+    expect(await queuedOn(['a'])).toBe(0);
+  });
+
+  it("reads a pool's counts and its clients' in one snapshot: under churn they always add up", async () => {
+    // Clients at their max_in_flight (parked requests) beside requests waiting for a slot, leases
+    // released and taken all the time; every snapshot must add up (README "Clients, priority and fair
+    // share", "Two kinds of waiting"): the clients' in_flight sum to the pool's, and their queued
+    // (parked included) is at least the pool's: the difference, the pool's parked, is never negative.
+    const providers = [provider('a', 3), provider('b', 3)];
+    const ids = providers.map((p) => p.providerId);
+    await queueOf().configure(providers);
+    // 4 requests each, all the time, of two capped clients (1 and 2 leases: parked requests) and one
+    // without a cap (3 slots left for its 4: its requests wait for a slot now and then).
+    const clients = [client('one', 0, { maxInFlight: 1 }), client('two', 0, { maxInFlight: 2 }), client('free', 0)];
+    const until = Date.now() + 3000;
+    const churn = async (who: QueueClient) => {
+      while (Date.now() < until) {
+        const lease = await ask(providers, who);
+        if (Math.random() < 0.3) await new Promise((r) => setTimeout(r, Math.random() * 2));
+        await lease.release();
+      }
+    };
+    const loops = clients.flatMap((c) => Array.from({ length: 4 }, () => churn(c)));
+    const broken: string[] = [];
+    let reads = 0;
+    let mostParked = 0;
+    while (Date.now() < until) {
+      const { providers: counts, clients: byClient } = await queueOf().snapshotCounts(ids);
+      const pool = [...counts.values()].reduce(
+        (n, c) => ({ inFlight: n.inFlight + c.inFlight, queued: n.queued + c.queued }),
+        {
+          inFlight: 0,
+          queued: 0,
+        },
+      );
+      const held = byClient.reduce((n, c) => n + c.inFlight, 0);
+      const waiting = byClient.reduce((n, c) => n + c.queued, 0);
+      const parked = waiting - pool.queued;
+      mostParked = Math.max(mostParked, parked);
+      reads++;
+      if (held !== pool.inFlight || parked < 0)
+        broken.push(
+          `pool in_flight ${pool.inFlight} queued ${pool.queued}, clients in_flight ${held} queued ${waiting}`,
+        );
+    }
+    await Promise.all(loops);
+    expect({ reads: reads > 20, broken: broken.slice(0, 5), brokenCount: broken.length }).toEqual({
+      reads: true,
+      broken: [],
+      brokenCount: 0,
+    });
+    expect(mostParked).toBeGreaterThan(0);
+  });
 }

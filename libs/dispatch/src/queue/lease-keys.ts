@@ -35,10 +35,11 @@
  * each job a hash with BullMQ's fields. So BullMQ's own `Queue.getJobCounts()`,
  * `getCountsPerPriority()`, `getPrioritized()` and `getActive()` read the numbers admission decides on
  * (`in_flight` = LLEN `active`, `queued` = `wait` + `prioritized`), and a test pins that against BullMQ.
- * The status exporter reads them that way: one BullMQ `Queue` per tracked provider on its one Redis
- * connection, made with `skipMetasUpdate` (else the `Queue` writes its `meta` hash), gives the fleet's
- * `in_flight` and `queued` (`getJobCounts('active', 'wait', 'prioritized')`) and backs its read-only
- * Bull Board at `/queues` (README "Status"); a test pins that it leaves every key as it found it.
+ * The status exporter keeps one BullMQ `Queue` per tracked provider on its one Redis connection, made
+ * with `skipMetasUpdate` (else the `Queue` writes its `meta` hash), for its read-only Bull Board at
+ * `/queues` (README "Status"); its counts it reads as the gateways do, with `scripts/counts.lua`
+ * (`readQueueCounts`: providers' and clients' counts of a tag in one snapshot); a test pins that it
+ * leaves every key as it found it.
  * That is all of BullMQ in production: the gateways never import it, no BullMQ worker ever runs on
  * these queues, and the Lua scripts make every grant.
  */

@@ -1,5 +1,5 @@
 import type { LuaScript, ScriptReply } from '../lua/script-loader';
-import { readClientCounts, readLeaseCounts } from './lease-counts';
+import { readClientCounts, readLeaseCounts, readQueueCounts } from './lease-counts';
 import {
   budgetArg,
   clientArgs,
@@ -17,6 +17,7 @@ import {
   type ClientCounts,
   type ProviderCounts,
   type QueueClient,
+  type QueueCounts,
   type QueueProvider,
 } from './provider-queue';
 import type { RedisClient } from './redis-connection';
@@ -25,7 +26,7 @@ import { LEASE_SCRIPTS } from './scripts/lease-scripts';
 import { DEFAULT_COMPLETION_TOKENS, type TokenWeight } from './token-limit';
 import { budgetWindows, type BudgetWindow } from './token-budget';
 
-export { readClientCounts, readLeaseCounts } from './lease-counts';
+export { readClientCounts, readLeaseCounts, readQueueCounts } from './lease-counts';
 export * from './job-client';
 export * from './lease-replies';
 
@@ -291,6 +292,15 @@ export class LeaseStore extends ReplicaRegistry {
    */
   counts(providers: readonly StoredProvider[]): Promise<Map<string, ProviderCounts>> {
     return readLeaseCounts(this.client, this.keys.prefix, providers);
+  }
+
+  /**
+   * `counts(providers)` and `clientCounts(shardTags)` in one snapshot: one read-only `scripts/counts.lua`
+   * call per tag, so each tag's numbers are of one instant (`readQueueCounts`; docs/architecture.md,
+   * "Status model").
+   */
+  snapshotCounts(providers: readonly StoredProvider[], shardTags: readonly string[]): Promise<QueueCounts> {
+    return readQueueCounts(this.client, this.keys.prefix, providers, shardTags);
   }
 
   /** Runs a lease script on the slot of `shardTag`: KEYS[1] `<base>:seq`, ARGV[1] the tag base, then `args`. */

@@ -7,7 +7,7 @@ import {
   queueFullFor,
   type FullCause,
 } from './admission-errors';
-import { clientOf, FairTags } from './fair-order';
+import { clientOf, FairTags, orderScore } from './fair-order';
 import { waitForLease } from './memory-waiter';
 import { MemoryPool, type MemoryWaiter } from './memory-pool';
 import {
@@ -19,6 +19,7 @@ import {
   type ProviderCounts,
   type ProviderQueue,
   type QueueClient,
+  type QueueCounts,
   type QueueProvider,
 } from './provider-queue';
 import { ServiceRate } from './service-rate';
@@ -131,7 +132,7 @@ export class MemoryProviderQueue implements ProviderQueue {
         );
     if (!target) {
       const victim = pool.last(ids);
-      if (!victim || victim.client.band >= 0 || victim.client.band >= client.band)
+      if (!victim || !displaces(client, this.tags.peek(poolName, client), victim))
         return Promise.reject(full('queues_full', ahead));
       this.dropWaiter(pool, victim);
       const shed = { model: victim.modelGroupKey, client: victim.client, candidates: usable };
@@ -147,6 +148,20 @@ export class MemoryProviderQueue implements ProviderQueue {
   }
 
   async counts(providerIds?: readonly string[]): Promise<Map<string, ProviderCounts>> {
+    return this.providerCounts(providerIds);
+  }
+
+  async clientCounts(): Promise<ClientCounts[]> {
+    return this.poolClientCounts();
+  }
+
+  /** `counts` and `clientCounts` in one synchronous step: no grant or release can come between them. */
+  async snapshotCounts(providerIds?: readonly string[]): Promise<QueueCounts> {
+    return { providers: this.providerCounts(providerIds), clients: this.poolClientCounts() };
+  }
+
+  /** The providers' counts now (every provider not removed when `providerIds` is omitted). */
+  private providerCounts(providerIds?: readonly string[]): Map<string, ProviderCounts> {
     const ids = providerIds ?? [...this.providers.keys()].filter((id) => !this.providers.get(id)?.removed);
     const out = new Map<string, ProviderCounts>();
     for (const id of ids) {
@@ -158,7 +173,8 @@ export class MemoryProviderQueue implements ProviderQueue {
     return out;
   }
 
-  async clientCounts(): Promise<ClientCounts[]> {
+  /** Every client's counts per pool now. */
+  private poolClientCounts(): ClientCounts[] {
     return [...this.pools].flatMap(([pool, state]) =>
       [...state.clients].map(([clientId, load]) => ({ pool, clientId, inFlight: load.inFlight, queued: load.queued })),
     );
@@ -301,4 +317,17 @@ export class MemoryProviderQueue implements ProviderQueue {
     pool.remove(waiter);
     waiter.fail(noAvailableProvider(waiter.modelGroupKey));
   }
+}
+
+/**
+ * Whether a newcomer of `client` (with the start tag it would get, `start`) takes the place of
+ * `victim`, the waiter served last, when every queue is full (docs/architecture.md, "Clients,
+ * priority and fair share"): a higher band evicts a sheddable lower one; inside one band, a newcomer
+ * that would be served before the last waiter evicts it (its client holds more than its fair share of
+ * the places), so a client retrying at once cannot keep one of equal weight out of the queue.
+ */
+function displaces(client: QueueClient, start: number, victim: MemoryWaiter): boolean {
+  if (victim.client.band === client.band)
+    return orderScore(client.band, start) < orderScore(victim.client.band, victim.start);
+  return victim.client.band < 0 && victim.client.band < client.band;
 }

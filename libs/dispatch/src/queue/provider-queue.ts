@@ -156,6 +156,19 @@ export interface ProviderCounts {
 }
 
 /**
+ * Providers' and clients' counts read at one instant (`ProviderQueue.snapshotCounts`;
+ * docs/architecture.md, "Status model"), so that in each pool the clients' `queued` (parked waiters
+ * included) minus the providers' `queued` is the pool's parked waiters, and the clients' `inFlight`
+ * sums to the providers' (README "Clients, priority and fair share", "Two kinds of waiting").
+ */
+export interface QueueCounts {
+  /** By provider id, as `ProviderQueue.counts` answers. */
+  readonly providers: Map<string, ProviderCounts>;
+  /** Every client's counts per pool, as `ProviderQueue.clientCounts` answers. */
+  readonly clients: ClientCounts[];
+}
+
+/**
  * Admission control for provider pools (docs/architecture.md, "Admission"). Two backends pass one contract suite
  * (`provider-queue.contract.ts`): `memory` (one process) and `redis` (exact across replicas).
  * Only provider-pool requests reach it; direct routes never call it (`entersQueue`).
@@ -189,6 +202,14 @@ export interface ProviderQueue {
    * waiting may be left out.
    */
   clientCounts(): Promise<ClientCounts[]>;
+  /**
+   * `counts(providerIds)` and `clientCounts()` read together, for `/status` and metrics: the memory
+   * backend reads both in one synchronous step; the Redis backend in one read-only script per shard
+   * tag (`scripts/counts.lua`), so the numbers of one tag (one pool on a Redis Cluster, every pool on
+   * a single Redis) are of one instant; different tags are read by separate calls, not of one instant
+   * with each other (a Cluster runs a script on one slot only). Exact across replicas for redis.
+   */
+  snapshotCounts(providerIds?: readonly string[]): Promise<QueueCounts>;
   /**
    * Every budget window of every client with a token budget among `clients` (exact across replicas
    * for redis), for `/status` and metrics (docs/architecture.md, "Token budgets").

@@ -21,6 +21,12 @@ export interface TcpProxy {
   releaseReplies(): void;
   /** While `on`, bytes from clients are dropped (commands never reach the server). */
   swallowRequests(on: boolean): void;
+  /**
+   * From now on, each command a client sends (a RESP array) reaches the server `ms` after the one
+   * before it, in order: a link on which a client's separate commands arrive apart, with other
+   * clients' commands between them. 0 (the default): at once.
+   */
+  paceRequests(ms: number): void;
   /** Connections open right now. */
   readonly openConnections: number;
   /** Stops listening and destroys every connection. */
@@ -32,6 +38,27 @@ interface Pipe {
   readonly server: Socket;
   subscriber: boolean;
   held: Buffer[];
+  /** Commands from the client waiting for their turn (`paceRequests`), bytes of an incomplete one, and whether one is being paced. */
+  paced: Buffer[];
+  partial: Buffer;
+  pacing: boolean;
+}
+
+/** Length of the first whole RESP command (`*<n>` bulk strings) at the start of `buf`, or 0 while it is incomplete. */
+function commandLength(buf: Buffer): number {
+  const line = (from: number) => {
+    const end = buf.indexOf('\r\n', from, 'latin1');
+    return end < 0 ? undefined : { value: Number(buf.toString('latin1', from + 1, end)), next: end + 2 };
+  };
+  const head = line(0);
+  if (!head) return 0;
+  let at = head.next;
+  for (let i = 0; i < head.value; i++) {
+    const bulk = line(at);
+    if (!bulk || buf.length < bulk.next + bulk.value + 2) return 0;
+    at = bulk.next + bulk.value + 2;
+  }
+  return at;
 }
 
 /**
@@ -42,12 +69,32 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   let target = targetPort;
   let holding: { exceptSubscribers: boolean } | undefined;
   let swallowing = false;
+  let paceMs = 0;
   const pipes = new Set<Pipe>();
   const isHeld = (pipe: Pipe) => holding !== undefined && !(holding.exceptSubscribers && pipe.subscriber);
 
   const server: Server = createServer((client) => {
     const upstream = new Socket();
-    const pipe: Pipe = { client, server: upstream, subscriber: false, held: [] };
+    const pipe: Pipe = {
+      client,
+      server: upstream,
+      subscriber: false,
+      held: [],
+      paced: [],
+      partial: Buffer.alloc(0),
+      pacing: false,
+    };
+    // Sends the next paced chunk, then waits `paceMs` before the one after it.
+    const sendPaced = () => {
+      const next = pipe.paced.shift();
+      if (next === undefined) {
+        pipe.pacing = false;
+        return;
+      }
+      pipe.pacing = true;
+      upstream.write(next);
+      setTimeout(sendPaced, paceMs);
+    };
     pipes.add(pipe);
     const end = () => {
       pipes.delete(pipe);
@@ -58,7 +105,17 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     upstream.on('error', end).on('close', end);
     client.on('data', (data: Buffer) => {
       if (/subscribe\r\n/i.test(data.toString('latin1'))) pipe.subscriber = true;
-      if (!swallowing) upstream.write(data);
+      if (swallowing) return;
+      if (paceMs === 0 && !pipe.pacing && pipe.partial.length === 0) upstream.write(data);
+      else {
+        let rest = Buffer.concat([pipe.partial, data]);
+        for (let n = commandLength(rest); n > 0; n = commandLength(rest)) {
+          pipe.paced.push(rest.subarray(0, n));
+          rest = rest.subarray(n);
+        }
+        pipe.partial = rest;
+        if (!pipe.pacing) sendPaced();
+      }
     });
     upstream.on('data', (data: Buffer) => {
       if (isHeld(pipe)) pipe.held.push(data);
@@ -87,6 +144,9 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     swallowRequests: (on) => {
       swallowing = on;
+    },
+    paceRequests: (ms) => {
+      paceMs = ms;
     },
     get openConnections() {
       return pipes.size;

@@ -8,8 +8,8 @@ import type { ClientStatus, PoolStatus } from './snapshot';
  * pool its providers, their summed counts and each client's counts there, and per configured client
  * its band, weight, caps and counts summed over the pools. A pool's `queued` is its providers' (the
  * requests waiting for one of its slots); its `parked` is the requests its clients hold back at their
- * `max_in_flight` (the clients' `queued` there minus the pool's `queued`, never below 0, since the
- * two are read one after the other). A client the config no longer names keeps showing in its pool,
+ * `max_in_flight` (the clients' `queued` there minus the pool's `queued`, never below 0; exact when
+ * `counts` and `clientCounts` come from one snapshot, `ProviderQueue.snapshotCounts`). A client the config no longer names keeps showing in its pool,
  * as `band` 0, until its requests end. Counts not known (`undefined`) are `null`.
  * With flow control off (`soleClient`: one client in the fleet) the client's counts are its pools'
  * counts, whatever `clientCounts` says: the Redis backend keeps no counts for that client

@@ -6,6 +6,7 @@ import type {
   Lease,
   LeaseRequest,
   ProviderCounts,
+  QueueCounts,
   ProviderQueue,
   QueueClient,
   QueueProvider,
@@ -187,6 +188,23 @@ export class RedisProviderQueue implements ProviderQueue {
   async clientCounts(): Promise<ClientCounts[]> {
     try {
       return await this.store.clientCounts([...this.slots.byTag().keys()]);
+    } catch (e) {
+      throw queueUnavailable(e);
+    }
+  }
+
+  /**
+   * Counts of `providerIds` (every active provider when omitted) and every client's, one script call
+   * per shard tag (`LeaseStore.snapshotCounts`): the numbers of one tag are of one instant.
+   * @throws AdmissionError `queue_unavailable` when Redis cannot answer.
+   */
+  async snapshotCounts(providerIds?: readonly string[]): Promise<QueueCounts> {
+    const ids = providerIds ?? this.slots.activeIds();
+    try {
+      return await this.store.snapshotCounts(
+        ids.map((id) => this.slots.at(id, DEFAULT_SHARD_TAG)),
+        [...this.slots.byTag().keys()],
+      );
     } catch (e) {
       throw queueUnavailable(e);
     }

@@ -24,6 +24,7 @@ import writeJob from './includes/write-job.lua';
 import admit from './admit.lua';
 import budgets from './budgets.lua';
 import configure from './configure.lua';
+import counts from './counts.lua';
 import leave from './leave.lua';
 import poll from './poll.lua';
 import prefill from './prefill.lua';
@@ -37,6 +38,7 @@ const SOURCES: LuaSources = {
   admit,
   budgets,
   configure,
+  counts,
   leave,
   poll,
   prefill,
@@ -76,7 +78,8 @@ const ONE_KEY = 1;
  * change that reads then writes is one script, so admission, release, promotion and sweeping are
  * atomic and cost one round trip. Every script takes KEYS[1] `<base>:seq` and ARGV[1] the tag base
  * `<prefix>:{<tag>}`, and builds its other keys from that base, as BullMQ's own scripts build job
- * keys, so every key a script touches shares the tag's slot.
+ * keys, so every key a script touches shares the tag's slot; the read-only `counts` instead takes
+ * every key it reads in KEYS (the tag's `clients` hash, then its providers' queue keys).
  *
  * Waiting requests and leases are BullMQ jobs in BullMQ's own layout (the `prioritized` sorted set,
  * in BullMQ's score layout, and the `active` list; one hash per job written by
@@ -92,6 +95,13 @@ export const LEASE_SCRIPTS = {
     statuses: ['granted', 'queued', 'full', 'client_full', 'unconfigured', 'budget', 'budget_never'],
   }),
   budgets: defineScript('budgets', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['budgets'], allowOom: true }),
+  // Read-only, so it runs over maxmemory too; KEYS[1] the clients hash, then every queue key it reads.
+  counts: defineScript('counts', SOURCES, {
+    numberOfKeys: ONE_KEY,
+    variadicKeys: true,
+    statuses: ['counts'],
+    allowOom: true,
+  }),
   release: defineScript('release', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['released', 'gone'], allowOom: true }),
   prefill: defineScript('prefill', SOURCES, { numberOfKeys: ONE_KEY, statuses: ['prefilled', 'none'], allowOom: true }),
   leave: defineScript('leave', SOURCES, {
