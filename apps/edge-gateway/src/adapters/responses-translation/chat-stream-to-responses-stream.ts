@@ -10,13 +10,14 @@ import {
   usageFromChat,
   type ResponseUsage,
 } from './response-object';
-import { StreamOutput } from './stream-output';
+import { StreamOutput, type Frame } from './stream-output';
 
 /**
  * Translates a streamed chat completion (SSE `data: {chat.completion.chunk}` frames ending with
  * `data: [DONE]`) into a streamed Response (OpenAI API reference, "Streaming events"). Each
  * yielded string is one whole SSE frame `event: <type>\ndata: {"type", "sequence_number", …}\n\n`,
- * `sequence_number` counting from 0:
+ * `sequence_number` counting from 0 (the frames that carry a text, {@link chatStreamToResponsesFrames},
+ * decoded here to strings):
  * 1. on the first upstream event: `response.created`, `response.in_progress` (the Response echoing
  *    the request's settings, `echo`: `text.format` as asked, …);
  * 2. the output items ({@link StreamOutput}), each delta as soon as it arrives (no coalescing): a
@@ -55,6 +56,26 @@ export async function* chatStreamToResponsesStream(
   maxTextBytes = Infinity,
   echo: ResponseEcho = DEFAULT_ECHO,
 ): AsyncGenerator<string, void, undefined> {
+  for await (const frame of chatStreamToResponsesFrames(chatSse, model, maxTextBytes, echo))
+    yield typeof frame === 'string' ? frame : frame.toString('utf8');
+}
+
+/**
+ * The frames of {@link chatStreamToResponsesStream}, as the gateway sends them: the same bytes, but
+ * each closing event that carries a text (`response.output_text.done`, `response.reasoning_text.done`,
+ * `response.content_part.done`, `response.output_item.done`, `response.completed` /
+ * `response.incomplete`) is a Buffer of UTF-8 built from the text held once, and built only when the
+ * reader asks for it (after the frame before it was taken). So the translation holds its text once
+ * plus the one frame being sent (README "Streaming": the text is held for the closing events), and
+ * the socket writes that Buffer without a copy, where a string frame would cost its serialization,
+ * its flattening and the socket's own copy. The other frames are strings.
+ */
+export async function* chatStreamToResponsesFrames(
+  chatSse: AsyncIterable<Uint8Array | string>,
+  model: string,
+  maxTextBytes = Infinity,
+  echo: ResponseEcho = DEFAULT_ECHO,
+): AsyncGenerator<Frame, void, undefined> {
   const responseId = newId('resp_');
   const createdAt = Math.floor(Date.now() / 1000);
   let sequenceNumber = 0;
@@ -86,7 +107,7 @@ export async function* chatStreamToResponsesStream(
   let sawDone = false;
 
   /** The frames of the events parsed so far, up to `[DONE]`. */
-  function* drain(): Generator<string> {
+  function* drain(): Generator<Frame> {
     while (pending.length > 0 && !sawDone) {
       const event = pending.shift() as EventSourceMessage;
       if (event.data.trim() === '[DONE]') {
@@ -141,7 +162,7 @@ export async function* chatStreamToResponsesStream(
     usage,
     echo,
   });
-  yield frame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+  yield output.lastFrame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
 }
 
 /**

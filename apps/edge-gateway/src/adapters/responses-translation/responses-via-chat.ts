@@ -1,7 +1,7 @@
 import { upstreamError } from '../../errors';
 import type { ChatRequest, DispatchContext, ResponsesRequest, UpstreamResponse } from '../adapter';
 import { chatCompletionToResponse } from './chat-completion-to-response';
-import { chatStreamToResponsesStream } from './chat-stream-to-responses-stream';
+import { chatStreamToResponsesFrames } from './chat-stream-to-responses-stream';
 import { echoOf } from './request-echo';
 import { responsesToChat } from './responses-to-chat';
 
@@ -12,7 +12,7 @@ export type ChatCall = (req: ChatRequest, ctx: DispatchContext) => Promise<Upstr
  * Serves a Responses API call through an upstream that only speaks chat completions (README "Adapters"):
  * the request goes through {@link responsesToChat}, then `chat`, and its answer comes back as a
  * Response — a JSON chat completion through {@link chatCompletionToResponse}, an SSE chat stream
- * through {@link chatStreamToResponsesStream}, its text held up to `ctx.maxResponseBytes` — named
+ * through {@link chatStreamToResponsesFrames}, its text held once up to `ctx.maxResponseBytes` — named
  * after the public model `req.model` and echoing the request's settings (`echoOf`: `text.format`
  * as asked, `instructions`, `reasoning`, sampling and length settings).
  * @throws ApiError 400 from the request translation; whatever `chat` throws, unchanged;
@@ -28,7 +28,7 @@ export async function responsesViaChat(
   const upstream = await chat(chatReq, ctx);
   if (upstream.kind === 'sse') {
     // The text the closing events carry is held up to gateway.max_response_bytes (README "Streaming").
-    const body = chatStreamToResponsesStream(upstream.body, req.model, ctx.maxResponseBytes, echo);
+    const body = chatStreamToResponsesFrames(upstream.body, req.model, ctx.maxResponseBytes, echo);
     return { kind: 'sse', status: upstream.status, body };
   }
   let parsed: unknown;

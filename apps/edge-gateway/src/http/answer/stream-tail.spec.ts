@@ -1,3 +1,4 @@
+import { upstreamError } from '../../errors';
 import { StreamTail } from './stream-tail';
 
 /** A tail that has seen `chunks` (bytes, as upstreams send them). */
@@ -55,5 +56,32 @@ describe('StreamTail', () => {
     tail.observe('data: [DONE]\n\n');
     expect(tail.finished()).toBe(true);
     expect(tail.closing()).toBe('');
+  });
+
+  describe('a Responses stream (README "Streaming": its closing events carry the whole text)', () => {
+    const created = `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'in_progress' } })}\n\n`;
+    /** An event of `type` numbered `n` whose text is `text`. */
+    const event = (type: string, n: number, text: string, end = '\n\n') =>
+      `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n, text })}${end}`;
+    const big = 'é✓"'.repeat(200_000);
+
+    it.each([
+      ['bytes', (s: string): string | Buffer => Buffer.from(s)],
+      ['text', (s: string): string | Buffer => s],
+    ])('reads a long last event given as %s: its number, its type and its end', (_kind, as) => {
+      const tail = new StreamTail('responses');
+      tail.observe(as(created));
+      tail.observe(as(event('response.output_text.done', 7, big)));
+      expect(tail.endedWithError()).toBe(false);
+      expect(tail.closing()).toBe('');
+      expect(tail.errorEvents(upstreamError('cut'))).toContain('"type":"response.failed","sequence_number":8,');
+      expect(tail.errorEvents(upstreamError('cut'))).toContain('"response":{"id":"resp_1","status":"failed"');
+
+      const failed = new StreamTail('responses');
+      failed.observe(as(created));
+      failed.observe(as(event('response.output_text.done', 1, big) + event('response.failed', 2, big, '\n')));
+      expect(failed.endedWithError()).toBe(true);
+      expect(failed.closing()).toBe('\n');
+    });
   });
 });

@@ -11,6 +11,9 @@ const DATA_BYTES = DATA_CHARS * 4;
 const DATA = Buffer.from('data:');
 /** Bytes of the chat end marker: a chunk without them is not read for it. */
 const DONE = Buffer.from('[DONE]');
+/** Where a Responses event's number starts, and the characters after it that hold the number. */
+const SEQUENCE = '"sequence_number"';
+const SEQUENCE_CHARS = 40;
 /** A `data: [DONE]` line (any line ending, or the chunk's end: a marker cut short by the close). */
 const DONE_LINE = /(?:^|[\r\n])data:[ \t]*\[DONE\][ \t]*(?:[\r\n]|$)/;
 
@@ -39,35 +42,68 @@ export class StreamTail {
   constructor(private readonly endpoint: Endpoint) {}
 
   observe(chunk: Uint8Array | string): void {
+    if (this.endpoint === 'responses') return this.observeEvents(chunk);
     const bytes =
       typeof chunk === 'string'
         ? Buffer.from(chunk, 'utf8')
         : Buffer.isBuffer(chunk)
           ? chunk
           : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.keep(bytes);
+    if (!this.done && bytes.indexOf(DONE) !== -1) this.done = DONE_LINE.test(bytes.toString('latin1'));
+    const at = bytes.lastIndexOf(DATA);
+    if (at !== -1) {
+      this.dataChunk = bytes;
+      this.dataAt = at;
+    }
+  }
+
+  /**
+   * A chunk of a Responses stream, read where it must be and never copied whole: a translated
+   * stream's closing events each carry the whole text (README "Streaming"), and one more copy of
+   * them here would be one more copy of the text. Its last {@link TAIL_BYTES} bytes are kept, its
+   * last event's start and last `sequence_number` are read in place (byte searches on a Buffer), and
+   * only while the stream's response is not found yet is the chunk decoded for it.
+   */
+  private observeEvents(chunk: Uint8Array | string): void {
+    if (typeof chunk === 'string') {
+      this.keep(Buffer.from(chunk.length > TAIL_BYTES ? chunk.slice(-TAIL_BYTES) : chunk, 'utf8'));
+      this.lastEvent = lastEventOf(chunk) ?? this.lastEvent;
+      this.findResponse(chunk);
+      const seqAt = chunk.lastIndexOf(SEQUENCE);
+      if (seqAt !== -1) this.sequenceAt(chunk.slice(seqAt, seqAt + SEQUENCE_CHARS));
+      return;
+    }
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.keep(bytes.length > TAIL_BYTES ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES)) : bytes);
+    this.lastEvent = lastEventOfBytes(bytes) ?? this.lastEvent;
+    if (this.response === undefined && this.head.length < 65_536) this.findResponse(bytes.toString('utf8'));
+    const seqAt = bytes.lastIndexOf(SEQUENCE);
+    if (seqAt !== -1) {
+      this.sequenceAt(bytes.toString('utf8', seqAt, seqAt + 4 * SEQUENCE_CHARS).slice(0, SEQUENCE_CHARS));
+    }
+  }
+
+  /** Keeps `bytes` among the last chunks, dropping those older than the last {@link TAIL_BYTES} bytes. */
+  private keep(bytes: Buffer): void {
     this.recent.push(bytes);
     this.recentBytes += bytes.length;
     for (let oldest = this.recent[0]; this.recentBytes - oldest.length >= TAIL_BYTES; oldest = this.recent[0]) {
       this.recent.shift();
       this.recentBytes -= oldest.length;
     }
-    if (this.endpoint !== 'responses') {
-      if (!this.done && bytes.indexOf(DONE) !== -1) this.done = DONE_LINE.test(bytes.toString('latin1'));
-      const at = bytes.lastIndexOf(DATA);
-      if (at !== -1) {
-        this.dataChunk = bytes;
-        this.dataAt = at;
-      }
-      return;
-    }
-    const text = typeof chunk === 'string' ? chunk : bytes.toString('utf8');
-    this.lastEvent = lastEventOf(text) ?? this.lastEvent;
-    if (this.response === undefined && this.head.length < 65_536) {
-      this.head += text;
-      this.response = createdResponse(this.head);
-    }
-    const seqAt = text.lastIndexOf('"sequence_number"');
-    const n = seqAt === -1 ? undefined : /^"sequence_number"\s*:\s*(\d+)/.exec(text.slice(seqAt, seqAt + 40))?.[1];
+  }
+
+  /** Reads the stream's response from its first chunks (the `response.created` event), until found. */
+  private findResponse(text: string): void {
+    if (this.response !== undefined || this.head.length >= 65_536) return;
+    this.head += text;
+    this.response = createdResponse(this.head);
+  }
+
+  /** Takes the number of a `"sequence_number": N` that starts `text`, when it does. */
+  private sequenceAt(text: string): void {
+    const n = /^"sequence_number"\s*:\s*(\d+)/.exec(text)?.[1];
     if (n !== undefined) this.sequence = Number(n);
   }
 
@@ -153,6 +189,24 @@ function lastEventOf(text: string): string | undefined {
   const at = Math.max(body.lastIndexOf('\n\n'), body.lastIndexOf('\r\r'), body.lastIndexOf('\n\r\n'));
   const start = at === -1 ? 0 : at;
   return body.slice(start, start + 256).replace(/^[\r\n]+/, '');
+}
+
+/**
+ * {@link lastEventOf} of `bytes` decoded, read in place: the line breaks and blank lines are ASCII,
+ * so they are found by byte searches, and only the event's first 256 characters are decoded (at most
+ * 3 bytes each: a character of 4 bytes is 2 UTF-16 units).
+ */
+function lastEventOfBytes(bytes: Buffer): string | undefined {
+  let end = bytes.length;
+  while (end > 0 && (bytes[end - 1] === 10 || bytes[end - 1] === 13)) end--;
+  if (end === 0) return undefined;
+  const before = (blank: string) => (end < blank.length ? -1 : bytes.lastIndexOf(blank, end - blank.length, 'latin1'));
+  const at = Math.max(before('\n\n'), before('\r\r'), before('\n\r\n'));
+  const start = at === -1 ? 0 : at;
+  return bytes
+    .toString('utf8', start, Math.min(end, start + 3 * 256))
+    .slice(0, 256)
+    .replace(/^[\r\n]+/, '');
 }
 
 /** The `response` of a Responses stream's `response.created` event, once `head` holds all of it. */
