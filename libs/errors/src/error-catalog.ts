@@ -212,7 +212,7 @@ function queueFullMessage(f: QueueFullFields): string {
   if (f.why === 'client_queued')
     return `Client "${f.client}" already has ${f.maxQueued} requests waiting for model "${f.model}" (its max_queued).`;
   if (f.why === 'shed')
-    return `This request waited for model "${f.model}" in a sheddable priority band and gave its place to a higher-priority request.`;
+    return `This request waited for model "${f.model}" and gave its place to a request served before it: one of a higher priority band (this band is sheddable), or of a client under its fair share of the queue.`;
   return `Every provider of model "${f.model}" has a full queue.`;
 }
 

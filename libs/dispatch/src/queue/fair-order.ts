@@ -45,11 +45,15 @@ export class FairTags {
 
   /** The start tag of a request that has to wait: `S = max(V, F_c)`, and `F_c` becomes `S + 1/weight`. */
   arrive(pool: string, client: QueueClient): number {
-    const band = `${pool}|${client.band}`;
-    const key = `${band}|${client.id}`;
-    const start = Math.max(this.virtual.get(band) ?? 0, this.finish.get(key) ?? 0);
-    this.finish.set(key, start + tagCharge(client));
+    const start = this.peek(pool, client);
+    this.finish.set(`${pool}|${client.band}|${client.id}`, start + tagCharge(client));
     return start;
+  }
+
+  /** The start tag a request of `client` would get now ({@link arrive}), changing nothing. */
+  peek(pool: string, client: QueueClient): number {
+    const band = `${pool}|${client.band}`;
+    return Math.max(this.virtual.get(band) ?? 0, this.finish.get(`${band}|${client.id}`) ?? 0);
   }
 
   /** A waiter with start tag `start` was granted: `V = max(V, S)`. */

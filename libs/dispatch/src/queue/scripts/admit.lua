@@ -3,8 +3,9 @@
   all candidates at once, picks the lowest (in_flight + queued) / max_concurrency; takes its free slot
   (none while the barrier stands) unless the client holds its max_in_flight leases in the pool; else
   queues the job (with its fair-share start tag) on the least loaded candidate whose queue has room,
-  parks it when the client is at its cap, evicts the last waiter of a lower sheddable band when every
-  queue is full, or answers full. A solo job (the fleet's only client, no caps) joins no client count.
+  parks it when the client is at its cap, evicts the last waiter when every queue is full and it is of
+  a lower sheddable band or of this band with a later fair-share tag than this job would get, or
+  answers full. A solo job (the fleet's only client, no caps) joins no client count.
   Token limits (docs/architecture.md, "Token limits"): a candidate with `max_tokens` takes a job with
   a weight at once only when no waiter that lists it is in line and the weight fits its tokens held
   (or it holds none); when only that stops the least-loaded candidate, the least-loaded other one
@@ -183,7 +184,9 @@ end
 local target = room
 if parked then target = best end
 if target == nil then
-  -- Every queue is full: the waiter served last among them goes, if its band is sheddable and lower.
+  -- Every queue is full: the waiter served last among them goes, if its band is sheddable and lower,
+  -- or if it is of this band and this job would be served before it (its client holds more than its
+  -- fair share of the places: a client retrying at once cannot keep one of equal weight out).
   local victim, victimScore, at
   for i = 1, n do
     local last = rcall('ZRANGE', qs[i] .. 'prioritized', -1, -1, 'WITHSCORES')
@@ -191,9 +194,12 @@ if target == nil then
       victim, victimScore, at = last[1], tonumber(last[2]), i
     end
   end
-  if victim == nil or rankOf(victimScore) <= sheddableRank + 0 or rankOf(victimScore) <= rank + 0 then
-    return {'full', tostring(queued)}
+  local victimRank = victim and rankOf(victimScore)
+  local evicts = victim ~= nil and victimRank > sheddableRank + 0 and victimRank > rank + 0
+  if victim ~= nil and not solo and victimRank == rank + 0 then
+    evicts = rank * PRIORITY_SPAN + peekTag(base, pool, band, client) < victimScore
   end
+  if not evicts then return {'full', tostring(queued)} end
   local _, back = dropWaiter(base, qnames[at], victim)
   -- The victim may be this client's: its give-back changed the budget read before, so read it again.
   if budget ~= nil then budget.states = budgetRead(budget.key, budget.wins, now) end

@@ -5,12 +5,15 @@
 ]]
 --- @include "rcall"
 --- @include "fair-order"
+-- The start tag a job of `client` would get now, max(V, F), changing nothing.
+local function peekTag(base, pool, band, client)
+  local vf = rcall('HMGET', base .. ':fair', 'v|' .. pool .. '|' .. band, 'f|' .. pool .. '|' .. band .. '|' .. client)
+  return math.max(tonumber(vf[1] or '0'), tonumber(vf[2] or '0'))
+end
 -- A job that has to wait: S = max(V, F), and F becomes S + charge (1 / weight). Returns S.
 local function startTag(base, pool, band, client, charge)
-  local vKey, fKey = 'v|' .. pool .. '|' .. band, 'f|' .. pool .. '|' .. band .. '|' .. client
-  local vf = rcall('HMGET', base .. ':fair', vKey, fKey)
-  local s = math.max(tonumber(vf[1] or '0'), tonumber(vf[2] or '0'))
-  rcall('HSET', base .. ':fair', fKey, fmt(s + charge))
+  local s = peekTag(base, pool, band, client)
+  rcall('HSET', base .. ':fair', 'f|' .. pool .. '|' .. band .. '|' .. client, fmt(s + charge))
   return s
 end
 -- The start tag of a job of the fleet's only client (solo: no other client, no caps): F, and F becomes
