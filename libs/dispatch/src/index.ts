@@ -1,5 +1,5 @@
 export type { PoolCandidate, Route } from './route/route';
-export { resolveRoute, listModels, queueProviders, leaseAddresses } from './route/resolve-route';
+export { resolveRoute, listModels, queueProviders, queueClients, leaseAddresses } from './route/resolve-route';
 export { entersQueue } from './route/admission';
 export { type AdmissionErrorCode, AdmissionError } from './queue/admission-error';
 export type {

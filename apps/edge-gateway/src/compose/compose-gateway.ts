@@ -1,4 +1,10 @@
-import { RedisProviderQueue, MemoryProviderQueue, queueProviders, type ProviderQueue } from '@iop/dispatch';
+import {
+  RedisProviderQueue,
+  MemoryProviderQueue,
+  queueProviders,
+  queueClients,
+  type ProviderQueue,
+} from '@iop/dispatch';
 import type { CloseList, GatewayEnvironment, ProcessStart } from '@iop/runtime';
 import {
   ConfigRuntime,
@@ -61,14 +67,14 @@ export async function composeGateway(
     ? new RedisProviderQueue({ redisUrl: choice.redisUrl!, cluster, prefix: initial.queue.prefix, logger })
     : new MemoryProviderQueue();
   toClose.add('queue', () => queue.close());
-  await queue.configure(queueProviders(initial));
+  await queue.configure(queueProviders(initial), queueClients(initial));
   const adapters = new AdapterRegistry(gatewayAdapterFactory(initial, cmd.config, logger));
   toClose.add('adapters', () => adapters.close());
   const metrics = new GatewayMetrics();
 
   const onReload: Array<(next: EdgeConfig) => unknown> = [
     (next) => warnRestartOnly(initial, next, (c) => resolveQueueBackend(c, process.env, overrides), logger),
-    (next) => queue.configure(queueProviders(next)),
+    (next) => queue.configure(queueProviders(next), queueClients(next)),
   ];
   const runtime = new ConfigRuntime(
     cmd.config,

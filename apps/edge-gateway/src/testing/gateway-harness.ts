@@ -3,6 +3,7 @@ import {
   MemoryProviderQueue,
   MemoryResponseAffinity,
   queueProviders,
+  queueClients,
   type HealthStore,
   type ProviderQueue,
 } from '@iop/dispatch';
@@ -58,7 +59,7 @@ export async function startTestGateway(
   const loaded = parseConfigText(yaml, env, 'test.yaml');
   if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.problems, null, 2)}`);
   const config = loaded.config;
-  await queue.configure(queueProviders(config));
+  await queue.configure(queueProviders(config), queueClients(config));
   const adapters = new AdapterRegistry(opts.adapterFactory ?? createAdapter);
   const logger = pino({ level: 'silent' });
   const health = opts.health === true ? new MemoryHealthStore(() => config.health) : opts.health || undefined;

@@ -2,6 +2,7 @@ import { DEFAULT_SHARD_TAG } from '../queue/lease-keys';
 import type { StoredProvider } from '../queue/lease-store';
 import {
   anyTokenBudget,
+  configuredClients,
   isPoolCategory,
   modelNames,
   providerPools,
@@ -11,7 +12,7 @@ import {
   type NodeConfig,
   type ProviderConfig,
 } from '@iop/validate';
-import type { QueueProvider } from '../queue/provider-queue';
+import type { QueueClient, QueueProvider } from '../queue/provider-queue';
 import type { DirectTarget, PoolCandidate, Route } from './route';
 
 /**
@@ -122,6 +123,21 @@ export function listModels(config: EdgeConfig): string[] {
   }
   for (const route of config.routes) names.add(route.model);
   return [...names];
+}
+
+/**
+ * The configured clients' terms in force (`gateway.clients[]`, flat `api_keys`: `configuredClients`)
+ * for `ProviderQueue.configure`, so that a reload that changes a cap applies to requests already
+ * waiting or running (docs/architecture.md, "Clients, priority and fair share"). Pure.
+ */
+export function queueClients(config: EdgeConfig): QueueClient[] {
+  return configuredClients(config.gateway).map(({ client }) => ({
+    id: client.id,
+    band: client.priority,
+    weight: client.weight,
+    ...(client.maxInFlight !== undefined ? { maxInFlight: client.maxInFlight } : {}),
+    ...(client.maxQueued !== undefined ? { maxQueued: client.maxQueued } : {}),
+  }));
 }
 
 /**
