@@ -12,7 +12,7 @@ const FREE: QueueClient = { id: 'free', band: 0, weight: 1 };
 
 /**
  * The exporter's `/status` reads a pool's counts and its clients' in one snapshot (docs/architecture.md,
- * "Status model"; README "Clients, priority and fair share", "Two kinds of waiting"): while gateways
+ * "Status model"; README "Clients, priority and fair share"): while gateways
  * admit and release all the time, with clients held at their `max_in_flight` (parked requests), every
  * scrape adds up: the pool's `in_flight` is its clients', and its `queued` plus `parked` is its
  * clients' `queued` (a `parked` read apart from the pool's `queued` would come out wrong, or clamped at 0).

@@ -1,4 +1,4 @@
-import { MemoryProviderQueue, type ProviderCounts, type ProviderQueue } from '@iop/dispatch';
+import { MemoryProviderQueue, type ProviderCounts, type ProviderQueue, type QueueCounts } from '@iop/dispatch';
 import { waitUntil } from '@iop/dispatch/testing';
 import { startFakeUpstream, type FakeUpstream, fleetYaml } from '@iop/fake-upstream';
 import type { ResourceStatus, StatusSnapshot } from '@iop/status';
@@ -32,6 +32,10 @@ const metrics = async (gateway: TestGateway) => {
 /** A queue whose counts fail, like a Redis outage. */
 class BrokenCountsQueue extends MemoryProviderQueue {
   override async counts(): Promise<Map<string, ProviderCounts>> {
+    throw new Error('redis down');
+  }
+  // What /status reads: pool and client counts in one snapshot.
+  override async snapshotCounts(): Promise<QueueCounts> {
     throw new Error('redis down');
   }
 }

@@ -235,7 +235,7 @@ export function describeFlowControlContract(queueOf: () => ProviderQueue): void 
   it("reads a pool's counts and its clients' in one snapshot: under churn they always add up", async () => {
     // Clients at their max_in_flight (parked requests) beside requests waiting for a slot, leases
     // released and taken all the time; every snapshot must add up (README "Clients, priority and fair
-    // share", "Two kinds of waiting"): the clients' in_flight sum to the pool's, and their queued
+    // share"): the clients' in_flight sum to the pool's, and their queued
     // (parked included) is at least the pool's: the difference, the pool's parked, is never negative.
     const providers = [provider('a', 3), provider('b', 3)];
     const ids = providers.map((p) => p.providerId);

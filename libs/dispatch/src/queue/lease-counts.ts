@@ -81,7 +81,7 @@ export async function readClientCounts(
  * read-only `scripts/counts.lua`, which reads the tag's providers' counts (as `readLeaseCounts`) and
  * its `clients` hash (as `readClientCounts`) atomically, so that within a tag a pool's clients' `queued`
  * minus its providers' `queued` is exactly its parked waiters (README "Clients, priority and fair
- * share", "Two kinds of waiting"). Every key the script reads is in its KEYS, all of the tag's slot.
+ * share"). Every key the script reads is in its KEYS, all of the tag's slot.
  * Tags are read by separate calls, sent together: on a Redis Cluster a script runs on one slot, so
  * two pools on different tags are each consistent but not of one instant with each other (a pool is
  * one tag, so each pool's numbers add up); on a single Redis every provider shares the tag `pools`

@@ -159,7 +159,7 @@ export interface ProviderCounts {
  * Providers' and clients' counts read at one instant (`ProviderQueue.snapshotCounts`;
  * docs/architecture.md, "Status model"), so that in each pool the clients' `queued` (parked waiters
  * included) minus the providers' `queued` is the pool's parked waiters, and the clients' `inFlight`
- * sums to the providers' (README "Clients, priority and fair share", "Two kinds of waiting").
+ * sums to the providers' (README "Clients, priority and fair share").
  */
 export interface QueueCounts {
   /** By provider id, as `ProviderQueue.counts` answers. */

@@ -93,7 +93,7 @@ describe('RedisProviderQueue: client counts never leak', () => {
 });
 
 describe('RedisProviderQueue: cost with and without clients', () => {
-  it('costs one Redis command more per pooled request with a client of band, weight and caps than without (20 and 21, ≤ 25)', async () => {
+  it('costs three Redis commands more per pooled request with a client of band, weight and caps than without (20 and 23, ≤ 25)', async () => {
     const q = new RedisProviderQueue({ redisUrl: redis.url, prefix: uniquePrefix('flow-cost'), logger: silent });
     const admin = new Redis(redis.url);
     const two: QueueProvider[] = [
@@ -115,9 +115,11 @@ describe('RedisProviderQueue: cost with and without clients', () => {
       process.stdout.write(
         `Redis commands per pooled request (2 candidates, no wait): ${without.toFixed(1)} without clients, ${withClient.toFixed(1)} with\n`,
       );
-      // 20 and 21 (half a command of slack for renewals in the window); the bench's target is 25.
+      // 20 and 23 (half a command of slack for renewals in the window); the bench's target is 25. A client
+      // with a cap reads the cap in force at admission and at release (2 of its 3), so that a reload
+      // reaches requests already admitted (docs/architecture.md, "Clients, priority and fair share").
       expect(without).toBeLessThanOrEqual(20.5);
-      expect(withClient).toBeLessThanOrEqual(21.5);
+      expect(withClient).toBeLessThanOrEqual(23.5);
     } finally {
       await q.close();
       admin.disconnect();

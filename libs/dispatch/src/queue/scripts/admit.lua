@@ -75,8 +75,9 @@ local shedMarkMs, solo = ARGV[14], ARGV[15] == '1'
 local tp, tq, budgetArg, n = tonumber(ARGV[16]), ARGV[17], ARGV[18], ARGV[19] + 0
 local qnames = sliceArgs(ARGV, 20, 19 + n)
 -- The cap in force: the one the last configure wrote for the client wins over the request's, so a
--- replica that has not reloaded yet admits on the fleet's current terms. A solo client has none.
-if not solo then cap = capOf(base, client, cap) or '' end
+-- replica that has not reloaded yet admits on the fleet's current terms. Read only for a request that
+-- names a cap (a client without one costs no command): a solo client has none.
+if not solo and cap ~= '' then cap = capOf(base, client, cap) or '' end
 -- A default allowance for each of several choices: the job keeps `tq` '' and the choices as `tn`, so
 -- a build that reads no `tn` (a replica of an older build during a rollout) counts the default once
 -- rather than failing on a `tq` it cannot read.

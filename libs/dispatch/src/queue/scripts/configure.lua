@@ -32,11 +32,13 @@
 --- @include "includes/promote"
 
 local base, ttl, channelPrefix, barrierMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local nClients = tonumber(ARGV[5])
-local caps = groupArgs(sliceArgs(ARGV, 6, 5 + 2 * (nClients or 0)), 1, 2)
-local limits = groupArgs(ARGV, 6 + 2 * (nClients or 0), 5)
+-- '' when the caller names no clients: the caps in force stay as the last call wrote them.
+local clientsNamed = ARGV[5] ~= ''
+local nClients = tonumber(ARGV[5]) or 0
+local caps = groupArgs(sliceArgs(ARGV, 6, 5 + 2 * nClients), 1, 2)
+local limits = groupArgs(ARGV, 6 + 2 * nClients, 5)
 
-if nClients then
+if clientsNamed then
   rcall('DEL', base .. ':caps')
   for _, c in ipairs(caps) do rcall('HSET', base .. ':caps', c[1], c[2]) end
 end
@@ -53,7 +55,7 @@ local now = nowMs()
 -- Parked jobs of clients with room under the cap in force come back in line; promote grants them or
 -- parks them again (a client at its cap, or no free slot: they wait in line for the next one).
 local back = {}
-if nClients then
+if clientsNamed then
   for _, owner in ipairs(rcall('SMEMBERS', base .. ':parked')) do
     local sep = string.find(owner, '|', 1, true)
     local pool, client = string.sub(owner, 1, sep - 1), string.sub(owner, sep + 1)

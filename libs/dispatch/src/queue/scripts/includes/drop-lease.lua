@@ -35,7 +35,9 @@ local function dropLease(base, qname, jobId, solo, confirmed, tokened, charge)
   if n == 1 and job[7] and job[1] then budgetSettle(base, job[1], job[7], charge or 0) end
   if n == 0 or solo or not job[1] or job[4] then return n, nil end
   local held = countClient(base, 'a', job[2], job[1], '-1')
-  local cap = capOf(base, job[1], job[3])
+  -- The cap in force is read only for a lease admitted under a cap: a client without one costs nothing.
+  local cap = job[3]
+  if cap and cap ~= '' then cap = capOf(base, job[1], cap) end
   if cap and cap ~= '' and held < cap + 0 then return n, unpark(base, job[2], job[1]) end
   return n, nil
 end
