@@ -46,10 +46,14 @@ export class AttemptTokens {
       this.json = upstream.body;
       return upstream;
     }
-    const pattern = this.endpoint === 'responses' ? RESPONSES_STREAM_TEXT : CHAT_TEXT;
+    const responses = this.endpoint === 'responses';
+    const pattern = responses ? RESPONSES_STREAM_TEXT : CHAT_TEXT;
     return watchChunks(upstream, (chunk) => {
       if (chunk.length === 0) return;
       this.answered = true;
+      // A Responses chunk without a `"delta"` member (the closing events, which repeat the whole text)
+      // relays no new text: it is not decoded (one native search).
+      if (responses && !holds(chunk, DELTA)) return;
       this.relayedBytes += textBytes(chunk, pattern);
     });
   }
@@ -77,6 +81,15 @@ export class AttemptTokens {
     const bytes = this.json === undefined ? this.relayedBytes : textBytes(this.json, jsonPattern(this.endpoint));
     return Math.ceil(bytes / BYTES_PER_TOKEN);
   }
+}
+
+/** The member every Responses `*.delta` event holds, as bytes (searched as it is). */
+const DELTA = Buffer.from('"delta"');
+
+/** True when `chunk` holds `needle` (one native search; nothing is decoded). */
+function holds(chunk: Uint8Array | string, needle: Buffer): boolean {
+  if (typeof chunk === 'string') return chunk.includes(needle.toString());
+  return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).includes(needle);
 }
 
 /** The text fields of a whole (non-streamed) answer of `endpoint`; embeddings have none. */

@@ -76,10 +76,25 @@ function mentionsUsage(chunk: Uint8Array | string): boolean {
   return typeof chunk === 'string' ? chunk.includes('"usage"') : bufferOf(chunk).includes(MARK_BYTES);
 }
 
-/** `text` as JSON, or undefined when it is not JSON. */
+/** A JSON string, unrolled so a long one costs one pass and no backtracking. */
+const JSON_STRING = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
+/** Longest JSON string (with its quotes) kept as it is when a large event is read for its usage, in characters. */
+const KEPT_STRING_CHARS = 256;
+/** Events longer than this (characters) are read with their long strings emptied first. */
+const LARGE_EVENT_CHARS = 65_536;
+
+/**
+ * `text` as JSON, or undefined when it is not JSON. A large text (a final Responses event repeats
+ * the whole answer) has its long strings emptied before it is parsed: its structure, its keys and
+ * its numbers are what usage is read from, and no second copy of the answer's text is made.
+ */
 function parseJson(text: string): unknown {
+  const structure =
+    text.length > LARGE_EVENT_CHARS
+      ? text.replace(JSON_STRING, (s) => (s.length > KEPT_STRING_CHARS ? '""' : s))
+      : text;
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(structure) as unknown;
   } catch {
     return undefined;
   }
@@ -104,6 +119,8 @@ function eventUsage(
   eventName: string | undefined,
   data: string,
 ): UsageReading | undefined {
+  // A Responses event named by its `event:` line is parsed only when it is a final one.
+  if (endpoint === 'responses' && eventName !== undefined && !FINAL_RESPONSE_EVENTS.has(eventName)) return undefined;
   const event = parseJson(data);
   if (typeof event !== 'object' || event === null) return undefined;
   const record = event as Record<string, unknown>;
