@@ -8,9 +8,14 @@
 // Ctrl-C or SIGTERM stops both (the gateway drains first, the upstream serves until it has) and
 // exits with the gateway's code; if
 // either process exits on its own, the other is stopped and the script exits 1.
-// Extra arguments go to the gateway (e.g. `npm start -- --listen 127.0.0.1:8081`).
+// Ports (README "Try it"): `--upstream-port N` (or DEMO_UPSTREAM_PORT; default 18001) moves the demo
+// upstream, and the gateway then serves a copy of examples/edge.yaml pointed at it (in the OS temp
+// dir); `--listen HOST:PORT` (or DEMO_LISTEN) moves the gateway. `--upstream-knob name=value`
+// (repeatable) gives every demo request a knob of the fake upstream (e.g. delay_ms=2000, so queues
+// form). Every other argument goes to the gateway (e.g. `npm start -- --redis redis://127.0.0.1:6379`).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,7 +23,60 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const UPSTREAM_MAIN = path.join(root, 'dist/tools/fake-upstream/main.js');
 const GATEWAY_MAIN = path.join(root, 'dist/apps/edge-gateway/main.js');
 /** Where examples/edge.yaml expects its upstream. */
-const UPSTREAM_PORT = '18001';
+const EXAMPLE_UPSTREAM_PORT = '18001';
+const EXAMPLE_CONFIG = 'examples/edge.yaml';
+
+/**
+ * This script's own flags, taken out of `argv`; the rest goes to the gateway. Exits 2 with a
+ * message for a flag without its value or a port that is not 1-65535.
+ */
+function demoArgs(argv, env) {
+  const gateway = [];
+  const knobs = [];
+  let upstreamPort = env.DEMO_UPSTREAM_PORT || EXAMPLE_UPSTREAM_PORT;
+  let listen = env.DEMO_LISTEN || undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const [flag, inline] =
+      arg.startsWith('--') && arg.includes('=')
+        ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+        : [arg, undefined];
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) fail(`${flag} needs a value`);
+      return v;
+    };
+    if (flag === '--upstream-port') upstreamPort = value();
+    else if (flag === '--upstream-knob') knobs.push(value());
+    else if (flag === '--listen') listen = value();
+    else gateway.push(arg);
+  }
+  const port = Number(upstreamPort);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    fail(
+      `the demo upstream's port must be a whole number 1-65535 (--upstream-port or DEMO_UPSTREAM_PORT), got "${upstreamPort}"`,
+    );
+  return { upstreamPort: String(port), knobs, listen, gateway };
+}
+
+function fail(message) {
+  process.stderr.write(`start-demo: ${message}\n`);
+  process.exit(2);
+}
+
+/** examples/edge.yaml, or a copy of it pointed at the demo upstream on `port` (in the OS temp dir). */
+function demoConfig(port) {
+  if (port === EXAMPLE_UPSTREAM_PORT) return EXAMPLE_CONFIG;
+  const text = readFileSync(path.join(root, EXAMPLE_CONFIG), 'utf8').replaceAll(
+    `127.0.0.1:${EXAMPLE_UPSTREAM_PORT}`,
+    `127.0.0.1:${port}`,
+  );
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-demo-')), 'edge.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+const args = demoArgs(process.argv.slice(2), process.env);
 
 for (const file of [UPSTREAM_MAIN, GATEWAY_MAIN]) {
   if (!existsSync(file)) {
@@ -94,12 +152,29 @@ process.on('SIGTERM', () => void stopAll(0));
 try {
   await start(
     'fake-upstream',
-    [UPSTREAM_MAIN, '--host', '127.0.0.1', '--port', UPSTREAM_PORT, '--name', 'demo'],
+    [
+      UPSTREAM_MAIN,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      args.upstreamPort,
+      '--name',
+      'demo',
+      ...args.knobs.flatMap((k) => ['--knob', k]),
+    ],
     /listening on (\S+)/,
   );
   const [, url] = await start(
     'edge-gateway',
-    ['--max-semi-space-size=4', GATEWAY_MAIN, 'serve', '--config', 'examples/edge.yaml', ...process.argv.slice(2)],
+    [
+      '--max-semi-space-size=4',
+      GATEWAY_MAIN,
+      'serve',
+      '--config',
+      demoConfig(args.upstreamPort),
+      ...(args.listen ? ['--listen', args.listen] : []),
+      ...args.gateway,
+    ],
     /edge-gateway listening on (\S+)/,
   );
   process.stdout.write(

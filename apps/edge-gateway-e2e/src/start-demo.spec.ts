@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -15,14 +15,25 @@ const listening = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
-/** Starts tools/start-demo.mjs in its own process group (as a terminal runs it) and resolves its gateway URL. */
-async function startDemo() {
-  if (await listening(18001))
+/** A port nothing listens on now (the OS picks it). */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+
+/**
+ * Starts tools/start-demo.mjs in its own process group (as a terminal runs it) and resolves its gateway
+ * URL. `args` and `env` are the script's (default: the gateway on a free port, the upstream on 18001).
+ */
+async function startDemo(args: string[] = ['--listen', '127.0.0.1:0'], env: Record<string, string> = {}) {
+  if (args.length === 2 && Object.keys(env).length === 0 && (await listening(18001)))
     throw new Error('127.0.0.1:18001 (the demo upstream of examples/edge.yaml) is taken by another process');
-  // The gateway on a free port; the upstream on 18001, where examples/edge.yaml points.
-  const child = spawn(process.execPath, ['tools/start-demo.mjs', '--listen', '127.0.0.1:0'], {
+  const child = spawn(process.execPath, ['tools/start-demo.mjs', ...args], {
     cwd: ROOT,
-    env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn' },
+    env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -85,6 +96,33 @@ describe('npm start (tools/start-demo.mjs): the demo upstream and the gateway as
     } finally {
       demo.stop();
     }
+  });
+
+  it('moves to the ports it is given (flags or environment) and gives every request the upstream knobs it is given', async () => {
+    const [upstreamPort, gatewayPort] = [await freePort(), await freePort()];
+    const demo = await startDemo(['--upstream-port', String(upstreamPort), '--upstream-knob', 'delay_ms=400'], {
+      DEMO_LISTEN: `127.0.0.1:${gatewayPort}`,
+    });
+    try {
+      expect(demo.url).toBe(`http://127.0.0.1:${gatewayPort}`);
+      expect(demo.output()).toContain(`fake-upstream listening on http://127.0.0.1:${upstreamPort}/v1`);
+      const sentAt = Date.now();
+      const res = await chat(demo.url);
+      expect(res.status).toBe(200);
+      expect(Date.now() - sentAt).toBeGreaterThanOrEqual(400);
+      demo.child.kill('SIGTERM');
+      expect(await demo.exited).toBe(0);
+    } finally {
+      demo.stop();
+    }
+  });
+
+  it('refuses a port that is not one, naming the flag', async () => {
+    const child = spawn(process.execPath, ['tools/start-demo.mjs', '--upstream-port', '70000'], { cwd: ROOT });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c));
+    expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(2);
+    expect(err).toContain('--upstream-port or DEMO_UPSTREAM_PORT');
   });
 
   it('on Ctrl-C (SIGINT to the whole process group) lets a running request finish, then stops both', async () => {

@@ -140,3 +140,21 @@ function toCount(value: unknown, param: string): number {
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/**
+ * The `--knob name=value` flags as default knobs: `name` one of {@link KNOB_NAMES}, `value` a whole
+ * number ≥ 0 (as a request's knob).
+ * @throws Error naming the flag and the knobs there are, for an unknown name or a bad value.
+ */
+export function parseKnobFlags(flags: readonly string[]): Partial<Record<KnobName, number>> {
+  const knobs: Partial<Record<KnobName, number>> = {};
+  for (const flag of flags) {
+    const [name, value] = flag.split('=', 2);
+    if (!(KNOB_NAMES as readonly string[]).includes(name))
+      throw new Error(`--knob ${flag}: unknown knob "${name}"; knobs are ${KNOB_NAMES.join(', ')}`);
+    const n = value === undefined || value.trim() === '' ? NaN : Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--knob ${flag}: the value must be a whole number ≥ 0`);
+    knobs[name as KnobName] = n;
+  }
+  return knobs;
+}

@@ -1,19 +1,22 @@
 import { parseArgs } from 'node:util';
 import { startFakeUpstream } from './fake-upstream';
+import { parseKnobFlags } from './knobs';
 
 /**
- * CLI for benchmarks: `node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal]`
+ * CLI for benchmarks and the demo: `node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal] [--knob name=value ...]`
  * (`--help` prints {@link USAGE}).
  * `--journal` keeps the call journal (`GET /__calls`: every inference call's model, `tag` knob, start and end, ms).
  * Prints `fake-upstream listening on http://HOST:PORT/v1` once listening; SIGTERM/SIGINT close it and exit 0.
  */
 /** What `--help` prints: the flags, and where the per-request knobs are described. */
-const USAGE = `usage: node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal]
+const USAGE = `usage: node dist/tools/fake-upstream/main.js [--port N] [--host H] [--name NAME] [--models a,b] [--journal] [--knob name=value ...]
   --port      port to listen on (0: a free one; default 0)
   --host      address to bind (default 127.0.0.1)
   --name      name sent in every answer's x-fake-upstream header (default fake-upstream)
   --models    model ids GET /v1/models lists (comma-separated)
   --journal   keep the call journal: GET /__calls lists every inference call (model, tag, start, end, ms)
+  --knob      a default knob for every request, e.g. --knob delay_ms=2000 --knob chunks=20 --knob chunk_gap_ms=100
+              (so queues form without a client setting knobs); a request's own knobs win
 Per-request behaviour (delays, chunks, failures, usage, ...) is set by knobs: a header x-fake-<knob> or
 a body member "fake": { "<knob>": value }. The knobs are listed in tools/fake-upstream/README.md.
 `;
@@ -30,6 +33,7 @@ async function main(): Promise<void> {
       name: { type: 'string', default: 'fake-upstream' },
       models: { type: 'string' },
       journal: { type: 'boolean', default: false },
+      knob: { type: 'string', multiple: true, default: [] },
     },
     strict: true,
   });
@@ -42,6 +46,7 @@ async function main(): Promise<void> {
     name: values.name,
     models: values.models?.split(',').filter(Boolean),
     journal: values.journal,
+    knobs: parseKnobFlags(values.knob),
   });
   process.stdout.write(`fake-upstream listening on ${upstream.url}\n`);
   const stop = () =>
