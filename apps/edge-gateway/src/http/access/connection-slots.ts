@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { afterAPoll, type LoopStalls } from './loop-stalls';
 
 /** The connection limits in force (README "Security"). */
 export interface SlotLimits {
@@ -13,6 +14,13 @@ export interface SlotLimits {
 interface Slot {
   address: string;
   inFlight: number;
+  /**
+   * `socket.bytesRead` when it last went idle: bytes read since are a request on its way, and the
+   * connection is no longer closed for a newcomer.
+   */
+  readWhenIdle?: number;
+  /** It only lingers after an early answer: closed for a newcomer whatever it reads (that is dropped). */
+  lingers?: boolean;
 }
 
 /**
@@ -24,10 +32,14 @@ interface Slot {
  * So idle keep-alive connections, however many one client opens, never keep others out, and one
  * address can never hold more than its share. Connections with a request in progress, and fresh
  * ones that have not sent a request yet (bounded by `gateway.header_timeout_ms`), are never closed
- * for a newcomer. A request whose first bytes are on their way on an idle connection at that moment
- * can be cut, as with any keep-alive close. The limits are read on every connection, so a config
- * reload applies at once. Node's own `server.maxConnections` is left unset: it drops a connection
- * before anyone can make room.
+ * for a newcomer, nor is an idle one that has read bytes of its next request. A request whose first
+ * bytes are still on their way on an idle connection at that moment can be cut, as with any
+ * keep-alive close; but right after a stall of the event loop ({@link LoopStalls}: the process was
+ * stopped or starved, and what clients sent meanwhile is still unread in the kernel), the newcomer
+ * is let in over the cap for one turn of the loop, and the choice of the connection to close (or
+ * the newcomer's refusal) is made once that turn has read what the idle connections hold. The
+ * limits are read on every connection, so a config reload applies at once. Node's own
+ * `server.maxConnections` is left unset: it drops a connection before anyone can make room.
  */
 export class ConnectionSlots {
   private readonly slots = new Map<Socket, Slot>();
@@ -35,7 +47,10 @@ export class ConnectionSlots {
   private readonly idle = new Map<Socket, Slot>();
   private readonly perAddress = new Map<string, number>();
 
-  constructor(private readonly limits: () => SlotLimits) {}
+  constructor(
+    private readonly limits: () => SlotLimits,
+    private readonly stalls: LoopStalls,
+  ) {}
 
   /**
    * Takes over the connection accounting of `server`: call once, before it listens. A request that
@@ -55,13 +70,45 @@ export class ConnectionSlots {
 
   private admit(socket: Socket): void {
     const address = socket.remoteAddress ?? '';
+    if (this.full(address) && this.stalls.settling()) {
+      // Idle-looking connections may hold unread requests: decide once a poll phase has read them.
+      const slot = this.take(socket, address);
+      afterAPoll(() => {
+        if (!this.slots.has(socket) || this.makeRoom(address, 1)) return;
+        this.release(socket, slot);
+        socket.destroy();
+      });
+      return;
+    }
+    if (!this.makeRoom(address, 0)) return void socket.destroy();
+    this.take(socket, address);
+  }
+
+  /** Whether a new connection of `address` finds its share or the cap taken. */
+  private full(address: string): boolean {
     const { max, perAddress } = this.limits();
-    if (this.count(address) >= perAddress && !this.closeOldestIdle(address)) return void socket.destroy();
-    if (this.slots.size >= max && !this.closeOldestIdle()) return void socket.destroy();
+    return this.count(address) >= perAddress || this.slots.size >= max;
+  }
+
+  /**
+   * Closes the idle connection (at most one for the share, one for the cap) that a connection of
+   * `address` needs closed to fit the limits; `counted` is 1 when that connection already holds a
+   * slot, else 0.
+   * @returns false when there is no idle one to close for a limit it is over
+   */
+  private makeRoom(address: string, counted: number): boolean {
+    const { max, perAddress } = this.limits();
+    if (this.count(address) - counted >= perAddress && !this.closeOldestIdle(address)) return false;
+    if (this.slots.size - counted >= max && !this.closeOldestIdle()) return false;
+    return true;
+  }
+
+  private take(socket: Socket, address: string): Slot {
     const slot: Slot = { address, inFlight: 0 };
     this.slots.set(socket, slot);
     this.perAddress.set(address, this.count(address) + 1);
     socket.once('close', () => this.release(socket, slot));
+    return slot;
   }
 
   /** Marks the connection of `res` busy until `res` closes; then it is idle, the newest idle. */
@@ -73,6 +120,7 @@ export class ConnectionSlots {
     res.once('close', () => {
       slot.inFlight--;
       if (slot.inFlight > 0 || socket.destroyed || !this.slots.has(socket)) return;
+      slot.readWhenIdle = socket.bytesRead;
       this.idle.delete(socket);
       this.idle.set(socket, slot);
     });
@@ -85,14 +133,19 @@ export class ConnectionSlots {
    */
   lingering(socket: Socket): void {
     const slot = this.slots.get(socket);
-    if (!slot || this.idle.has(socket)) return;
-    this.idle.set(socket, slot);
+    if (!slot) return;
+    slot.lingers = true;
+    if (!this.idle.has(socket)) this.idle.set(socket, slot);
   }
 
-  /** Closes the connection idle the longest (of `address` when given); false when there is none. */
+  /**
+   * Closes the connection idle the longest (of `address` when given) that has read nothing since
+   * it went idle; false when there is none.
+   */
   private closeOldestIdle(address?: string): boolean {
     for (const [socket, slot] of this.idle) {
       if (address !== undefined && slot.address !== address) continue;
+      if (!slot.lingers && socket.bytesRead !== slot.readWhenIdle) continue;
       // Freed now, not when the close event comes: the newcomer takes the slot at once.
       this.release(socket, slot);
       socket.destroy();

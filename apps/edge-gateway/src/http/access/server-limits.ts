@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'nod
 import type { Socket } from 'node:net';
 import { requestIdFrom } from '../request/request-id';
 import { ConnectionSlots, type SlotLimits } from './connection-slots';
+import { afterAPoll, LoopStalls } from './loop-stalls';
 import type { HeadRefusal } from './refuse-before-body';
 
 /**
@@ -10,6 +11,12 @@ import type { HeadRefusal } from './refuse-before-body';
  * default (30 s) would let a slow client overstay its limit by that much.
  */
 export const CONNECTION_CHECK_INTERVAL_MS = 250;
+
+/**
+ * A gap longer than this between two samples of the event loop's clock is a stall
+ * ({@link LoopStalls}), in ms: at least one connection check was missed.
+ */
+export const LOOP_STALL_MS = 2 * CONNECTION_CHECK_INTERVAL_MS;
 
 /** Options for `http.createServer` so the time limits below are enforced at a useful granularity. */
 export const SERVER_OPTIONS: ServerOptions = { connectionsCheckingInterval: CONNECTION_CHECK_INTERVAL_MS };
@@ -36,25 +43,77 @@ function slotLimits(settings: ServerLimitSettings): SlotLimits {
  *   `max_connections`): {@link ConnectionSlots}; at the cap, or past an address's share, the oldest
  *   idle keep-alive connection is closed to make room, and only when none is idle is the new
  *   connection closed as it arrives;
- * - `gateway.keep_alive_timeout_ms`: an idle keep-alive connection is closed after this long;
+ * - `gateway.keep_alive_timeout_ms`: an idle keep-alive connection is closed after this long
+ *   (Node's `server.keepAliveTimeout`; {@link closeOnlyIdle});
  * - `gateway.header_timeout_ms`: a request's headers must be in within this time (from the
  *   request's first byte; a fresh connection that sends nothing counts from its opening), else
  *   `408 request_timeout` (answered by `answerClientErrors`, README "Errors") and the connection is closed;
  * - `gateway.body_timeout_ms`: the body then has this long more (the whole request is bounded by
  *   `header_timeout_ms + body_timeout_ms`), else `408` and the connection is closed.
- * Neither time bounds a response: a long stream runs on.
+ * Neither time bounds a response: a long stream runs on. None of these closes a connection whose
+ * bytes only wait unread because the process's event loop stalled (stopped, starved): a
+ * keep-alive close waits for one poll phase of the loop and is dropped if the connection read
+ * anything meanwhile, and right after a stall ({@link LoopStalls}) the header and body times and
+ * the choice of an idle connection to close at the cap wait the same way.
  */
 export function applyServerLimits(server: Server, gateway: ServerLimitSettings): void {
   const current = installed.get(server);
   if (current) current.settings = gateway;
   else {
-    const slots = new ConnectionSlots(() => slotLimits(installed.get(server)?.settings ?? gateway));
+    const stalls = new LoopStalls(CONNECTION_CHECK_INTERVAL_MS, LOOP_STALL_MS);
+    if (server.listening) stalls.start();
+    server.on('listening', () => stalls.start());
+    server.on('close', () => stalls.stop());
+    const slots = new ConnectionSlots(() => slotLimits(installed.get(server)?.settings ?? gateway), stalls);
     installed.set(server, { settings: gateway, slots });
     slots.attach(server);
+    closeOnlyIdle(server);
+    holdTimeChecksAfterStalls(server, stalls);
   }
   server.keepAliveTimeout = gateway.keep_alive_timeout_ms;
   server.headersTimeout = gateway.header_timeout_ms;
   server.requestTimeout = gateway.header_timeout_ms + gateway.body_timeout_ms;
+}
+
+/**
+ * Node closes a keep-alive connection idle for `server.keepAliveTimeout` (plus a margin of its own)
+ * from a socket timer, which also runs when the process resumes from a stop before the request a
+ * client sent meanwhile on that connection is read: closing then would reset a request that
+ * reached the gateway. So `server` listens to `timeout` (Node then leaves the connection open, per
+ * the Node.js HTTP reference on `server.timeout`) and closes the connection only once the loop has
+ * run a poll phase ({@link afterAPoll}) without it reading a byte; one that read its next request
+ * is served, and Node arms the keep-alive timer again when that answer is done. The gateway sets
+ * no other socket timeout (`server.timeout` stays 0), so every `timeout` is a keep-alive one.
+ */
+function closeOnlyIdle(server: Server): void {
+  server.on('timeout', (socket: Socket) => {
+    const read = socket.bytesRead;
+    afterAPoll(() => {
+      if (!socket.destroyed && socket.bytesRead === read) socket.destroy();
+    });
+  });
+}
+
+/**
+ * Node checks the header and request times every `connectionsCheckingInterval` from a timer that
+ * reads `server.headersTimeout` and `server.requestTimeout` each time and skips the check when both
+ * are 0. Right after a stall of the loop that timer runs before the sockets are read, and would
+ * answer `408` to a connection whose headers wait in the kernel; so while `stalls` is settling
+ * both read as 0 and that check is skipped (the next one, {@link CONNECTION_CHECK_INTERVAL_MS}
+ * later, applies them). Setting them (`applyServerLimits`) works as before.
+ */
+function holdTimeChecksAfterStalls(server: Server, stalls: LoopStalls): void {
+  for (const key of ['headersTimeout', 'requestTimeout'] as const) {
+    let ms = server[key];
+    Object.defineProperty(server, key, {
+      configurable: true,
+      enumerable: true,
+      get: () => (stalls.settling() ? 0 : ms),
+      set: (value: number) => {
+        ms = value;
+      },
+    });
+  }
 }
 
 /**
