@@ -7,11 +7,12 @@ import type { UpstreamReply, UpstreamRequest } from './upstream-child';
  * upstream behind the concurrency meter, answering the parent's questions over IPC. A model server
  * does not share its event loop with the clients that load the gateways, so neither does this one:
  * in the test process, a busy loop read a close and the next caller's request in one turn.
- * `process.argv[2]` is the limits table of {@link startMeter}, as JSON.
+ * `process.argv[2]` is the limits table of {@link startMeter}, as JSON; `process.argv[3]` is `journal`
+ * to keep the fake upstream's call journal (the `calls` question).
  */
 async function main(): Promise<void> {
   let t0 = Date.now();
-  const fake = await startFakeUpstream({ name: 'chaos' });
+  const fake = await startFakeUpstream({ name: 'chaos', journal: process.argv[3] === 'journal' });
   const limits = JSON.parse(process.argv[2] ?? '{}') as Record<string, { provider: string; limit: number }>;
   const meter = await startMeter(fake.url.replace(/\/v1$/, ''), limits, () => t0);
   const answer = (reply: UpstreamReply) => process.send?.(reply);
@@ -23,6 +24,9 @@ async function main(): Promise<void> {
         answer({ id: msg.id, counts: meter.counts(), overlaps: meter.overlaps, fakeMax });
         return;
       }
+      case 'calls':
+        answer({ id: msg.id, calls: fake.calls() });
+        return;
       case 'reset':
         t0 = msg.t0;
         meter.reset();
