@@ -100,12 +100,13 @@ describe.each(backends)('upstreams as they really behave (%s)', (_name, backend,
   });
 
   it('a provider whose requests fail while its probe passes turns unhealthy, logged once, and returns through a trial request after its cooldown, not through the probe', async () => {
-    // pa answers its probe (GET /v1/models) at once but never sends a byte on completions.
+    // pa answers its probe (GET /v1/models) at once but never sends a byte on completions. The requests
+    // ask for 16 tokens: a size that cannot explain a second without an answer (README "Provider health").
     await start({ delay_ms: 600_000 });
     const paid: number[] = [];
     for (let i = 0; i < 8; i++) {
       const started = Date.now();
-      const res = await post(at(i), '/v1/chat/completions', chat('pm'));
+      const res = await post(at(i), '/v1/chat/completions', { ...chat('pm'), max_tokens: 16 });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-iop-resource')).toBe('pb');
       paid.push(Date.now() - started);

@@ -45,7 +45,9 @@ const PATH: Record<Endpoint, string> = {
 /** A request of `endpoint` to `model` asking for a long completion; the upstream takes `delayMs` before any byte. */
 function body(endpoint: Endpoint, model: string, stream: boolean, delayMs: number, extra: object = {}): string {
   const fake = { delay_ms: delayMs, ...extra };
-  if (endpoint === 'embeddings') return JSON.stringify({ model, input: 'x', fake });
+  // Embeddings are long by their input: 20,000 bytes (6,667 tokens by the estimate, 1.7 s of a fast
+  // engine's prefill) explain a 1 s wait (README "Provider health").
+  if (endpoint === 'embeddings') return JSON.stringify({ model, input: 'word '.repeat(4000), fake });
   const input = endpoint === 'chat' ? { messages: [{ role: 'user', content: 'x' }] } : { input: 'x' };
   return JSON.stringify({ model, ...input, stream, max_tokens: 20000, fake });
 }

@@ -1,4 +1,4 @@
-import type { PoolCandidate, Route } from '@iop/dispatch';
+import { estimateTokenWeight, type PoolCandidate, type Route } from '@iop/dispatch';
 import { closeUnfinishedAnswer } from '../adapters/upstream-answers';
 import { failsOver, FirstByteTimeout, toClientError, UpstreamError } from '../errors';
 import { setRateLimitHeaders } from '../http/answer/rate-limit-headers';
@@ -135,6 +135,7 @@ async function attemptWithFailover(
               streamed,
               lastFirstByteAt: deps.firstBytes?.lastFirstByte(providerId),
               probePasses: deps.probes?.passing(providerId, req.config.health) ?? false,
+              size: requestSize(req),
             })
           : thrown;
       const booked = await bookOutcome(deps.health, providerId, { at: 'failed', error: err });
@@ -168,4 +169,10 @@ async function attemptWithFailover(
       await releaseAttempt(req, lease, meter, attempt.signal.aborted);
     }
   }
+}
+
+/** The request's prompt tokens and completion allowance (`estimateTokenWeight`), made once. */
+function requestSize(req: CompletionRequest): { prompt: number; completion: number | undefined } {
+  req.tokenWeight ??= estimateTokenWeight(req.endpoint, req.body);
+  return { prompt: req.tokenWeight.prompt, completion: req.tokenWeight.completion };
 }

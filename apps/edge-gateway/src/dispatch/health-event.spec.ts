@@ -127,6 +127,28 @@ describe('healthEventOf: only what an upstream did counts against its provider',
   });
 });
 
+describe("weighFirstByteTimeout: a non-streamed request's size explains a wait only as long as a fast engine needs for it", () => {
+  // [what, timeout ms, prompt, completion allowance, counts]; the probe passes, nobody else answered.
+  it.each([
+    ['20,000 tokens asked, a 10 s timeout', 10_000, 10, 20_000, false],
+    ['16 tokens asked, a 10 s timeout', 10_000, 10, 16, true],
+    ['16 tokens asked, a 60 ms timeout (80 ms explained)', 60, 10, 16, false],
+    ['none named (1,024 assumed: 5.1 s), a 120 s timeout', 120_000, 10, undefined, true],
+    ['none named, a 1 s timeout', 1000, 10, undefined, false],
+    ['embeddings (0 completion) of 100,000 prompt tokens (25 s), a 10 s timeout', 10_000, 100_000, 0, false],
+    ['embeddings of 10 prompt tokens, a 10 s timeout', 10_000, 10, 0, true],
+  ] as const)('%s: counts %s', (_what, ms, prompt, completion, counts) => {
+    const weighed = weighFirstByteTimeout(new FirstByteTimeout(ms), {
+      attemptStartedAt: 1000,
+      streamed: false,
+      lastFirstByteAt: undefined,
+      probePasses: true,
+      size: { prompt, completion },
+    });
+    expect(weighed.countsAgainstProvider).toBe(counts);
+  });
+});
+
 describe('weighFirstByteTimeout: a first-byte timeout counts only when the request cannot explain it', () => {
   const timeout = new FirstByteTimeout(100);
   // [what, counts, streamed, the provider's latest first byte to anyone, its probe passes]; the attempt started at 1000.
@@ -140,7 +162,13 @@ describe('weighFirstByteTimeout: a first-byte timeout counts only when the reque
     ['not streamed, probe not passing, last answered before it started', true, false, 999, false],
     ['not streamed, probe not passing, answered another request meanwhile', false, false, 1050, false],
   ] as const)('%s: counts %s', (_what, counts, streamed, lastFirstByteAt, probePasses) => {
-    const weighed = weighFirstByteTimeout(timeout, { attemptStartedAt: 1000, streamed, lastFirstByteAt, probePasses });
+    const weighed = weighFirstByteTimeout(timeout, {
+      attemptStartedAt: 1000,
+      streamed,
+      lastFirstByteAt,
+      probePasses,
+      size: { prompt: 10, completion: undefined },
+    });
     expect(weighed.countsAgainstProvider).toBe(counts);
     expect(weighed.failsOver).toBe(counts);
     expect(healthEventOf({ at: 'failed', error: weighed })).toEqual(

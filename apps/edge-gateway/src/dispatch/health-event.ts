@@ -57,6 +57,28 @@ export interface FirstByteEvidence {
   lastFirstByteAt: number | undefined;
   /** Whether the provider's probe passes at the timeout (`ProbeClock.passing`: its latest probe, fresh, answered 2xx). */
   probePasses: boolean;
+  /**
+   * The request's size (`estimateTokenWeight`): its prompt tokens and its completion allowance
+   * (`max_tokens`/`max_completion_tokens` × `n`, `max_output_tokens`; 0 for embeddings), or
+   * undefined when it names none ({@link UNNAMED_COMPLETION_TOKENS} is assumed).
+   */
+  size: { prompt: number; completion: number | undefined };
+}
+
+/** A fast engine's time per generated token for one request, ms (200 tokens/s): a lower bound of a long answer's time. */
+export const FAST_DECODE_MS_PER_TOKEN = 5;
+/** A fast engine's time per prompt token, ms (4,000 tokens/s of prefill). */
+export const FAST_PREFILL_MS_PER_TOKEN = 0.25;
+/** The completion a request that names none is assumed to ask for, tokens (as `default_completion_tokens`). */
+export const UNNAMED_COMPLETION_TOKENS = 1024;
+
+/**
+ * The least time a fast engine takes to answer a request of `size` whole, ms: what its own size
+ * explains of a wait for a non-streamed answer ({@link weighFirstByteTimeout}).
+ */
+export function explainedMs(size: FirstByteEvidence['size']): number {
+  const completion = size.completion ?? UNNAMED_COMPLETION_TOKENS;
+  return completion * FAST_DECODE_MS_PER_TOKEN + size.prompt * FAST_PREFILL_MS_PER_TOKEN;
 }
 
 /**
@@ -65,9 +87,12 @@ export interface FirstByteEvidence {
  * (booked, and failed over) only when the request cannot explain it:
  * - the provider sent a first byte to another request since this attempt started: it is alive, and
  *   the timeout is the request's own length (a long prompt's prefill, a long answer): never counts;
- * - a non-streamed request (`streamed: false`) whose provider's probe passes: its first byte is its
- *   whole answer, as long as the completion it asks for (20,000 tokens send nothing until done), and
- *   a provider that accepts connections and answers its probe is not down: does not count;
+ * - a non-streamed request (`streamed: false`) whose provider's probe passes and whose size explains
+ *   the wait: its first byte is its whole answer, as long as the completion it asks for (20,000
+ *   tokens send nothing until done), so when a fast engine would need at least the timeout for it
+ *   ({@link explainedMs}: 5 ms a completion token, 1,024 when it names none, 0.25 ms a prompt token),
+ *   a provider that accepts connections and answers its probe is not down: does not count; a short
+ *   answer (`max_tokens: 16`) that takes longer is what the provider did, and counts;
  * - otherwise it counts: a streamed request gets its first byte after prefill, whatever the length
  *   of its answer, so none in time is what the provider did (a server can answer its probe while
  *   its generation hangs); a non-streamed one counts when the probe does not pass either (refused,
@@ -76,9 +101,9 @@ export interface FirstByteEvidence {
  * sibling, which would take as long.
  */
 export function weighFirstByteTimeout(err: FirstByteTimeout, evidence: FirstByteEvidence): FirstByteTimeout {
-  const { attemptStartedAt, lastFirstByteAt, streamed, probePasses } = evidence;
+  const { attemptStartedAt, lastFirstByteAt, streamed, probePasses, size } = evidence;
   const answeredMeanwhile = lastFirstByteAt !== undefined && lastFirstByteAt >= attemptStartedAt;
-  const aliveForItsLength = !streamed && probePasses;
+  const aliveForItsLength = !streamed && probePasses && explainedMs(size) >= err.ms;
   return answeredMeanwhile || aliveForItsLength ? new FirstByteTimeout(err.ms, false) : err;
 }
 
