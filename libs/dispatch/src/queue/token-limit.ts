@@ -59,11 +59,14 @@ export function defaultAllowance(defaultTokens: number | undefined, weight: Pick
  * The number of choices a request asks for (chat `n`; README "Token-aware provider limits"), as
  * admission counts them: a whole number ≥ 1 as it is, at most `Number.MAX_SAFE_INTEGER` (so it is
  * written in plain digits and its product with a default stays finite); anything else (absent, 0,
- * negative, fractional, a string, NaN, Infinity) counts as absent: one choice.
+ * negative, fractional, a string that is not digits, NaN, Infinity) counts as absent: one choice; a
+ * string of digits counts as its number, as lenient servers read it.
  */
 export function wholeChoices(n: unknown): number {
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) return 1;
-  return Math.min(n, Number.MAX_SAFE_INTEGER);
+  // A string of digits counts as its number: lenient servers read `"100"` as 100 choices.
+  const value = typeof n === 'string' && /^\s*\d{1,16}\s*$/.test(n) ? Number(n) : n;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) return 1;
+  return Math.min(value, Number.MAX_SAFE_INTEGER);
 }
 
 /**

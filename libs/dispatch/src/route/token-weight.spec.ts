@@ -38,7 +38,8 @@ describe('estimateTokenWeight (README "Token-aware provider limits")', () => {
     ['0', 0, {}],
     ['-1', -1, {}],
     ['2.5', 2.5, {}],
-    ['"3"', '3', {}],
+    ['"3" (digits, as a lenient server reads them)', '3', { choices: 3 }],
+    ['"3x"', '3x', {}],
     ['NaN', Number.NaN, {}],
     ['Infinity', Number.POSITIVE_INFINITY, {}],
     ['null', null, {}],
@@ -60,6 +61,22 @@ describe('estimateTokenWeight (README "Token-aware provider limits")', () => {
     });
     expect(estimateTokenWeight('responses', body({ input: 'hi', n: 100 }))).toEqual({ prompt: 5 });
     expect(estimateTokenWeight('embeddings', body({ input: 'hi', n: 100 }))).toEqual({ prompt: 1, completion: 0 });
+  });
+
+  // The reading that weighs most wins where servers read a body differently (a budget must not be dodged).
+  it.each([
+    [
+      'max_completion_tokens 0 beside max_tokens 100000: the larger',
+      { max_completion_tokens: 0, max_tokens: 100000 },
+      100000,
+    ],
+    ['max_tokens 5 beside max_completion_tokens 50: the larger', { max_completion_tokens: 50, max_tokens: 5 }, 50],
+    ['max_tokens "100000" (digits): its number', { max_tokens: '100000' }, 100000],
+    ['n "100" with max_tokens 10: 1000', { max_tokens: 10, n: '100' }, 1000],
+    ['max_tokens "1e5" (not digits): absent', { max_tokens: '1e5' }, undefined],
+  ])('chat, %s', (_what, fields, completion) => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    expect(estimateTokenWeight('chat', body({ messages, ...fields })).completion).toBe(completion);
   });
 
   it('counts UTF-8 bytes, so CJK text (3 bytes a character) is about a token a character', () => {

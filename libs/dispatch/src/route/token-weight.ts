@@ -23,11 +23,13 @@ export type WeighedEndpoint = 'chat' | 'responses' | 'embeddings';
  * audio and files (`image_url`, `input_image`, `input_audio`, `file` parts) are not counted: their
  * cost depends on the model's encoder, not on their bytes.
  *
- * **Completion allowance**: chat `max_completion_tokens`, else `max_tokens`, times `n` (choices);
+ * **Completion allowance**: chat the larger of `max_completion_tokens` and `max_tokens` (servers
+ * differ in which they read), times `n` (choices);
  * Responses `max_output_tokens`; embeddings 0; else absent, and the granting provider's
  * `default_completion_tokens` applies (the queue fills it in), times `n` for chat: a chat request
  * that names no limit carries `choices` (`n` when above 1), so each of its choices is allowed the
- * default (`defaultAllowance`). A limit that is not a whole number ≥ 0 counts as absent; an `n` that
+ * default (`defaultAllowance`). A string of digits counts as its number (lenient servers read it so);
+ * a limit that is not a whole number ≥ 0 counts as absent; an `n` that
  * is not a whole number ≥ 1 counts as one choice; `n` is capped at `Number.MAX_SAFE_INTEGER` and
  * the product too (`wholeChoices`; README "Token-aware provider limits"). Responses has no `n`.
  */
@@ -50,7 +52,9 @@ export function estimateTokenWeight(endpoint: WeighedEndpoint, body: object): To
     return { prompt, ...(completion === undefined ? {} : { completion }) };
   }
   const choices = wholeChoices(fields.n);
-  const limit = wholeOrUndefined(fields.max_completion_tokens) ?? wholeOrUndefined(fields.max_tokens);
+  // Both named: the larger counts (servers differ in which one they read: `max_completion_tokens: 0`
+  // with `max_tokens: 100000` must not weigh 0).
+  const limit = largerOf(wholeOrUndefined(fields.max_completion_tokens), wholeOrUndefined(fields.max_tokens));
   if (limit !== undefined) return { prompt, completion: Math.min(limit * choices, Number.MAX_SAFE_INTEGER) };
   return { prompt, ...(choices > 1 ? { choices } : {}) };
 }
@@ -101,6 +105,16 @@ class TextCounter {
   }
 }
 
+/**
+ * A whole number ≥ 0 as an allowance: a number, or a string of digits as lenient servers read one
+ * (`"100000"` is 100,000 tokens upstream, so it weighs as much here); anything else is absent.
+ */
 function wholeOrUndefined(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+  const n = typeof value === 'string' && /^\s*\d{1,16}\s*$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? Math.min(n, Number.MAX_SAFE_INTEGER) : undefined;
+}
+
+/** The larger of two allowances, either of which may be absent. */
+function largerOf(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.max(a, b);
 }
