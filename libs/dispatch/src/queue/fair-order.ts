@@ -56,6 +56,13 @@ export class FairTags {
     return Math.max(this.virtual.get(band) ?? 0, this.finish.get(`${band}|${client.id}`) ?? 0);
   }
 
+  /** A waiter of `client` with start tag `start` left unserved (evicted): `F_c = min(F_c, S)`, as if it never came. */
+  giveBack(pool: string, client: QueueClient, start: number): void {
+    const key = `${pool}|${client.band}|${client.id}`;
+    const finish = this.finish.get(key);
+    if (finish !== undefined && finish > start) this.finish.set(key, start);
+  }
+
   /** A waiter with start tag `start` was granted: `V = max(V, S)`. */
   granted(pool: string, band: number, start: number): void {
     const key = `${pool}|${band}`;

@@ -135,6 +135,8 @@ export class MemoryProviderQueue implements ProviderQueue {
       if (!victim || !displaces(client, this.tags.peek(poolName, client), victim))
         return Promise.reject(full('queues_full', ahead));
       this.dropWaiter(pool, victim);
+      // Its place in its client's fair order is given back too (see `FairTags.giveBack`).
+      this.tags.giveBack(poolName, victim.client, victim.start);
       const shed = { model: victim.modelGroupKey, client: victim.client, candidates: usable };
       victim.fail(queueFullFor('shed', shed, poolName, this.rate, ahead));
       target = this.providers.get(victim.providerId)?.limits;

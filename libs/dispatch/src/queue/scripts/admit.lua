@@ -201,7 +201,11 @@ if target == nil then
     evicts = rank * PRIORITY_SPAN + peekTag(base, pool, band, client) < victimScore
   end
   if not evicts then return {'full', tostring(queued)} end
+  -- The evicted waiter's place in its client's fair order is given back: its client's finish tag goes
+  -- back to the waiter's start tag, so a client that loses places is not also pushed back for them.
+  local v = rcall('HMGET', qs[at] .. victim, 'cl', 'pool', 'band', 'st')
   local _, back = dropWaiter(base, qnames[at], victim)
+  if v[1] and v[4] then giveBackTag(base, v[2], v[3], v[1], v[4]) end
   -- The victim may be this client's: its give-back changed the budget read before, so read it again.
   if budget ~= nil then budget.states = budgetRead(budget.key, budget.wins, now) end
   promoteAll(base, back, now, ttl, channelPrefix)

@@ -23,6 +23,12 @@ local function soloTag(base, pool, band, client, charge)
   local fKey = 'f|' .. pool .. '|' .. band .. '|' .. client
   return tonumber(rcall('HINCRBYFLOAT', base .. ':fair', fKey, fmt(charge))) - charge
 end
+-- A waiting job with start tag `st` left without being served (evicted): F = min(F, S), as if it never came.
+local function giveBackTag(base, pool, band, client, st)
+  local fKey = 'f|' .. pool .. '|' .. band .. '|' .. client
+  local f = tonumber(rcall('HGET', base .. ':fair', fKey) or '0')
+  if f > tonumber(st) then rcall('HSET', base .. ':fair', fKey, st) end
+end
 -- A job with start tag `st` was granted: V = max(V, S).
 local function advanceVirtual(base, pool, band, st)
   local vKey = 'v|' .. pool .. '|' .. band
