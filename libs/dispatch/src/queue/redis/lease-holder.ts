@@ -23,6 +23,12 @@ interface HeldLease {
   renewedAt: number;
   readonly grantedAt: number;
   readonly controller: AbortController;
+  /**
+   * `performance.now()` when it was fenced (its call aborted), or undefined. A fenced lease stays
+   * held and renewed until its caller releases it, once the upstream has seen the close
+   * (docs/architecture.md, "Fencing").
+   */
+  fencedAt?: number;
   released: boolean;
 }
 
@@ -31,6 +37,7 @@ export interface LeaseHolderTiming {
   readonly leaseTtlMs: number;
   readonly fenceMarginMs: number;
   readonly hardLeaseLimitMs: number;
+  readonly fencedCloseLimitMs: number;
 }
 
 /**
@@ -103,13 +110,15 @@ export class LeaseHolder {
       signal: controller.signal,
       ...(times.budget ? { budget: times.budget } : {}),
       prefillDone: () => this.prefillDone(held),
-      // A fenced lease was released already (its reservation charged as it stood): `used` comes too late.
+      // A fenced lease is charged its reservation as it stood (README "Token budgets"): its `used` is not
+      // read. The caller releases it once the upstream has seen the close (docs/architecture.md, "Fencing").
       release: async (used?: UsedTokens) => {
         if (held.released) return;
         held.released = true;
         this.leases.delete(jobId);
         this.rate.record(owner.pool, performance.now() - grantedAt);
-        await this.release(jobId, provider, { ...this.facts(held), ...(used ? { used: used.tokens } : {}) });
+        const counted = used && held.fencedAt === undefined ? { used: used.tokens } : {};
+        await this.release(jobId, provider, { ...this.facts(held), ...counted });
       },
     };
   }
@@ -190,7 +199,7 @@ export class LeaseHolder {
       );
       for (const lease of list) {
         if (lease.released) continue;
-        if (lost.has(lease.jobId)) this.fence(lease, 'Redis no longer has it');
+        if (lost.has(lease.jobId)) this.fence(lease, 'Redis no longer has it', true);
         else lease.renewedAt = sentAt;
       }
     }
@@ -199,13 +208,16 @@ export class LeaseHolder {
   /**
    * Fencing: a lease whose last successful renewal was sent more than `leaseTtlMs - fenceMarginMs`
    * ago may be freed by Redis at any moment, so its upstream call is aborted now; so is a lease
-   * held past `hardLeaseLimitMs`.
+   * held past `hardLeaseLimitMs`. A fenced lease its caller has not released within
+   * `fencedCloseLimitMs` of its fence is released here (docs/architecture.md, "Fencing").
    */
   fenceOverdue(): void {
     const now = performance.now();
     const limit = this.timing.leaseTtlMs - this.timing.fenceMarginMs;
     for (const lease of [...this.leases.values()]) {
-      if (now - lease.renewedAt > limit)
+      if (lease.fencedAt !== undefined) {
+        if (now - lease.fencedAt > this.timing.fencedCloseLimitMs) this.giveUp(lease);
+      } else if (now - lease.renewedAt > limit)
         this.fence(lease, `not renewed for ${Math.round(now - lease.renewedAt)} ms (limit ${limit} ms)`);
       else if (now - lease.grantedAt > this.timing.hardLeaseLimitMs)
         this.fence(lease, `held longer than the hard lease limit of ${this.timing.hardLeaseLimitMs} ms`);
@@ -231,15 +243,39 @@ export class LeaseHolder {
     this.leases.clear();
   }
 
-  private fence(lease: HeldLease, reason: string): void {
-    if (lease.released) return;
+  /**
+   * Aborts the upstream call of a lease this holder can no longer prove (docs/architecture.md,
+   * "Fencing"). `gone`: Redis no longer has the lease, so there is nothing to keep: it is forgotten
+   * and released at once. Otherwise the lease stays held, and renewed with the others, until its
+   * caller releases it once the upstream has seen the close of the aborted call (`closeUnfinishedAnswer`
+   * in the gateway): a slot freed here, while the aborted call's connection is still open at the
+   * upstream, would let the next caller's request reach it first (README "Production layout": the
+   * limit holds at the upstream "including while a replica is stalled or stopped").
+   */
+  private fence(lease: HeldLease, reason: string, gone = false): void {
+    if (lease.released || (lease.fencedAt !== undefined && !gone)) return;
+    if (lease.fencedAt === undefined) {
+      this.logger.warn(
+        { job_id: lease.jobId, provider: lease.provider.providerId, reason },
+        `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
+      );
+    }
+    lease.fencedAt ??= performance.now();
+    lease.controller.abort(leaseLost(lease.provider.providerId));
+    if (!gone) return;
+    lease.released = true;
+    this.leases.delete(lease.jobId);
+    void this.release(lease.jobId, lease.provider, this.facts(lease));
+  }
+
+  /** A fenced lease its caller did not release within `fencedCloseLimitMs`: released here, with a warning. */
+  private giveUp(lease: HeldLease): void {
     lease.released = true;
     this.leases.delete(lease.jobId);
     this.logger.warn(
-      { job_id: lease.jobId, provider: lease.provider.providerId, reason },
-      `redis queue: lease ${lease.jobId} of provider "${lease.provider.providerId}" lost (${reason}); aborting its upstream call`,
+      { job_id: lease.jobId, provider: lease.provider.providerId },
+      `redis queue: fenced lease ${lease.jobId} of provider "${lease.provider.providerId}" not released by its caller within ${this.timing.fencedCloseLimitMs} ms; released`,
     );
-    lease.controller.abort(leaseLost(lease.provider.providerId));
     void this.release(lease.jobId, lease.provider, this.facts(lease));
   }
 }

@@ -87,7 +87,7 @@ describe('RedisProviderQueue fencing and dead replicas', () => {
     await lease.release();
   });
 
-  it('aborts a lease it could not renew in time, with a warning naming the provider, before Redis frees the slot', async () => {
+  it('aborts a lease it could not renew in time, with a warning naming the provider, and keeps its slot until its caller releases it', async () => {
     const prefix = uniquePrefix('fence');
     const warnings: string[] = [];
     const q = makeQueue(prefix, { logger: { ...silent, warn: (_o, m) => warnings.push(m) } });
@@ -103,12 +103,26 @@ describe('RedisProviderQueue fencing and dead replicas', () => {
     expect((await other.counts([p.providerId])).get(p.providerId)?.inFlight).toBe(1);
     await waitUntil(() => abortedAt !== undefined, 1000, 'the lease to be fenced');
     expect(warnings.some((w) => w.includes('"gpu-a-llama"') && w.includes('aborting its upstream call'))).toBe(true);
-    await waitUntil(
-      async () => (await other.counts([p.providerId])).get(p.providerId)?.inFlight === 0,
-      3000,
-      'the fenced lease to be released',
-    );
+    // Fenced, the lease stays held (and renewed) until its caller releases it, once the upstream has
+    // seen the aborted call's close (docs/architecture.md, "Fencing"): past a lease lifetime, still taken.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await other.counts([p.providerId])).get(p.providerId)?.inFlight).toBe(1);
     await lease.release();
+    expect((await other.counts([p.providerId])).get(p.providerId)?.inFlight).toBe(0);
+  });
+
+  it('releases a fenced lease its caller never releases after fencedCloseLimitMs, with a warning', async () => {
+    const prefix = uniquePrefix('fence-give-up');
+    const warnings: string[] = [];
+    const q = makeQueue(prefix, { fencedCloseLimitMs: 300, logger: { ...silent, warn: (_o, m) => warnings.push(m) } });
+    open.push(q);
+    const p = provider('p', 1);
+    await q.configure([p]);
+    const lease = await q.acquireLease(request([p]));
+    busyWait(2000);
+    await waitUntil(() => lease.signal.aborted, 1000, 'the lease to be fenced');
+    await waitUntil(async () => (await q.counts(['p'])).get('p')?.inFlight === 0, 2000, 'the fenced lease released');
+    expect(warnings.some((w) => w.includes('not released by its caller within 300 ms'))).toBe(true);
   });
 
   it('costs at most 25 Redis commands per pooled request, scripts and their inner commands counted', async () => {

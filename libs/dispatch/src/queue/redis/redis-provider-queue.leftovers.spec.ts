@@ -181,6 +181,11 @@ describe('RedisProviderQueue: expired leases', () => {
     expect((await other.counts(['p'])).get('p')).toEqual({ inFlight: 1, queued: 1 });
     resume();
     await waitUntil(() => lease.signal.aborted, 1000, 'the resumed holder to fence its lease');
+    // Fenced, the slot is handed on only when the caller releases it, once the upstream has seen the
+    // aborted call's close (docs/architecture.md, "Fencing").
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(granted).toBeUndefined();
+    await lease.release();
     await waiting;
     expect(granted?.providerId).toBe('p');
     await granted?.release();

@@ -42,7 +42,8 @@ import { withTimeout } from './with-timeout';
  * Fencing: a lease not renewed for `leaseTtlMs - fenceMarginMs` (monotonic clock) is aborted before
  * Redis could free it. Redis frees the slots of a replica only once its liveness key expired AND it
  * has no connection left (`ReplicaLiveness`), so a stalled (SIGSTOP) replica keeps its slots until it
- * resumes and fences itself, while a killed one loses them within `leaseTtlMs + sweepIntervalMs`.
+ * resumes and fences itself, and a fenced lease is released by its caller once the upstream has seen
+ * the aborted call's close, while a killed one loses them within `leaseTtlMs + sweepIntervalMs`.
  * Outages are `ConnectionWatch`'s, lost Redis state `RestartRecovery`'s.
  */
 export class RedisProviderQueue implements ProviderQueue {
@@ -310,19 +311,24 @@ export class RedisProviderQueue implements ProviderQueue {
 
   /**
    * Renews every held lease, then refreshes this replica's liveness, then settles leftovers. Overdue
-   * leases are fenced first and liveness is refreshed only after every renewal succeeded, so a replica
-   * that looks alive holds no lease that expired (docs/architecture.md, "Expired leases").
+   * leases are fenced first (a fenced lease stays held and renewed until its caller releases it) and
+   * liveness is refreshed only after every renewal succeeded, within the fencing limit of the round's
+   * start and never past the renewed leases' expiry, so a replica that looks alive holds no lease that
+   * expired (docs/architecture.md, "Expired leases" and "Fencing").
    */
   private async renewAll(): Promise<void> {
     if (this.closed || !this.watch.connected()) return;
     this.holder.fenceOverdue();
+    const renewedFrom = performance.now();
     await this.holder.renew().catch((e: unknown) => {
       this.watch.failedWrite(e);
       throw e;
     });
     const sentAt = performance.now();
     try {
-      await this.liveness.refresh();
+      // A round the process stood still in (stopped while its renewal was on the way) renewed nothing
+      // that still counts: no liveness until a round renews every held lease, fenced ones included.
+      if (!(await this.liveness.refresh(renewedFrom))) return;
       this.watch.reached(sentAt);
       this.watch.writesAccepted();
       if (this.limitsUnwritten) await this.writeLimits();

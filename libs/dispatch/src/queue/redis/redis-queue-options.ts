@@ -62,6 +62,15 @@ export interface RedisProviderQueueOptions {
    */
   readonly hardLeaseLimitMs?: number;
   /**
+   * Longest a fenced lease stays held (and renewed) while its caller closes the upstream call, in ms,
+   * counted from the fence: the caller releases it once the upstream has seen the close
+   * (docs/architecture.md, "Fencing"); past this the holder releases it itself, with a warning (a
+   * safety net against a caller that never releases). Above the longest `close_wait_ms` of an adapter
+   * (60 s, README "Connections to an upstream").
+   * @defaultValue 61000
+   */
+  readonly fencedCloseLimitMs?: number;
+  /**
    * Longest an admission command may take before `acquireLease` answers `queue_unavailable`, in ms.
    * @defaultValue 1000
    */
@@ -103,6 +112,7 @@ export function resolveRedisQueueOptions(options: RedisProviderQueueOptions): Re
     sweepIntervalMs: options.sweepIntervalMs ?? 500,
     grantPollMs: options.grantPollMs ?? 500,
     hardLeaseLimitMs: options.hardLeaseLimitMs ?? 600_000,
+    fencedCloseLimitMs: options.fencedCloseLimitMs ?? 61_000,
     commandTimeoutMs: options.commandTimeoutMs ?? 1000,
     restartBarrierMs: options.restartBarrierMs ?? leaseTtlMs + 500,
     logger: options.logger ?? consoleLibLogger,
@@ -117,6 +127,7 @@ export function resolveRedisQueueOptions(options: RedisProviderQueueOptions): Re
     'sweepIntervalMs',
     'grantPollMs',
     'hardLeaseLimitMs',
+    'fencedCloseLimitMs',
     'commandTimeoutMs',
     'restartBarrierMs',
   ] as const;

@@ -11,6 +11,11 @@ export class ReplicaLiveness {
   private clientListRefused = false;
   /** Per shard tag, `performance.now()` before which no lease there can be due for reaping. */
   private readonly reapDueAt = new Map<string, number>();
+  /**
+   * `performance.now()` when the renewal round of the last liveness refresh that succeeded started:
+   * every lease this replica held then was renewed from that time on (undefined before the first).
+   */
+  private leasesRenewedAt: number | undefined;
 
   constructor(
     private readonly store: LeaseStore,
@@ -21,9 +26,20 @@ export class ReplicaLiveness {
     private readonly reapGraceMs: number,
   ) {}
 
-  /** Marks this replica alive for `ttlMs`. @throws the Redis error. */
-  refresh(): Promise<void> {
-    return this.store.refreshLiveness(this.replicaId, this.ttlMs);
+  /**
+   * Marks this replica alive until the leases of the renewal round that just renewed every lease of
+   * this replica expire: for `ttlMs` counted from `renewedFrom` (`performance.now()` when that round was
+   * sent), so the liveness key never outlives them (docs/architecture.md, "Expired leases"). A round
+   * that took past the fencing limit (`ttlMs - reapGraceMs`: the process stood still in it) refreshes
+   * nothing.
+   * @returns false when nothing was refreshed. @throws the Redis error.
+   */
+  async refresh(renewedFrom: number): Promise<boolean> {
+    const leftMs = this.ttlMs - Math.ceil(performance.now() - renewedFrom);
+    if (leftMs <= this.reapGraceMs) return false;
+    await this.store.refreshLiveness(this.replicaId, leftMs);
+    this.leasesRenewedAt = renewedFrom;
+    return true;
   }
 
   /**
@@ -52,9 +68,16 @@ export class ReplicaLiveness {
     const checkedAt = performance.now();
     const expired = await this.store.expiredReplicas(this.replicaId);
     const connected = expired.length > 0 ? await this.connectedReplicas() : new Set<string>();
+    // This replica's own leases, while it has not renewed them within the fencing limit (it was stopped,
+    // or its event loop stood still, and resumed): they may have expired in Redis, but their calls may
+    // still be open at the upstream until the holder has fenced them and seen the close
+    // (docs/architecture.md, "Fencing"), so this replica counts itself stalled until its renewal
+    // round renewed them. Leases of an earlier process with the same id are reaped after that.
+    const selfStalled =
+      this.leasesRenewedAt === undefined || checkedAt - this.leasesRenewedAt > this.ttlMs - this.reapGraceMs;
     const replicas = {
       dead: expired.filter((id) => !connected.has(id)),
-      stalled: expired.filter((id) => connected.has(id)),
+      stalled: [...expired.filter((id) => connected.has(id)), ...(selfStalled ? [this.replicaId] : [])],
     };
     let removed = 0;
     let reaped = 0;
