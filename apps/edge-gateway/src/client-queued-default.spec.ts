@@ -71,3 +71,52 @@ describe('a client without max_queued is bounded by default (half of gateway.max
     expect((await chat('chat-key', 'llama', 0, AbortSignal.timeout(5000))).status).toBe(200);
   });
 });
+
+describe("a client's waiting requests are bounded per replica across pools (half of gateway.max_connections)", () => {
+  // 10 connections: batch may keep 5 waiting per pool by default, and 5 on this replica in all.
+  const twoPools = fleetYaml({ clients: [{ id: 'batch', keys: ['batch-key'], max_in_flight: 1 }] }).replace(
+    '  max_body_bytes:',
+    '  max_connections: 10\n  max_connections_per_address: 10\n  max_body_bytes:',
+  );
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  const abort = new AbortController();
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    gateway = await startTestGateway(twoPools, { UPSTREAM: upstream.url, UPSTREAM_KEY: 'k' }, undefined, {
+      gatewayServer: true,
+    });
+  });
+  afterAll(async () => {
+    abort.abort();
+    await gateway.close();
+    await upstream.close();
+  });
+  const chat = (model: string, signal: AbortSignal = abort.signal) =>
+    fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer batch-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 30_000 } }),
+      signal,
+    });
+  const waiting = async () =>
+    ((await (await fetch(`${gateway.url}/status`)).json()) as Required<Pick<StatusSnapshot, 'clients'>>).clients
+      .filter((c) => c.id === 'batch')
+      .reduce((n, c) => n + (c.queued ?? 0), 0);
+
+  it('refuses the sixth waiting request over two pools with 429 queue_full naming the replica; /healthz still answers', async () => {
+    // A lease on each pool (small, llama), then five parked, spread over both pools.
+    for (const model of ['small', 'llama', 'small', 'llama', 'small', 'llama', 'small'])
+      void chat(model).catch(() => undefined);
+    await waitUntil(async () => (await waiting()) === 5, 5000, 'batch: two leases held, five requests parked');
+    const refused = await chat('llama', AbortSignal.timeout(3000));
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'queue_full',
+      message: expect.stringContaining('on this gateway replica'),
+    });
+    expect(await waiting()).toBe(5);
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+  });
+});
