@@ -91,7 +91,12 @@ describe('gateway.clients', () => {
       'must be at least 1',
       'set max_in_flight to 1 or more, or remove it for no cap.',
     ],
-    ['max_queued: -1', 'max_queued', 'must be at least 0', 'set max_queued to 0 or more, or remove it for no cap.'],
+    [
+      'max_queued: -1',
+      'max_queued',
+      'must be at least 0',
+      'set max_queued to 0 or more, or remove it for the default (half of gateway.max_connections).',
+    ],
     [
       'tokens_per_minute: 0',
       'tokens_per_minute',

@@ -26,9 +26,12 @@ const tokenBudget = (what: string) => {
   return z.number({ error: fix }).int(fix).min(1, fix).max(Number.MAX_SAFE_INTEGER, fix).optional();
 };
 
-/** A client's cap: a whole number ≥ `min`, optional; every issue's fix names the setting (an `.inf` included). */
-const capAtLeast = (min: number, what: string) => {
-  const fix = `set ${what} to ${min} or more, or remove it for no cap`;
+/**
+ * A client's cap: a whole number ≥ `min`, optional; every issue's fix names the setting (an `.inf`
+ * included) and what removing it gives (`removed`).
+ */
+const capAtLeast = (min: number, what: string, removed: string) => {
+  const fix = `set ${what} to ${min} or more, or remove it for ${removed}`;
   return z.number({ error: fix }).int(fix).min(min, fix).optional();
 };
 
@@ -43,9 +46,9 @@ export const clientSchema = z.strictObject({
   /** Share of slots inside its band while backlogged, relative to other clients' weights. @defaultValue 1 */
   weight: intIn(1, MAX_WEIGHT, 'weight').default(1),
   /** Leases the client may hold at once in one pool, across every replica; over it requests wait. */
-  max_in_flight: capAtLeast(1, 'max_in_flight'),
+  max_in_flight: capAtLeast(1, 'max_in_flight', 'no cap'),
   /** Requests the client may have waiting in one pool, across every replica; over it `429 queue_full`. */
-  max_queued: capAtLeast(0, 'max_queued'),
+  max_queued: capAtLeast(0, 'max_queued', 'the default (half of gateway.max_connections)'),
   /**
    * Tokens (estimated prompt + completion allowance, settled with the tokens used at release) the
    * client may use in any sliding minute, fleet-wide; over it `429 rate_limit_exceeded`
