@@ -1,4 +1,4 @@
-import { connectRedis, type RedisClient } from '@iop/dispatch';
+import { connectRedis, type QueueClient, type RedisClient } from '@iop/dispatch';
 import { seedLeases, startRedis, type TestRedis } from '@iop/dispatch/testing';
 import { parseConfigText } from '@iop/validate';
 import { configPrefix, exporterYaml } from '@iop/fake-upstream';
@@ -25,6 +25,21 @@ interface OpenAiError {
   error: { message: string; type: string; code: string };
 }
 
+/**
+ * The requests waiting on llama-a, in arrival order: a sheddable batch, two of `a` and one of `b`
+ * (band 0, equal weights), then the chat UI (band 10). Grant order (docs/architecture.md, "Clients,
+ * priority and fair share": band, then fair-share start tag) is chat-ui, a, b, a, batch: neither
+ * arrival order nor its reverse.
+ */
+const client = (id: string, band: number): QueueClient => ({ id, band, weight: 1 });
+const WAITERS: readonly QueueClient[] = [
+  client('batch', -1),
+  client('a', 0),
+  client('a', 0),
+  client('b', 0),
+  client('chat-ui', 10),
+];
+
 /** README "Status" (the queue board) and "Security": the board on a real exporter, real Redis, real HTTP. */
 describe('the read-only queue board at /queues', () => {
   let redis: TestRedis;
@@ -40,8 +55,10 @@ describe('the read-only queue board at /queues', () => {
     reader = connectRedis({ url: redis.url });
     reader.on('error', () => undefined);
     await new Promise((r) => reader.once('ready', r));
-    // What gateways left: llama-a 3 leases (full) and 2 waiting, llama-b 1 lease; then a copy no one renews.
-    closers.push(await seedLeases(redis.url, live, 'llama-a', 3, 2, { pool: 'pool.llama-a' }));
+    // What gateways left: llama-a 3 leases (full) and 5 waiting, llama-b 1 lease; then a copy no one renews.
+    closers.push(
+      await seedLeases(redis.url, live, 'llama-a', 3, WAITERS.length, { pool: 'pool.llama-a', waitClients: WAITERS }),
+    );
     closers.push(await seedLeases(redis.url, live, 'llama-b', 1, 0, { pool: 'pool.llama-a' }));
     await frozenCopy(reader, live, prefix);
     const yaml = exporterYaml({ prefix, redisUrl: redis.url, statusKeys: [KEY] });
@@ -105,13 +122,25 @@ describe('the read-only queue board at /queues', () => {
       ['provider.llama-b', 'llama-b'],
     ]);
     const [a, b] = listed;
-    expect(a.counts).toMatchObject({ active: 3, prioritized: 2, waiting: 0, completed: 0, failed: 0, delayed: 0 });
+    expect(a.counts).toMatchObject({ active: 3, prioritized: 5, waiting: 0, completed: 0, failed: 0, delayed: 0 });
     expect(b.counts).toMatchObject({ active: 1, prioritized: 0, waiting: 0 });
     for (const q of listed) expect([q.readOnlyMode, q.allowRetries]).toEqual([true, false]);
     // The waiting requests themselves, as the board shows them: BullMQ jobs named `lease`.
     const jobs = (await queues('?activeQueue=provider.llama-a&status=prioritized'))[0].jobs;
-    expect(jobs.map((j) => j.name)).toEqual(['lease', 'lease']);
-    expect(jobs[0].data).toEqual({ origin: expect.any(String), model: 'seed', client: 'anonymous' });
+    expect(jobs.map((j) => j.name)).toEqual(['lease', 'lease', 'lease', 'lease', 'lease']);
+    expect(jobs[0].data).toEqual({ origin: expect.any(String), model: 'seed', client: 'chat-ui' });
+  });
+
+  it('lists the waiting requests in grant order: highest band first, then fair-share tag (README "Status": the queue board)', async () => {
+    const jobs = (await queues('?activeQueue=provider.llama-a&status=prioritized'))[0].jobs;
+    expect(jobs.map((j) => (j.data as { client: string }).client)).toEqual(['chat-ui', 'a', 'b', 'a', 'batch']);
+    // The two of `a` in their own arrival order (`<replica uuid>.<n>`).
+    const seq = (id: string) => Number(id.slice(id.lastIndexOf('.') + 1));
+    const [firstA, secondA] = [jobs[1], jobs[3]].map((j) => seq(j.id));
+    expect(firstA).toBeLessThan(secondA);
+    // A page of it is the same line cut: the second page of two starts at the third in line.
+    const page = (await queues('?activeQueue=provider.llama-a&status=prioritized&jobsPerPage=2&page=2'))[0].jobs;
+    expect(page.map((j) => j.id)).toEqual([jobs[2].id, jobs[3].id]);
   });
 
   it('refuses every mutating call of the board (405, OpenAI-shaped, Allow: GET, HEAD) and nothing changes in Redis', async () => {
@@ -138,7 +167,7 @@ describe('the read-only queue board at /queues', () => {
     }
     expect(changedKeys(before, await frozen())).toEqual([]);
     const [a] = await queues();
-    expect(a.counts).toMatchObject({ active: 3, prioritized: 2 });
+    expect(a.counts).toMatchObject({ active: 3, prioritized: 5 });
   });
 
   it('answers an unknown board path 404 and HEAD like GET', async () => {

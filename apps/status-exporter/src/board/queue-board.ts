@@ -3,6 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import express, { type Express, type Router } from 'express';
 import { sendError } from '../http/send-error';
+import type { Job } from 'bullmq';
 import type { ProviderQueueEntry } from '../queues/provider-queues';
 import { BOARD_PATH } from './board-path';
 
@@ -80,11 +81,39 @@ export function createQueueBoard(entries: readonly ProviderQueueEntry[] = []): Q
   return { router, show: (next) => board.replaceQueues(adapters(next)) };
 }
 
-/** One read-only BullMQ adapter per provider queue, shown under the provider id. */
+/** The statuses Bull Board may ask {@link GrantOrderAdapter.getJobs} for (`@bull-board/api`'s `JobStatus`). */
+type BoardJobStatus = Parameters<BullMQAdapter['getJobs']>[0][number];
+
+/**
+ * Bull Board's BullMQ adapter, but a page of the `prioritized` state lists the waiting requests in
+ * grant order (README "Status": the queue board): ascending score of BullMQ's `prioritized` sorted
+ * set, the score being `rank · 2^32 + start tag` (rank `1001 − band`), so the highest band first
+ * and, inside a band, the lowest fair-share tag first (docs/architecture.md, "Clients, priority and
+ * fair share"; "Redis layout of flow control"), as BullMQ's own `getPrioritized` lists them. The
+ * stock adapter calls `Queue.getJobs` without `asc`, which reads a sorted set highest score first:
+ * the request served last at the top. Other views keep the adapter's order (`latest`, every state
+ * at once, newest first).
+ */
+class GrantOrderAdapter extends BullMQAdapter {
+  constructor(
+    private readonly providerQueue: ProviderQueueEntry['queue'],
+    options: ConstructorParameters<typeof BullMQAdapter>[1],
+  ) {
+    super(providerQueue, options);
+  }
+
+  override getJobs(jobStatuses: BoardJobStatus[], start?: number, end?: number): Promise<Job[]> {
+    if (jobStatuses.length === 1 && jobStatuses[0] === 'prioritized')
+      return this.providerQueue.getJobs(['prioritized'], start, end, true).then((jobs) => jobs.filter((job) => !!job));
+    return super.getJobs(jobStatuses, start, end);
+  }
+}
+
+/** One read-only BullMQ adapter per provider queue, shown under the provider id, waiting requests in grant order. */
 function adapters(entries: readonly ProviderQueueEntry[]): BullMQAdapter[] {
   return entries.map(
     ({ providerId, queue }) =>
-      new BullMQAdapter(queue, {
+      new GrantOrderAdapter(queue, {
         readOnlyMode: true,
         allowRetries: false,
         displayName: providerId,
