@@ -76,25 +76,51 @@ function mentionsUsage(chunk: Uint8Array | string): boolean {
   return typeof chunk === 'string' ? chunk.includes('"usage"') : bufferOf(chunk).includes(MARK_BYTES);
 }
 
-/** A JSON string, unrolled so a long one costs one pass and no backtracking. */
-const JSON_STRING = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
-/** Longest JSON string (with its quotes) kept as it is when a large event is read for its usage, in characters. */
-const KEPT_STRING_CHARS = 256;
-/** Events longer than this (characters) are read with their long strings emptied first. */
-const LARGE_EVENT_CHARS = 65_536;
+/** Longest JSON string (with its quotes) kept as it is when a large answer is read for its usage, in bytes. */
+const KEPT_STRING_BYTES = 256;
+/** Answers and chunks larger than this (bytes) are read with their long strings emptied, undecoded. */
+const LARGE_BYTES = 65_536;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const EMPTY_STRING = Buffer.from('""');
 
 /**
- * `text` as JSON, or undefined when it is not JSON. A large text (a final Responses event repeats
- * the whole answer) has its long strings emptied before it is parsed: its structure, its keys and
- * its numbers are what usage is read from, and no second copy of the answer's text is made.
+ * `bytes` as text to read usage from: a large one (a final Responses event repeats the whole answer)
+ * has every JSON string longer than {@link KEPT_STRING_BYTES} emptied (`""`) before it is decoded, by
+ * native searches for quotes, so its structure, keys and numbers are read and no copy of the
+ * answer's text is made. JSON strings hold no raw newline, so SSE framing passes as it is; text that
+ * is not JSON may come out garbled, and then holds no usage.
  */
+function readableText(bytes: Buffer): string {
+  if (bytes.length <= LARGE_BYTES) return bytes.toString('utf8');
+  const parts: Buffer[] = [];
+  let from = 0;
+  let open = bytes.indexOf(QUOTE);
+  while (open !== -1) {
+    let close = bytes.indexOf(QUOTE, open + 1);
+    while (close !== -1 && escaped(bytes, close)) close = bytes.indexOf(QUOTE, close + 1);
+    if (close === -1) break;
+    if (close - open + 1 > KEPT_STRING_BYTES) {
+      parts.push(bytes.subarray(from, open), EMPTY_STRING);
+      from = close + 1;
+    }
+    open = bytes.indexOf(QUOTE, close + 1);
+  }
+  parts.push(bytes.subarray(from));
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** True when the byte at `at` follows an odd number of backslashes (an escaped quote). */
+function escaped(bytes: Buffer, at: number): boolean {
+  let n = 0;
+  for (let i = at - 1; i >= 0 && bytes[i] === BACKSLASH; i--) n++;
+  return n % 2 === 1;
+}
+
+/** `text` as JSON, or undefined when it is not JSON. */
 function parseJson(text: string): unknown {
-  const structure =
-    text.length > LARGE_EVENT_CHARS
-      ? text.replace(JSON_STRING, (s) => (s.length > KEPT_STRING_CHARS ? '""' : s))
-      : text;
   try {
-    return JSON.parse(structure) as unknown;
+    return JSON.parse(text) as unknown;
   } catch {
     return undefined;
   }
@@ -103,7 +129,7 @@ function parseJson(text: string): unknown {
 /** The `usage` of a whole answer: the top-level `usage` member of its JSON body. */
 function answerUsage(endpoint: CompletionEndpoint, body: Uint8Array | string): UsageReading | undefined {
   if (!mentionsUsage(body)) return undefined;
-  const answer = parseJson(typeof body === 'string' ? body : bufferOf(body).toString('utf8'));
+  const answer = parseJson(typeof body === 'string' ? body : readableText(bufferOf(body)));
   if (typeof answer !== 'object' || answer === null) return undefined;
   return readUsage(endpoint, (answer as { usage?: unknown }).usage);
 }
@@ -162,8 +188,8 @@ export function watchUsage(
     (chunk) => {
       if (!mentionsUsage(chunk)) return;
       // Chunks of a stream are whole events (`UpstreamResponse`): each is read on its own.
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : bufferOf(chunk);
-      for (const event of parseEvents(bytes)) last = eventUsage(endpoint, event.event, event.data) ?? last;
+      const text = typeof chunk === 'string' ? chunk : readableText(bufferOf(chunk));
+      for (const event of parseEvents(text)) last = eventUsage(endpoint, event.event, event.data) ?? last;
     },
     () => settle(last),
   );

@@ -61,9 +61,9 @@ export function streamFailure(err: unknown, where: string): UpstreamError {
 }
 
 /** The events in `bytes` (whole events, any line endings), parsed by eventsource-parser. */
-export function parseEvents(bytes: Buffer): EventSourceMessage[] {
+export function parseEvents(bytes: Buffer | string): EventSourceMessage[] {
   const events: EventSourceMessage[] = [];
-  const text = bytes.toString('utf8');
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8');
   // Whole events end on a blank line; one ended by a lone CR is held by the parser in case an LF
   // follows (CRLF), so an LF is added: the CR then ends its line, as it does in the stream.
   createParser({ onEvent: (e) => events.push(e) }).feed(text.endsWith('\r') ? `${text}\n` : text);
