@@ -12,6 +12,7 @@ import { reportingAtClose, writeEventStream } from './sse';
 import { StatsRecorder, type FakeStats } from './stats';
 import { CallJournal, type JournalCall, type JournalEntry } from './call-journal';
 import { PROBES, probeAnswers, WorkGate } from './probes';
+import { EngineModel, renderPrompt, type EngineOptions, type PrefillPlan } from './engine';
 
 /** Options of {@link startFakeUpstream}. */
 export interface FakeUpstreamOptions {
@@ -36,6 +37,13 @@ export interface FakeUpstreamOptions {
    * probe waits behind the work ({@link WorkGate}). @defaultValue false
    */
   probesWaitForWork?: boolean;
+  /**
+   * Model an inference engine (README, "Engine model"): a KV cache of `cacheBlocks` blocks of `blockTokens`
+   * tokens with prefix caching, a batch of `maxBatch`, a time to first token from the uncached prompt tokens
+   * and the load, decode time per output token, `cached_tokens` in usage, `GET /metrics` (vLLM names) and
+   * `stats().engine`. Any object turns it on (`{}`: every default of {@link EngineOptions}). @defaultValue undefined (off)
+   */
+  engine?: Partial<EngineOptions>;
 }
 
 /** A running fake upstream. */
@@ -75,6 +83,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   const recorder = new StatsRecorder();
   const journal = new CallJournal();
   const work = new WorkGate();
+  const engine = opts.engine ? new EngineModel(opts.engine) : undefined;
   const jsonHeaders = { 'content-type': 'application/json', 'x-fake-upstream': name };
   const sseHeaders = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-fake-upstream': name };
   const fingerprint = `fake-upstream:${name}`;
@@ -89,6 +98,41 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
   function sendError(res: ServerResponse, status: number, message: string, code?: string, param?: string): void {
     send(res, status, JSON.stringify(openAIError(status, message, code, param)));
+  }
+
+  /** The stats, with the engine's counters when it is modelled. */
+  function snapshot(): FakeStats {
+    return engine ? { ...recorder.snapshot(), engine: engine.snapshot() } : recorder.snapshot();
+  }
+
+  /** `reset()` and `POST /__reset`: the counters, the journal and the engine (counters and cache). */
+  function resetAll(): void {
+    recorder.reset();
+    journal.reset();
+    engine?.reset();
+  }
+
+  /**
+   * The engine's part of an answer: a place in its batch (held until the response closes), then the prefill
+   * (`ttftMs` of the plan); `undefined` when the client left first.
+   */
+  async function prefill(flight: InFlightRequest, api: 'chat' | 'responses', body: Record<string, unknown>) {
+    if (!engine) return undefined;
+    const slot = await engine.admit((leave) => flight.res.once('close', leave));
+    if (flight.closed) return void slot.release();
+    flight.res.once('close', slot.release);
+    const plan = engine.plan(renderPrompt(api, body));
+    if (!(await flight.pause(plan.ttftMs))) return undefined;
+    engine.commit(plan);
+    flight.res.setHeader('x-fake-engine-ttft-ms', String(plan.ttftMs));
+    flight.res.setHeader('x-fake-engine-cached-tokens', String(plan.cachedTokens));
+    return plan;
+  }
+
+  /** Decode time before each streamed piece (the first token comes with the prefill), ms. */
+  function pacing(pieces: readonly string[]): number[] | undefined {
+    if (!engine) return undefined;
+    return pieces.map((piece, i) => engine.decodeMs(roughTokens(piece.length) - (i === 0 ? 1 : 0)));
   }
 
   function route(req: IncomingMessage, res: ServerResponse): void {
@@ -107,12 +151,20 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         });
       }
       if (probe) return send(res, 200, fixed[probe]);
-      if (path === '/__stats') return send(res, 200, JSON.stringify(recorder.snapshot()));
+      if (path === '/__stats') return send(res, 200, JSON.stringify(snapshot()));
+      if (engine && path === '/metrics') {
+        const text = engine.metricsText(models[0] ?? 'fake-model');
+        res.writeHead(200, {
+          'content-type': 'text/plain; version=0.0.4; charset=utf-8',
+          'content-length': Buffer.byteLength(text),
+          'x-fake-upstream': name,
+        });
+        return void res.end(text);
+      }
       if (path === '/__calls') return send(res, 200, JSON.stringify(journal.snapshot()));
     }
     if (method === 'POST' && path === '/__reset') {
-      recorder.reset();
-      journal.reset();
+      resetAll();
       res.writeHead(204, { 'x-fake-upstream': name });
       return void res.end();
     }
@@ -217,8 +269,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       return sendJson(flight, embeddingsJson(body, model), knobs);
     }
     const prompt: Prompt = api === 'chat' ? readChatPrompt(body) : readResponsesPrompt(body);
+    let plan: PrefillPlan | undefined;
+    if (engine && !(plan = await prefill(flight, api, body))) return;
     const text = echoReply(prompt.lastUserText, model, name);
-    const inputTokens = roughTokens(prompt.inputChars);
+    const inputTokens = plan ? plan.promptTokens : roughTokens(prompt.inputChars);
     const outputTokens = roughTokens(text.length);
     const created = Math.floor(Date.now() / 1000);
     const n = ++nextId;
@@ -234,44 +288,51 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         prompt_tokens: inputTokens,
         completion_tokens: completionTokens,
         total_tokens: inputTokens + completionTokens,
+        ...(plan ? { prompt_tokens_details: { cached_tokens: plan.cachedTokens } } : {}),
         ...(reasoning ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
       };
       const reported = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
       if (!stream) {
+        if (engine && !(await flight.pause(engine.decodeMs(completionTokens - 1)))) return;
         if (knobs.shortBody === undefined) entry?.reported(reported);
         return sendJson(flight, chatCompletionJson(who, reply, usage, reasoning), knobs);
       }
       const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
       const pieces = splitText(reply, knobs.chunks);
       const format = new ChatChunkFormat(who, includeUsage ? usage : undefined, reasoning);
+      const all = reasoning ? [...splitText(reasoning.text, reasoning.chunks), ...pieces] : pieces;
       return writeEventStream(
         flight,
         sseHeaders,
-        reasoning ? [...splitText(reasoning.text, reasoning.chunks), ...pieces] : pieces,
+        all,
         includeUsage && entry ? reportingAtClose(format, () => entry.reported(reported)) : format,
         knobs,
+        pacing(all),
       );
     }
     const who = { id: `resp_fake_${n}`, messageId: `msg_fake_${n}`, created_at: created, model };
     const usage: ResponsesUsage = {
       input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: 0 },
+      input_tokens_details: { cached_tokens: plan ? plan.cachedTokens : 0 },
       output_tokens: outputTokens,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: inputTokens + outputTokens,
     };
     const reported = { prompt: inputTokens, completion: outputTokens };
     if (!stream) {
+      if (engine && !(await flight.pause(engine.decodeMs(outputTokens - 1)))) return;
       if (knobs.shortBody === undefined) entry?.reported(reported);
       return sendJson(flight, JSON.stringify(responseObject(who, text, usage)), knobs);
     }
     const format = new ResponsesEventFormat(who, text, usage);
+    const pieces = splitText(text, knobs.chunks);
     return writeEventStream(
       flight,
       sseHeaders,
-      splitText(text, knobs.chunks),
+      pieces,
       entry ? reportingAtClose(format, () => entry.reported(reported)) : format,
       knobs,
+      pacing(pieces),
     );
   }
 
@@ -294,12 +355,9 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     origin,
     port,
     name,
-    stats: () => recorder.snapshot(),
+    stats: snapshot,
     calls: () => journal.snapshot(),
-    reset: () => {
-      recorder.reset();
-      journal.reset();
-    },
+    reset: resetAll,
     close: () =>
       (closing ??= new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));

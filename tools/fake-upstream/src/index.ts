@@ -14,6 +14,7 @@ export {
   type WaitingSample,
 } from './flow-judge';
 export type { KnobName } from './knobs';
+export { ENGINE_DEFAULTS, type EngineOptions, type EngineStats } from './engine';
 export { echoReply } from './prompt';
 export { ECHO_LLM, fleetYaml, configPrefix, exporterYaml } from './fixtures';
 export type { OpenAIErrorBody } from './errors';

@@ -34,7 +34,8 @@ function readItems(items: unknown, inputChars: number): Prompt {
   return { lastUserText, inputChars };
 }
 
-function contentText(content: unknown): string {
+/** The text of a message's `content`: a string, or the `text` of its parts joined ('' for anything else). */
+export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   let text = '';

@@ -46,7 +46,8 @@ export function namedEvent(type: string, json: string): string {
  * content chunks, capped at their number) end it early without the closing events; `stall_after`
  * stops sending there and holds the connection open; `done_unterminated` drops the newlines after
  * the final `data: [DONE]`. A writer that outruns its reader waits for the socket to drain, so a
- * stalled reader holds the stream (as a real server's socket would).
+ * stalled reader holds the stream (as a real server's socket would). `pacingMs[i]`, when given, is a further
+ * wait before content chunk `i` (the engine model's decode time, README "Engine model").
  */
 export async function writeEventStream(
   flight: InFlightRequest,
@@ -54,6 +55,7 @@ export async function writeEventStream(
   pieces: readonly string[],
   format: StreamFormat,
   knobs: FakeKnobs,
+  pacingMs?: readonly number[],
 ): Promise<void> {
   const { res } = flight;
   res.writeHead(200, headers);
@@ -66,6 +68,8 @@ export async function writeEventStream(
   const pad = knobs.chunkBytes > 0 ? (piece: string) => piece.padEnd(knobs.chunkBytes, '.') : (piece: string) => piece;
   for (let i = 0; i <= pieces.length; i++) {
     if (i > 0 && i < pieces.length && knobs.chunkGapMs > 0 && !(await flight.pause(knobs.chunkGapMs))) return;
+    const decodeMs = i < pieces.length ? (pacingMs?.[i] ?? 0) : 0;
+    if (decodeMs > 0 && !(await flight.pause(decodeMs))) return;
     if (flight.closed) return;
     if (i === cutAt) return flight.cut();
     if (i === stallAt) return;

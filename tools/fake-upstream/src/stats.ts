@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { EngineStats } from './engine';
 
 /** Request counts of the fake upstream (all, or one model). */
 export interface RequestCounts {
@@ -32,6 +33,8 @@ export interface RecordedRequest {
 export interface FakeStats extends RequestCounts {
   byModel: Record<string, RequestCounts>;
   lastRequest: Record<string, RecordedRequest>;
+  /** The engine model's counters, only when it is on (`startFakeUpstream({ engine })`; README, "Engine model"). */
+  engine?: EngineStats;
 }
 
 /** One counted request: `finish` must be called exactly once when its response finishes or closes. */
