@@ -272,6 +272,28 @@ describe.each(BUDGET_BACKENDS)('usage read from its protocol position, bounded (
     },
   );
 
+  it.each([
+    ['/chat/completions', { model: 'mv', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }],
+    ['/chat/completions', { model: 'mc', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5, stream: true }],
+    ['/responses', { model: 'mv', input: 'hi', max_output_tokens: 5 }],
+  ] as const)(
+    '%s: a completion count past the allowance the request named is charged and counted as the allowance',
+    async (path, request) => {
+      script = {
+        usage: '{"prompt_tokens":5,"completion_tokens":16777216,"input_tokens":5,"output_tokens":16777216}',
+        decoy: '{}',
+      };
+      const before = { counts: await counts('team'), used: await settledUse() };
+      const res = await postAs(ctx.gateway, 'k-team', path, request);
+      await res.text();
+      expect(res.status).toBe(200);
+      expect((await settledUse()) - before.used).toBe(5 + 5);
+      const after = await counts('team');
+      expect(after.completion - before.counts.completion).toBe(5);
+      expect(after.prompt - before.counts.prompt).toBe(5);
+    },
+  );
+
   it('hostile values anywhere in the usage and its decoys, every endpoint and adapter (property)', async () => {
     const count = fc.oneof(
       fc.integer({ min: -1_000_000, max: 1_000_000 }).map(String),

@@ -1,3 +1,4 @@
+import { estimateTokenWeight } from '@iop/dispatch';
 import type { AdapterConfig } from '@iop/validate';
 import type { DispatchContext, UpstreamResponse } from '../adapters/adapter';
 import { ApiError, toClientError, upstreamTimeout } from '../errors';
@@ -10,7 +11,19 @@ import type { DispatchBody } from './dispatcher-deps';
 import { rememberResponseId } from './remember-response-id';
 import { AttemptTokens } from './attempt-tokens';
 import { askStreamUsage, dropUsageChunks } from './stream-usage';
-import { watchUsage } from './token-usage';
+import { watchUsage, type TokenUsage } from './token-usage';
+
+/**
+ * `usage` with its completion tokens at most the request's completion allowance when it names one
+ * (`max_tokens`/`max_completion_tokens` × `n`, `max_output_tokens`: `estimateTokenWeight`): an engine
+ * never generates past it, so a count above it is not what the request used (README "Token budgets:
+ * what a client sees"). Without one, the count stands (bounded by `tokenCount`).
+ */
+function withinAllowance(req: CompletionRequest, usage: TokenUsage): TokenUsage {
+  req.tokenWeight ??= estimateTokenWeight(req.endpoint, req.body);
+  const allowance = req.tokenWeight.completion;
+  return allowance === undefined || usage.output <= allowance ? usage : { ...usage, output: allowance };
+}
 
 /** An upstream's usage object as logged: its JSON, at most 300 characters. */
 function echoedUsage(usage: unknown): string {
@@ -89,7 +102,8 @@ export async function callUpstream(
     upstream = watchUsage(
       upstream,
       endpoint,
-      (usage) => {
+      (reported) => {
+        const usage = withinAllowance(req, reported);
         outcome.usage = usage;
         tokens.report(usage);
         countReported(deps.clientTokens, clientIdOf(req), usage);
