@@ -145,3 +145,49 @@ describe('nx affected sets of the files outside the projects (nx.json namedInput
     expect(affectedByFiles(file)).toEqual(expected);
   });
 });
+
+/**
+ * nx.json's `production` input leaves out the test-only files of a project (`*.spec.ts`, `*.contract.ts`,
+ * `testing/`): a change to one is no production change, so no build's cache misses for it. Whatever
+ * compiles or runs them still reads them: tests and typechecks take `^testHelpers` (a dependency's
+ * `testing/` helpers and contract suites), and the tools whose own source imports
+ * `@iop/dispatch/testing` (bench, fleet: `freePort`) build with it.
+ */
+describe('resolved task inputs (nx.json production and testHelpers)', () => {
+  const inputsOf = (target: string): Set<string> =>
+    new Set(
+      (
+        JSON.parse(
+          execFileSync('npx', ['nx', 'show', 'target', 'inputs', target, '--json'], {
+            cwd: WORKSPACE_ROOT,
+            encoding: 'utf8',
+            env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
+          }),
+        ) as { files: string[] }
+      ).files,
+    );
+  const HELPER = 'libs/dispatch/src/testing/index.ts';
+  const CONTRACT = 'libs/dispatch/src/queue/provider-queue.contract.ts';
+  const OWN_HELPER = 'apps/edge-gateway/src/testing/budget-gateway.ts';
+
+  it("a build reads no testing/ helper or contract suite, its own or a dependency's", () => {
+    const build = inputsOf('edge-gateway:build');
+    expect([HELPER, CONTRACT, OWN_HELPER].map((f) => [f, build.has(f)])).toEqual([
+      [HELPER, false],
+      [CONTRACT, false],
+      [OWN_HELPER, false],
+    ]);
+    expect(build.has('libs/dispatch/src/index.ts')).toBe(true);
+  });
+
+  it.each(['edge-gateway:test', 'edge-gateway:typecheck', 'status-exporter-e2e:test', 'fleet:test', 'fleet:build'])(
+    '%s reads the helpers and contract suites of its dependencies',
+    (target) => {
+      const inputs = inputsOf(target);
+      expect([HELPER, CONTRACT].map((f) => [f, inputs.has(f)])).toEqual([
+        [HELPER, true],
+        [CONTRACT, true],
+      ]);
+    },
+  );
+});
