@@ -8,7 +8,7 @@ export interface ChatUsage {
   /** Reasoning tokens included. */
   completion_tokens: number;
   total_tokens: number;
-  /** Present when the engine is modelled: the prompt tokens found in its prefix cache (README, "Engine model"). */
+  /** Present when the engine is modelled: the prompt tokens found in its prefix cache (tools/fake-upstream/README, "Engine model"). */
   prompt_tokens_details?: { cached_tokens: number };
   /** Present when the answer carries reasoning. */
   completion_tokens_details?: { reasoning_tokens: number };

@@ -3,7 +3,7 @@ import { isObject } from './knobs';
 import { contentText } from './prompt';
 
 /**
- * Parameters of the modelled inference engine (README, "Engine model"). One fake upstream is one engine:
+ * Parameters of the modelled inference engine (tools/fake-upstream/README, "Engine model"). One fake upstream is one engine:
  * its own KV cache, its own batch.
  */
 export interface EngineOptions {
@@ -31,7 +31,7 @@ export const ENGINE_DEFAULTS: Readonly<EngineOptions> = {
   maxBatch: 16,
 };
 
-/** UTF-8 bytes per modelled token: the cheap deterministic tokenizer (README, "Engine model"). */
+/** UTF-8 bytes per modelled token: the cheap deterministic tokenizer (tools/fake-upstream/README, "Engine model"). */
 export const BYTES_PER_TOKEN = 4;
 
 /** The engine's counters, as `stats().engine` and `GET /__stats` report them (since start or the last reset). */
@@ -157,7 +157,7 @@ export interface BatchSlot {
 }
 
 /**
- * The model of one inference engine (README, "Engine model"): a batch of `maxBatch` running requests with a
+ * The model of one inference engine (tools/fake-upstream/README, "Engine model"): a batch of `maxBatch` running requests with a
  * first-come-first-served waiting line, a {@link KvCache}, and the time to first token of a request computed
  * from its uncached prompt tokens and the load at its admission.
  */
@@ -303,7 +303,7 @@ export function checkEngineOptions(o: EngineOptions): void {
     if (!Number.isFinite(o[key]) || o[key] < 0) throw new Error(`engine.${key} must be a number ≥ 0, got ${o[key]}`);
 }
 
-/** The CLI flags of the engine model and the option each sets (README, "Engine model"). */
+/** The CLI flags of the engine model and the option each sets (tools/fake-upstream/README, "Engine model"). */
 export const ENGINE_FLAGS = {
   'engine-cache-blocks': 'cacheBlocks',
   'engine-block-tokens': 'blockTokens',

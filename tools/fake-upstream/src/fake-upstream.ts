@@ -38,7 +38,7 @@ export interface FakeUpstreamOptions {
    */
   probesWaitForWork?: boolean;
   /**
-   * Model an inference engine (README, "Engine model"): a KV cache of `cacheBlocks` blocks of `blockTokens`
+   * Model an inference engine (tools/fake-upstream/README, "Engine model"): a KV cache of `cacheBlocks` blocks of `blockTokens`
    * tokens with prefix caching, a batch of `maxBatch`, a time to first token from the uncached prompt tokens
    * and the load, decode time per output token, `cached_tokens` in usage, `GET /metrics` (vLLM names) and
    * `stats().engine`. Any object turns it on (`{}`: every default of {@link EngineOptions}). @defaultValue undefined (off)

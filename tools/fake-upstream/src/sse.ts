@@ -47,7 +47,7 @@ export function namedEvent(type: string, json: string): string {
  * stops sending there and holds the connection open; `done_unterminated` drops the newlines after
  * the final `data: [DONE]`. A writer that outruns its reader waits for the socket to drain, so a
  * stalled reader holds the stream (as a real server's socket would). `pacingMs[i]`, when given, is a further
- * wait before content chunk `i` (the engine model's decode time, README "Engine model").
+ * wait before content chunk `i` (the engine model's decode time, tools/fake-upstream/README "Engine model").
  */
 export async function writeEventStream(
   flight: InFlightRequest,

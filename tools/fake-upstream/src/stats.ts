@@ -33,7 +33,7 @@ export interface RecordedRequest {
 export interface FakeStats extends RequestCounts {
   byModel: Record<string, RequestCounts>;
   lastRequest: Record<string, RecordedRequest>;
-  /** The engine model's counters, only when it is on (`startFakeUpstream({ engine })`; README, "Engine model"). */
+  /** The engine model's counters, only when it is on (`startFakeUpstream({ engine })`; tools/fake-upstream/README, "Engine model"). */
   engine?: EngineStats;
 }
 
