@@ -8,6 +8,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { describeServed } from './fleet-config';
 import { FLEET_CONFIG, startLocalFleet, WORKSPACE_ROOT, type LocalFleet } from './local-fleet';
+import { fleetPorts, type FleetPorts } from './fleet-ports';
 
 const USAGE = `usage: npm run fleet -- [--config FILE] [--port 8080] [--host 127.0.0.1] [--exporter-port 9464]
                             [--stats-port 8404] [--redis redis://HOST:PORT] [--log-dir tmp/fleet]
@@ -16,10 +17,10 @@ const USAGE = `usage: npm run fleet -- [--config FILE] [--port 8080] [--host 127
                    first. The fleet sets REDIS_URL and, for the two fake GPU servers it starts,
                    FLEET_UPSTREAM_A and FLEET_UPSTREAM_B; any other \${VAR} comes from your environment.
                    A relative path is read from the directory you ran npm in.
-  --port           HAProxy's port for clients (default 8080)
+  --port           HAProxy's port for clients (default FLEET_PORT, else 8080)
   --host           address HAProxy binds (default 127.0.0.1)
-  --exporter-port  status exporter: dashboard, /status, /metrics (default 9464)
-  --stats-port     HAProxy's stats page (default 8404)
+  --exporter-port  status exporter: dashboard, /status, /metrics (default FLEET_EXPORTER_PORT, else 9464)
+  --stats-port     HAProxy's stats page (default FLEET_STATS_PORT, else 8404)
   --redis URL      use this Redis instead of starting redis-server on a free port
   --log-dir DIR    one log file per process (default tmp/fleet)
 
@@ -35,10 +36,10 @@ async function main(): Promise<number> {
     ({ values } = parseArgs({
       options: {
         config: { type: 'string' },
-        port: { type: 'string', default: '8080' },
+        port: { type: 'string' },
         host: { type: 'string', default: '127.0.0.1' },
-        'exporter-port': { type: 'string', default: '9464' },
-        'stats-port': { type: 'string', default: '8404' },
+        'exporter-port': { type: 'string' },
+        'stats-port': { type: 'string' },
         redis: { type: 'string' },
         'log-dir': { type: 'string', default: path.join(WORKSPACE_ROOT, 'tmp/fleet') },
         help: { type: 'boolean', short: 'h' },
@@ -52,20 +53,21 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const port = (name: 'port' | 'exporter-port' | 'stats-port') => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < 1 || n > 65535)
-      throw new Error(`--${name} must be a port number, got ${values[name]}`);
-    return n;
-  };
+  let ports: FleetPorts;
+  try {
+    ports = fleetPorts(values, process.env);
+  } catch (err) {
+    process.stderr.write(`fleet: ${(err as Error).message}\n`);
+    return 2;
+  }
   const logDir = path.resolve(values['log-dir']);
   let fleet: LocalFleet;
   try {
     fleet = await startLocalFleet({
-      port: port('port'),
+      port: ports.port,
       bindHost: values.host,
-      exporterPort: port('exporter-port'),
-      statsPort: port('stats-port'),
+      exporterPort: ports.exporterPort,
+      statsPort: ports.statsPort,
       redisUrl: values.redis,
       // npm runs scripts from the workspace root; INIT_CWD is where the operator typed the command.
       config: values.config && path.resolve(process.env['INIT_CWD'] ?? process.cwd(), values.config),
