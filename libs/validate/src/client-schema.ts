@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { apiKey, id } from './schema-fields';
+import { apiKey, DEFAULT_IN_WORDS, id } from './schema-fields';
 
 /**
  * The shapes of client identities in `edge.yaml` (docs/architecture.md, "Clients, priority and fair
@@ -38,25 +38,49 @@ const capAtLeast = (min: number, what: string, removed: string) => {
 /** One entry of `gateway.clients`: an identity for one or more keys, with its band, weight and caps. */
 export const clientSchema = z.strictObject({
   /** The client's name in logs, `/status` and the `client` label of metrics; never a key. */
-  id,
+  id: id.meta({
+    description:
+      "The client's name in logs, `/status` and the `client` label of metrics (letters, digits, `.`, `_`, `-`); unique; never a key.",
+  }),
   /** Bearer keys of this client (`${VAR}` friendly); each unique across the file. */
-  keys: z.array(apiKey).min(1, 'give the client at least one key, e.g. keys: ["${TEAM_KEY}"]'),
+  keys: z
+    .array(apiKey)
+    .min(1, 'give the client at least one key, e.g. keys: ["${TEAM_KEY}"]')
+    .meta({ description: 'Bearer keys of this client (`${VAR}` friendly); each unique across the file.' }),
   /** Band: higher is served first; negative is sheddable when a queue is full. @defaultValue 0 */
-  priority: intIn(MIN_PRIORITY, MAX_PRIORITY, 'priority').default(0),
+  priority: intIn(MIN_PRIORITY, MAX_PRIORITY, 'priority')
+    .default(0)
+    .meta({ description: 'Band: higher is served first; negative is sheddable when a queue is full.' }),
   /** Share of slots inside its band while backlogged, relative to other clients' weights. @defaultValue 1 */
-  weight: intIn(1, MAX_WEIGHT, 'weight').default(1),
+  weight: intIn(1, MAX_WEIGHT, 'weight')
+    .default(1)
+    .meta({ description: "Share of slots inside its band while backlogged, relative to other clients' weights." }),
   /** Leases the client may hold at once in one pool, across every replica; over it requests wait. */
-  max_in_flight: capAtLeast(1, 'max_in_flight', 'no cap'),
+  max_in_flight: capAtLeast(1, 'max_in_flight', 'no cap').meta({
+    description: 'Leases the client may hold at once in one pool, across every replica; over it requests wait.',
+    [DEFAULT_IN_WORDS]: 'no cap',
+  }),
   /** Requests the client may have waiting in one pool, across every replica; over it `429 queue_full`. */
-  max_queued: capAtLeast(0, 'max_queued', 'the default (half of gateway.max_connections)'),
+  max_queued: capAtLeast(0, 'max_queued', 'the default (half of gateway.max_connections)').meta({
+    description:
+      'Requests the client may have waiting in one pool, across every replica (parked requests count); over it 429 `queue_full`.',
+    [DEFAULT_IN_WORDS]: 'half of `gateway.max_connections`, rounded up',
+  }),
   /**
    * Tokens (estimated prompt + completion allowance, settled with the tokens used at release) the
    * client may use in any sliding minute, fleet-wide; over it `429 rate_limit_exceeded`
    * (docs/architecture.md, "Token budgets"). Absent: no per-minute budget.
    */
-  tokens_per_minute: tokenBudget('tokens_per_minute'),
+  tokens_per_minute: tokenBudget('tokens_per_minute').meta({
+    description:
+      'Tokens (estimated prompt + completion allowance, settled with the tokens used at release) the client may use in any sliding minute, fleet-wide over every pool; over it 429 `rate_limit_exceeded` (README "Token budgets").',
+    [DEFAULT_IN_WORDS]: 'no budget',
+  }),
   /** The same over a sliding day (86,400 s). Absent: no per-day budget. */
-  tokens_per_day: tokenBudget('tokens_per_day'),
+  tokens_per_day: tokenBudget('tokens_per_day').meta({
+    description: 'Tokens the client may use in any sliding day (86,400 s), as `tokens_per_minute`; not below it.',
+    [DEFAULT_IN_WORDS]: 'no budget',
+  }),
 });
 
 export type ClientConfig = z.output<typeof clientSchema>;

@@ -16,8 +16,8 @@ describe('edge.schema.json', () => {
     }
     if (current !== generated) {
       throw new Error(
-        'libs/validate/edge.schema.json is out of date with src/schema.ts. Regenerate it with:\n' +
-          '  UPDATE_SCHEMA=1 npx jest -c libs/validate/jest.config.js json-schema\nand commit the result.',
+        'libs/validate/edge.schema.json is out of date with src/schema.ts. Regenerate it (and docs/configuration.md) with:\n' +
+          '  npm run docs:config\nand commit the result.',
       );
     }
   });

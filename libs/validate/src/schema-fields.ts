@@ -28,3 +28,11 @@ export const apiKey = z
     /^[\x21-\x7e]+$/,
     'an API key must be printable ASCII without spaces (no accents or other non-ASCII characters, no surrounding or inner spaces): a client sends it in an HTTP header, so any other key could never match',
   );
+
+/**
+ * The JSON Schema key of a default in words, for a setting whose default the schema does not apply
+ * itself (computed elsewhere, or "none"): `.meta({ description, [DEFAULT_IN_WORDS]: 'half of max_connections' })`.
+ * Emitted into `edge.schema.json` as is (editors ignore unknown keywords) and shown in the Default
+ * column of docs/configuration.md (`config-reference.ts`).
+ */
+export const DEFAULT_IN_WORDS = 'x-default';
