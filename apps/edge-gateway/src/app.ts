@@ -1,5 +1,5 @@
 import type { ProviderQueue } from '@iop/dispatch';
-import { ReplicaWaiting } from './dispatch/replica-waiting';
+import { ReplicaRequests } from './dispatch/replica-requests';
 import { registerConfigInfoGauge } from '@iop/status';
 import type { EdgeConfig } from '@iop/validate';
 import express from 'express';
@@ -48,7 +48,7 @@ export function createApp(appDeps: AppDeps): GatewayApp {
   const deps: AppDeps = {
     ...appDeps,
     firstBytes: appDeps.firstBytes ?? new FirstByteClock(),
-    replicaWaiting: appDeps.replicaWaiting ?? new ReplicaWaiting(),
+    replicaRequests: appDeps.replicaRequests ?? new ReplicaRequests(),
     clientTokens: appDeps.clientTokens ?? metrics.clientTokens,
   };
   const app = express();

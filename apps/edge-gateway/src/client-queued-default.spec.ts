@@ -45,12 +45,14 @@ describe('a client without max_queued is bounded by default (half of gateway.max
     (await (await fetch(`${gateway.url}/status`)).json()) as Required<Pick<StatusSnapshot, 'clients'>>;
 
   it('refuses the request past the default with 429 queue_full and Retry-After; other clients and /healthz still get in', async () => {
-    // One holds solo's lease, four wait parked at batch's max_in_flight: 5 of the 8 connections.
-    for (let i = 0; i < 5; i++) void chat('batch-key', 'small', 30_000).catch(() => undefined);
+    // One holds batch's lease, three wait parked at its max_in_flight: 4 of the 8 connections, half of
+    // them, which the replica's bound on one client's pooled requests allows (the pool's default
+    // max_queued, 4, would allow one more parked).
+    for (let i = 0; i < 4; i++) void chat('batch-key', 'small', 30_000).catch(() => undefined);
     await waitUntil(
-      async () => (await status()).clients.find((c) => c.id === 'batch')?.queued === 4,
+      async () => (await status()).clients.find((c) => c.id === 'batch')?.queued === 3,
       5000,
-      'batch: one lease held, four requests parked',
+      'batch: one lease held, three requests parked',
     );
     // Without the default this one would park too (and the next ones would take every connection).
     const refused = await chat('batch-key', 'small', 0, AbortSignal.timeout(3000));
@@ -65,15 +67,15 @@ describe('a client without max_queued is bounded by default (half of gateway.max
       max_in_flight: 1,
       max_queued: 4,
       in_flight: 1,
-      queued: 4,
+      queued: 3,
     });
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     expect((await chat('chat-key', 'llama', 0, AbortSignal.timeout(5000))).status).toBe(200);
   });
 });
 
-describe("a client's waiting requests are bounded per replica across pools (half of gateway.max_connections)", () => {
-  // 10 connections: batch may keep 5 waiting per pool by default, and 5 on this replica in all.
+describe("a client's pooled requests, waiting or running, are bounded per replica across pools (half of gateway.max_connections)", () => {
+  // 10 connections: batch may keep 5 waiting per pool by default, and 5 pooled requests on this replica in all.
   const twoPools = fleetYaml({ clients: [{ id: 'batch', keys: ['batch-key'], max_in_flight: 1 }] }).replace(
     '  max_body_bytes:',
     '  max_connections: 10\n  max_connections_per_address: 10\n  max_body_bytes:',
@@ -99,16 +101,14 @@ describe("a client's waiting requests are bounded per replica across pools (half
       body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], fake: { delay_ms: 30_000 } }),
       signal,
     });
-  const waiting = async () =>
+  const held = async () =>
     ((await (await fetch(`${gateway.url}/status`)).json()) as Required<Pick<StatusSnapshot, 'clients'>>).clients
       .filter((c) => c.id === 'batch')
-      .reduce((n, c) => n + (c.queued ?? 0), 0);
+      .reduce((n, c) => n + (c.queued ?? 0) + (c.in_flight ?? 0), 0);
 
-  it('refuses the sixth waiting request over two pools with 429 queue_full naming the replica; /healthz still answers', async () => {
-    // A lease on each pool (small, llama), then five parked, spread over both pools.
-    for (const model of ['small', 'llama', 'small', 'llama', 'small', 'llama', 'small'])
-      void chat(model).catch(() => undefined);
-    await waitUntil(async () => (await waiting()) === 5, 5000, 'batch: two leases held, five requests parked');
+  it('refuses the sixth pooled request over two pools (two running, three parked) with 429 queue_full naming the replica; /healthz still answers', async () => {
+    for (const model of ['small', 'llama', 'small', 'llama', 'small']) void chat(model).catch(() => undefined);
+    await waitUntil(async () => (await held()) === 5, 5000, 'batch: two leases held, three requests parked');
     const refused = await chat('llama', AbortSignal.timeout(3000));
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -116,7 +116,7 @@ describe("a client's waiting requests are bounded per replica across pools (half
       code: 'queue_full',
       message: expect.stringContaining('on this gateway replica'),
     });
-    expect(await waiting()).toBe(5);
+    expect(await held()).toBe(5);
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
   });
 });

@@ -52,8 +52,8 @@ export type QueueUnavailableFields =
 /**
  * Why a request found no place in line (fields of `queue_full`; docs/architecture.md, "Clients,
  * priority and fair share"): every candidate's queue was full (`why` absent), its client already had
- * `max_queued` requests waiting in the pool, or half of a replica's `max_connections` waiting on that
- * replica across every pool, or it waited and was evicted for a request served before it.
+ * `max_queued` requests waiting in the pool, or half of a replica's `max_connections` waiting or
+ * running on that replica across every pool, or it waited and was evicted for a request served before it.
  */
 export type QueueFullFields =
   | { readonly model: string; readonly why?: 'queues_full' }
@@ -213,7 +213,7 @@ function queueFullMessage(f: QueueFullFields): string {
   if (f.why === 'client_queued')
     return `Client "${f.client}" already has ${f.maxQueued} requests waiting for model "${f.model}" (its max_queued).`;
   if (f.why === 'replica_queued')
-    return `Client "${f.client}" already has ${f.limit} requests waiting on this gateway replica (half of its gateway.max_connections), across every model.`;
+    return `Client "${f.client}" already has ${f.limit} requests waiting or running on this gateway replica (half of its gateway.max_connections), across every model.`;
   if (f.why === 'shed')
     return `This request waited for model "${f.model}" and gave its place to a request served before it: one of a higher priority band (this band is sheddable), or of a client under its fair share of the queue.`;
   return `Every provider of model "${f.model}" has a full queue.`;

@@ -8,7 +8,6 @@ import {
   type Route,
   type TokenWeight,
 } from '@iop/dispatch';
-import { ANONYMOUS_CLIENT } from '@iop/validate';
 import { ApiError } from '../errors';
 import { admissionToApiError } from '../http/answer/admission-errors';
 import { setRateLimitHeaders } from '../http/answer/rate-limit-headers';
@@ -28,8 +27,6 @@ import type { CompletionRequest } from './completion-request';
  * `x-ratelimit-*-tokens` headers (README "Token budgets: what a client sees").
  * @returns the lease (its `providerId` names the candidate granted), or undefined when the request
  *   enters no queue.
- * The client's requests waiting on this replica are bounded first (`ReplicaWaiting`: half of
- * `gateway.max_connections`, across every pool).
  * @throws ApiError the queue's refusal (`admissionToApiError`: 429 `queue_full`, `rate_limit_exceeded`,
  *   503 `queue_timeout`, `queue_unavailable`, `no_available_provider`), or the abort's reason when
  *   the wait was aborted.
@@ -44,12 +41,6 @@ export async function acquireLease(
   if (!entersQueue(route, queue)) return undefined;
   req.outcome.queuedAt = performance.now();
   const client: QueueClient | undefined = req.res.locals.client;
-  // One client's waiters never hold more than half of this replica's connections, across pools.
-  const leave = req.deps.replicaWaiting?.enter(
-    client?.id ?? ANONYMOUS_CLIENT.id,
-    route.modelGroupKey,
-    req.config.gateway.max_connections,
-  );
   try {
     return await queue.acquireLease({
       modelGroupKey: route.modelGroupKey,
@@ -70,8 +61,6 @@ export async function acquireLease(
       requestLogger(req.res, req.deps.logger).info({ code: err.code, detail: err.detail }, 'queue refused the request');
     if (err instanceof AdmissionError && err.budget) setRateLimitHeaders(req.res, err.budget);
     throw admissionToApiError(err);
-  } finally {
-    leave?.();
   }
 }
 

@@ -2,6 +2,7 @@ import type { GatewayResponse } from '../http/gateway-handler';
 import { AttemptSignals } from './attempt-signals';
 import { callDirect } from './call-direct';
 import { callWithFailover } from './call-with-failover';
+import { clientIdOf } from './charge-attempt';
 import { carriableCandidates } from './carriable-fields';
 import { claimTrial } from './claim-trial';
 import { startRequest } from './completion-request';
@@ -53,7 +54,13 @@ export async function dispatchCompletion(
       trialsDue && trialsDue.size > 0
         ? await claimTrial(deps.health, req.config, preferred, trialsDue)
         : { candidates: preferred };
-    await callWithFailover(req, route, { ...trialPick, bodies }, attempts);
+    // One client's pooled requests never hold more than half of this replica's connections, across pools.
+    const leave = deps.replicaRequests?.enter(clientIdOf(req), route.modelGroupKey, req.config.gateway.max_connections);
+    try {
+      await callWithFailover(req, route, { ...trialPick, bodies }, attempts);
+    } finally {
+      leave?.();
+    }
   } finally {
     attempts.close();
   }

@@ -1,4 +1,4 @@
-import type { ReplicaWaiting } from './replica-waiting';
+import type { ReplicaRequests } from './replica-requests';
 import type { HealthStore, ProviderQueue, ResponseAffinity } from '@iop/dispatch';
 import type { EdgeConfig } from '@iop/validate';
 import type { Logger } from 'pino';
@@ -35,8 +35,8 @@ export interface DispatcherDeps {
   probes?: ProbeClock;
   /** `previous_response_id` affinity for `/v1/responses` (README "Affinity"). */
   affinity?: ResponseAffinity;
-  /** Each client's requests waiting for a lease on this replica (`ReplicaWaiting`); `createApp` makes one when absent. */
-  replicaWaiting?: ReplicaWaiting;
+  /** Each client's pooled requests on this replica, waiting or running (`ReplicaRequests`); `createApp` makes one when absent. */
+  replicaRequests?: ReplicaRequests;
   /**
    * Aborted when the drain after SIGTERM runs out: every running request's upstream call is aborted
    * with `shuttingDown()`, so its client gets a 503 or the stream's error event before the
