@@ -85,6 +85,40 @@ describe('bad input gets an OpenAI-shaped error with the right status and code',
     await expectError(await post(body), status, code, param);
   });
 
+  // What the gateway weighs a request by must mean one thing to it and to the upstream (README "Token
+  // budgets: what a client sees"): a count that is not a whole number is refused, not forwarded.
+  it.each([
+    ['/v1/chat/completions', { max_tokens: -1 }, 'max_tokens'],
+    ['/v1/chat/completions', { max_tokens: 5.5 }, 'max_tokens'],
+    ['/v1/chat/completions', { max_tokens: '1e5' }, 'max_tokens'],
+    ['/v1/chat/completions', { max_completion_tokens: -3 }, 'max_completion_tokens'],
+    ['/v1/chat/completions', { n: 0 }, 'n'],
+    ['/v1/chat/completions', { n: { many: true } }, 'n'],
+    ['/v1/responses', { max_output_tokens: -1 }, 'max_output_tokens'],
+    ['/v1/responses', { max_output_tokens: 'lots' }, 'max_output_tokens'],
+  ])('answers %s with %p with 400 naming the field', async (path, fields, param) => {
+    const base = path.endsWith('responses')
+      ? { model: 'llama', input: 'hi' }
+      : { model: 'llama', messages: [{ role: 'user', content: 'hi' }] };
+    const res = await fetch(`${gateway.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ ...base, ...fields }),
+    });
+    await expectError(res, 400, 'invalid_request_error', param);
+  });
+
+  it.each([[{ max_tokens: 16, n: 2 }], [{ max_tokens: null, max_completion_tokens: '32' }]])(
+    'serves %p: whole numbers, digits and null are counts',
+    async (fields) => {
+      const res = await post(
+        JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], ...fields }),
+      );
+      expect(res.status).toBe(200);
+      await res.text();
+    },
+  );
+
   it('answers a model of the wrong type with 400 naming model', async () => {
     const res = await post(JSON.stringify({ model: 5, messages: [{ role: 'user', content: 'x' }] }));
     expect(res.status).toBe(400);

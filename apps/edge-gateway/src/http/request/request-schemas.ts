@@ -19,6 +19,26 @@ export const modelField = z
   .min(1, 'you must provide a model parameter');
 
 /**
+ * A count the gateway weighs a request by (`max_tokens`, `max_completion_tokens`, `n`,
+ * `max_output_tokens`; OpenAI API reference: integers): a whole number ≥ `min`, a string of digits (as
+ * lenient servers read one, weighed as its number), or null. Anything else (negative, fractional,
+ * another string) is a 400 naming the field: forwarded, a server would read it its own way while the
+ * gateway reserved the default (README "Token budgets: what a client sees").
+ */
+const countField = (name: string, min: number) => {
+  const error = `${name} must be a whole number, ${min} or more`;
+  return z
+    .union(
+      [z.number().refine((n) => Number.isInteger(n) && n >= min, error), z.string().regex(/^\s*\d{1,16}\s*$/, error)],
+      {
+        error,
+      },
+    )
+    .nullable()
+    .optional();
+};
+
+/**
  * `POST /v1/chat/completions` body: the fields the gateway relies on; the rest passes through
  * (OpenAI API reference). Arrays are {@link firstErrorArray}s: checking stops at the first bad element.
  */
@@ -47,6 +67,9 @@ const chatRequestSchema = z.looseObject({
     },
   ),
   stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
+  max_tokens: countField('max_tokens', 0),
+  max_completion_tokens: countField('max_completion_tokens', 0),
+  n: countField('n', 1),
 });
 
 /** A Responses input item: any object; a `role`, when present, one of the Responses roles. */
@@ -68,6 +91,7 @@ const responsesRequestSchema = z.looseObject({
     .optional(),
   instructions: z.string().nullable().optional(),
   stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
+  max_output_tokens: countField('max_output_tokens', 0),
 });
 
 /**
